@@ -1,0 +1,34 @@
+# powerlens: "Analogies between Transformer Layers and Power Method" (Li & Altafini, arXiv 2605.25619),
+# rebuilt as a Snakemake workflow. Default: the paper's 13 checkpoints (config/config.yaml).
+#   snakemake --cores 8                                      # the paper (needs the Hugging Face hub)
+#   snakemake --cores 2 --configfile config/offline.yaml     # offline: trained MiniLM + random twins
+# Logic lives in src/powerlens/, one thin CLI per step in scripts/, one concern per workflow/rules/*.smk.
+
+import os
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# ---- configuration ------------------------------------------------------------------------------
+# The paper config is the default; a --configfile replaces it (no merging of model lists).
+if "models" not in config:
+
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+report: "workflow/report/workflow.rst"
+
+
+# ---- rules --------------------------------------------------------------------------------------
+include: "workflow/rules/common.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/tables.smk"
+
+
+# ---- target -------------------------------------------------------------------------------------
+rule all:
+    default_target: True
+    input:
+        get_final_output(),

@@ -1,0 +1,70 @@
+"""Config checks beyond the JSON schema, and resource estimates used when Snakemake builds the DAG.
+
+The schema (``workflow/schemas/config.schema.yaml``) catches unknown keys, wrong types and bad enum values;
+:func:`check_models` adds the cross-field rules a schema cannot express well (a twin's ``arch`` must match
+the architecture it copies; a local path must exist). Both run at DAG construction, before any job.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .archs import PAPER_MODELS, ArchConfig, count_params, twin_config
+from .errors import PowerlensError
+
+
+def check_models(config: dict) -> None:
+    for name, m in config["models"].items():
+        if m["source"] == "random":
+            twin = twin_config(m["twin_of"])
+            if twin.arch != m["arch"]:
+                raise PowerlensError(
+                    f"models.{name}.arch is {m['arch']!r} but twin_of {m['twin_of']!r} is a {twin.arch!r} model",
+                    f"set models.{name}.arch: {twin.arch}",
+                )
+        if m["source"] == "local" and not Path(m["path"]).expanduser().is_dir():
+            raise PowerlensError(
+                f"models.{name}.path: directory {m['path']} does not exist",
+                "point `path` at a folder made by `model.save_pretrained(...)` (config.json + *.safetensors)",
+            )
+
+
+def _arch_from_config_json(path: Path, arch: str) -> ArchConfig | None:
+    cfg = path / "config.json"
+    if not cfg.is_file():
+        return None
+    try:
+        kw = json.loads(cfg.read_text())
+        return ArchConfig(arch, kw)
+    except Exception:
+        return None
+
+
+def model_params(name: str, m: dict) -> int:
+    """Parameter count known without loading weights (paper table, twin table or config.json)."""
+    arch = None
+    if m["source"] == "random":
+        arch = twin_config(m["twin_of"])
+    elif m["source"] == "hf":
+        arch = next((a for a in PAPER_MODELS.values() if a.hub_id == m.get("repo_id")), None)
+    elif m["source"] == "local":
+        arch = _arch_from_config_json(Path(m["path"]).expanduser(), m["arch"])
+    elif m["source"] == "package":
+        import importlib.util
+
+        spec = importlib.util.find_spec(m["package"])
+        if spec and spec.submodule_search_locations:
+            base = Path(list(spec.submodule_search_locations)[0]) / m.get("subdir", "model")
+            arch = _arch_from_config_json(base, m["arch"])
+    if arch is None:
+        return 350_000_000  # unknown: assume a BERT-large-sized model
+    try:
+        return count_params(arch)
+    except KeyError:
+        return 350_000_000
+
+
+def mem_mb(params: int, bytes_per_param: float, base_mb: int = 1000) -> int:
+    """Memory request: interpreter + libraries (base) plus a multiple of the weights' size."""
+    return int(base_mb + params * bytes_per_param / 1e6)

