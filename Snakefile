@@ -24,6 +24,8 @@ report: "workflow/report/workflow.rst"
 # ---- rules --------------------------------------------------------------------------------------
 include: "workflow/rules/common.smk"
 include: "workflow/rules/models.smk"
+include: "workflow/rules/spectra.smk"
+include: "workflow/rules/dynamics.smk"
 include: "workflow/rules/tables.smk"
 
 

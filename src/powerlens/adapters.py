@@ -93,6 +93,17 @@ class Adapter:
         """Observation sites in depth order (shared layers repeat)."""
         raise NotImplementedError
 
+    def layer_modules(self, model: nn.Module) -> list[nn.Module]:
+        """The module applying layer t, per depth (its input is x(t), its output x(t+1))."""
+        raise NotImplementedError
+
+    def embed(self, model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        """x(0): what the first layer receives, (B, T, d)."""
+        raise NotImplementedError
+
+    def max_positions(self, cfg) -> int:
+        return cfg.max_position_embeddings
+
     def n_heads(self, cfg) -> int:
         return cfg.num_attention_heads
 
@@ -136,6 +147,12 @@ class BertAdapter(Adapter):
     def sites(self, model):
         return [Site(att, att) for att in (self._att(model, t) for t in range(model.config.num_hidden_layers))]
 
+    def layer_modules(self, model):
+        return list(self.base(model).encoder.layer)
+
+    def embed(self, model, ids):
+        return self.base(model).embeddings(input_ids=ids)
+
 
 class AlbertAdapter(Adapter):
     """ALBERT: ``num_hidden_groups`` groups of ``inner_group_num`` layers; depth i uses group
@@ -166,6 +183,14 @@ class AlbertAdapter(Adapter):
 
     def sites(self, model):
         return [Site(self._att(model, k), self._att(model, k)) for k in self.layer_map(model.config)]
+
+    def layer_modules(self, model):
+        enc = self.base(model).encoder
+        return [enc.albert_layer_groups[g].albert_layers[k] for g, k in self.layer_map(model.config)]
+
+    def embed(self, model, ids):
+        base = self.base(model)
+        return base.encoder.embedding_hidden_mapping_in(base.embeddings(input_ids=ids))
 
 
 class GPT2Adapter(Adapter):
@@ -204,6 +229,17 @@ class GPT2Adapter(Adapter):
     def sites(self, model):
         return [Site(b, b.attn) for b in self.base(model).h]
 
+    def layer_modules(self, model):
+        return list(self.base(model).h)
+
+    def embed(self, model, ids):
+        base = self.base(model)
+        pos = torch.arange(ids.shape[1], device=ids.device)[None]
+        return base.wte(ids) + base.wpe(pos)
+
+    def max_positions(self, cfg):
+        return cfg.n_positions
+
 
 class GPTNeoAdapter(Adapter):
     """GPT-Neo: separate q/k/v projections without bias, **no** 1/sqrt(d_head) scaling, and layers
@@ -235,6 +271,14 @@ class GPTNeoAdapter(Adapter):
 
     def sites(self, model):
         return [Site(b, b.attn) for b in self.base(model).h]
+
+    def layer_modules(self, model):
+        return list(self.base(model).h)
+
+    def embed(self, model, ids):
+        base = self.base(model)
+        pos = torch.arange(ids.shape[1], device=ids.device)[None]
+        return base.wte(ids) + base.wpe(pos)
 
 
 ADAPTERS: dict[str, Adapter] = {a.arch: a for a in (AlbertAdapter(), BertAdapter(), GPT2Adapter(), GPTNeoAdapter())}

@@ -46,3 +46,47 @@ def models_table(weights_meta: list[dict]) -> pd.DataFrame:
             "source": m["source"], "weights": m["weights_label"],
         })
     return pd.DataFrame(rows)
+
+
+def spectra_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """``table_spectra``: one row per model, over its unique layers (shared weights counted once)."""
+    rows = []
+    labels = labels or {}
+    for df in per_model:
+        u = df.drop_duplicates("unique_layer")
+        counts = u["leading_type"].value_counts()
+        lead = ", ".join(f"{t}: {counts[t]}" for t in ("real positive", "real negative", "complex pair")
+                         if t in counts)
+        m = df["model"].iloc[0]
+        rows.append({
+            "model": labels.get(m, m), "weights": df["weights"].iloc[0], "unique layers": len(u),
+            "leading eigenvalue (layers)": lead,
+            "median |l1|": float(u["abs_lambda1"].median()),
+            "median gap": float(u["gap"].median()),
+            "gap range": f"[{u['gap'].min():.3g}, {u['gap'].max():.3g}]",
+            "median gap beyond pair": float(u["gap_beyond_pair"].median()),
+            "median |l2|/|l1|": float(u["ratio"].median()),
+            "ratio range": f"[{u['ratio'].min():.3g}, {u['ratio'].max():.3g}]",
+            "I+F leading differs (layers)": int((~u["residual_same_as_F"].astype(bool)).sum()),
+            "max rel. residual": float(u["rel_residual"].max()),
+        })
+    return pd.DataFrame(rows)
+
+
+def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+    """``table_alignment``: per model and mode, mean gamma vs nulls, rho > 0.5 and Holm-significant layers."""
+    labels = labels or {}
+    rows = []
+    for (m, mode), g in df.groupby(["model", "mode"], sort=False):
+        rows.append({
+            "model": labels.get(m, m), "weights": g["weights"].iloc[0], "mode": mode,
+            "layers (steps)": len(g), "tokens per layer": int(g["n"].median()),
+            "mean gamma": float(g["gamma"].mean()),
+            "null mean (random)": float(g["gamma_null_random"].mean()),
+            "null mean (non-leading eigvec)": float(g["gamma_null_eig"].mean()),
+            "layers rho > 0.5": int((g["rho"] > 0.5).sum()),
+            f"significant (Holm, {alpha})": int((g["p_holm"] < alpha).sum()),
+            "null random: rho > 0.5": int((g["rho_null_random"] > 0.5).sum()),
+            f"null random: significant": int((g["p_holm_null_random"] < alpha).sum()),
+        })
+    return pd.DataFrame(rows)

@@ -48,6 +48,21 @@ def test_end_to_end_outputs(test_run):
         assert (test_run / f"paper_tables/test/table_models.{ext}").stat().st_size > 0
 
 
+def test_spectra_outputs_and_byte_identical_rerun(test_run):
+    tables = [test_run / f"paper_tables/test/table_spectra.{e}" for e in ("csv", "md", "tex")]
+    per_model = sorted((test_run / "results/test").glob("*/spectra.csv"))
+    assert len(per_model) == 4
+    before = [p.read_bytes() for p in tables + per_model]
+    for f in ("fig_spectra", "fig_gap"):
+        for e in ("pdf", "png"):
+            assert (test_run / f"figures/test/{f}.{e}").stat().st_size > 1000
+    assert tables[1].read_text().count("random weights") == 4
+    r = smk("--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run),
+            "--forcerun", "spectra", "plot_spectra", cwd=test_run)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [p.read_bytes() for p in tables + per_model] == before
+
+
 def test_rerun_has_nothing_to_do(test_run):
     r = smk("-n", "--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run),
             cwd=test_run)

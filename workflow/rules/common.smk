@@ -37,8 +37,20 @@ def python_exe():
 PY = python_exe()
 
 
+MODES = ["model", "attention-only"]
+
+
+def _resolve(path):
+    """A config path: relative to the working directory if it exists there, else to the repository."""
+    return path if os.path.exists(path) else os.path.join(workflow.basedir, path)
+
+
+PROMPTS = _resolve(config["prompts"])
+
+
 wildcard_constraints:
     model="|".join(map(__import__("re").escape, MODELS)),
+    mode="|".join(MODES),
 
 
 def results(path):
@@ -51,9 +63,36 @@ def tables(name):
     return multiext(f"paper_tables/{RUN}/{name}", ".csv", ".md", ".tex")
 
 
+def figures(name):
+    """The PDF and PNG of one figure of this run."""
+    return multiext(f"figures/{RUN}/{name}", ".pdf", ".png")
+
+
 def stem_of_output(wildcards, output):
-    """The shared stem of a table's three files (output[0] is the .csv)."""
+    """The shared stem of a table's or figure's files (output[0] is the first)."""
     return os.path.splitext(output[0])[0]
+
+
+def stem_of(key):
+    """Params function: the stem of the named output (a figure or table with several suffixes)."""
+
+    def f(wildcards, output):
+        return os.path.splitext(output[key][0])[0]
+
+    return f
+
+
+def stems_of(*keys):
+    """Params function: the stems of several named outputs, space-separated and quoted."""
+
+    def f(wildcards, output):
+        return " ".join(repr(os.path.splitext(output[k][0])[0]) for k in keys)
+
+    return f
+
+
+def labels_json():
+    return json.dumps({m: e.get("label", m) for m, e in config["models"].items()}, sort_keys=True)
 
 
 def model_entry_json(wildcards):
@@ -80,6 +119,21 @@ def mem_check(wildcards):
     return mem_mb(params_of(wildcards), 12)
 
 
+def mem_spectra(wildcards):
+    # float64 F per unique layer plus LAPACK workspace, one layer per thread
+    return mem_mb(params_of(wildcards), 3)
+
+
+def mem_dynamics(wildcards):
+    # fp32 model + one batch of activations for every layer hook (released per layer)
+    return mem_mb(params_of(wildcards), 6, base_mb=1500)
+
+
+def gpu_request(wildcards):
+    # a GPU for forward passes and attention-only dynamics when the config asks for one
+    return 1 if config["device"] == "cuda" else 0
+
+
 def runtime_min(per_billion_min, floor=5):
     def f(wildcards):
         return max(floor, int(per_billion_min * params_of(wildcards) / 1e9) + floor)
@@ -92,4 +146,12 @@ def get_final_output():
         results("models.lock.yaml"),
         expand(results("{model}/extraction_check.json"), model=MODELS),
         tables("table_models"),
+        figures("fig_spectra"),
+        figures("fig_gap"),
+        tables("table_spectra"),
+        figures("fig_gamma"),
+        figures("fig_rho"),
+        figures("fig_albert_consensus"),
+        figures("fig_albert_rotation"),
+        tables("table_alignment"),
     ]

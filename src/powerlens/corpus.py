@@ -1,0 +1,71 @@
+"""The prompt corpus: a UTF-8 text file, one natural-language prompt per line.
+
+Tokenisation is recorded: the tokenizer's special tokens are kept in the forward pass (a model expects
+them) and left out of every statistic (our choice: [CLS]/[SEP] and friends are not text tokens). Prompts
+longer than the model's context are truncated, and how many were truncated is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .errors import PowerlensError
+
+
+def read_prompts(path: str | Path) -> list[str]:
+    path = Path(path)
+    if not path.is_file():
+        raise PowerlensError(f"prompt file {path} does not exist", "set `prompts:` to a UTF-8 text file, one prompt per line")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PowerlensError(f"prompt file {path} is not UTF-8 (byte {e.start})",
+                             "re-save it as UTF-8 (e.g. iconv -t utf-8)") from None
+    prompts = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not prompts:
+        raise PowerlensError(f"prompt file {path} holds no prompts", "write one natural-language prompt per line")
+    return prompts
+
+
+@dataclass
+class Batch:
+    ids: torch.Tensor  # (B, T) token ids, right-padded
+    mask: torch.Tensor  # (B, T) 1 for real positions (incl. special tokens)
+    stat_mask: torch.Tensor  # (B, T) bool: positions that count in statistics (no specials, no padding)
+    prompt_index: torch.Tensor  # (B,) index of each row's prompt in the corpus
+
+
+def tokenize(prompts: list[str], tokenizer, max_len: int) -> tuple[list[list[int]], list[list[int]], int]:
+    """Token ids and special-token masks per prompt (truncated to ``max_len``); returns the truncation count."""
+    enc = tokenizer(prompts, add_special_tokens=True, truncation=False, return_special_tokens_mask=True)
+    ids, special, truncated = [], [], 0
+    for x, s in zip(enc["input_ids"], enc["special_tokens_mask"]):
+        if len(x) > max_len:
+            truncated += 1
+            x, s = x[:max_len], s[:max_len]
+        ids.append(list(x))
+        special.append(list(s))
+    return ids, special, truncated
+
+
+def batches(ids: list[list[int]], special: list[list[int]], batch_size: int, pad_id: int) -> list[Batch]:
+    """Length-sorted batches (less padding); deterministic order."""
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+    out = []
+    for s in range(0, len(order), batch_size):
+        idx = order[s:s + batch_size]
+        T = max(len(ids[i]) for i in idx)
+        B = len(idx)
+        x = torch.full((B, T), pad_id, dtype=torch.long)
+        m = torch.zeros(B, T, dtype=torch.long)
+        st = torch.zeros(B, T, dtype=torch.bool)
+        for b, i in enumerate(idx):
+            n = len(ids[i])
+            x[b, :n] = torch.tensor(ids[i])
+            m[b, :n] = 1
+            st[b, :n] = torch.tensor([not s for s in special[i]], dtype=torch.bool)
+        out.append(Batch(x, m, st, torch.tensor(idx)))
+    return out

@@ -1,0 +1,178 @@
+"""The paper's figures, drawn from the pipeline's tables and arrays (never from anything else)."""
+
+from __future__ import annotations
+
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+
+from .plotting import grid, panel_title, plt, save, style
+from .spectra import leading_type
+
+
+def fig_spectra(models: list[dict], stem, dpi: int = 150):
+    """Eigenvalues of F in the complex plane, one panel per model.
+
+    ``models``: dicts with ``label``, ``weights`` (label), ``eigvals`` (U, d) and ``shared`` (bool).
+    Shared-weight models (ALBERT) have one matrix; layer-varying models colour eigenvalues by layer.
+    The leading eigenvalue (or conjugate pair) of each layer is ringed.
+    """
+    style()
+    fig, axes = grid(len(models), ncols=4, size=2.8)
+    for ax, m in zip(axes, models):
+        ev = m["eigvals"]
+        U = ev.shape[0]
+        if U == 1:
+            ax.scatter(ev[0].real, ev[0].imag, s=4, color="C0", alpha=0.6, lw=0, label="eigenvalues")
+        else:
+            cmap = plt.get_cmap("viridis")
+            for u in range(U):
+                ax.scatter(ev[u].real, ev[u].imag, s=3, color=cmap(u / max(U - 1, 1)), alpha=0.5, lw=0)
+            sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, U - 1))
+            cb = fig.colorbar(sm, ax=ax, fraction=0.046, pad=0.02)
+            cb.set_label("layer t", fontsize=7)
+            cb.locator = matplotlib.ticker.MaxNLocator(integer=True)
+            cb.update_ticks()
+        for u in range(U):
+            pts = ev[u, :2] if leading_type(ev[u, 0]) == "complex pair" else ev[u, :1]
+            ax.scatter(pts.real, pts.imag, s=28, facecolors="none", edgecolors="C3", lw=0.8,
+                       label="leading" if u == 0 else None)
+        ax.axhline(0, color="0.6", lw=0.5)
+        ax.axvline(0, color="0.6", lw=0.5)
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.set_title(panel_title(m["label"], m["weights"]) + (" - shared F" if m["shared"] else ""))
+        ax.set_xlabel(r"Re $\lambda$ (dimensionless)")
+        ax.set_ylabel(r"Im $\lambda$ (dimensionless)")
+        ax.legend(loc="upper left", fontsize=6, frameon=True)
+    fig.suptitle(r"Spectra of the layer matrices $F_t = O_t V_t$", y=1.0)
+    fig.tight_layout()
+    return save(fig, stem, dpi)
+
+
+def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], stem, dpi: int = 150):
+    """Spectral gap |l1| - |l2| and power-method ratio |l2|/|l1| vs layer, one line per model."""
+    style()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for i, (m, g) in enumerate(df.groupby("model", sort=False)):
+        name = panel_title(labels.get(m, m), weights[m])
+        a1.plot(g["layer"], g["gap"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
+        a2.plot(g["layer"], g["ratio"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
+    a1.set_xlabel("layer t")
+    a1.set_ylabel(r"$|\lambda_1| - |\lambda_2|$ (dimensionless)")
+    a1.set_title("spectral gap of $F_t$ (0 for a complex leading pair)")
+    a2.set_xlabel("layer t")
+    a2.set_ylabel(r"$|\lambda_2| / |\lambda_1|$ (power-method rate)")
+    a2.set_title("ratio (1 = no dominant eigenvalue)")
+    a2.axhline(1, color="0.5", lw=0.6, ls="--")
+    a2.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return save(fig, stem, dpi)
+
+
+def _name(labels, weights, m):
+    return panel_title(labels.get(m, m), weights.get(m, ""))
+
+
+def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
+    """gamma_t vs layer for every layer-varying model, both modes, with the null models as a band."""
+    style()
+    models = [m for m in df["model"].unique() if not df[df["model"] == m]["shared"].iloc[0]]
+    if not models:
+        models = list(df["model"].unique())
+    fig, axes = grid(len(models), ncols=3, size=3.2)
+    for ax, m in zip(axes, models):
+        for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
+            ls = "-" if mode == "model" else "--"
+            ax.plot(g["layer"], g["gamma"], ls=ls, marker="o", ms=3, color=f"C{i}", label=f"{mode}: leading")
+            lo = g[["gamma_null_random", "gamma_null_eig"]].min(axis=1)
+            hi = g[["gamma_null_random", "gamma_null_eig"]].max(axis=1)
+            ax.fill_between(g["layer"], lo, hi, color=f"C{i}", alpha=0.15, lw=0, label=f"{mode}: null band")
+        ax.set_title(_name(labels, weights, m))
+        ax.set_xlabel("layer t")
+        ax.set_ylabel(r"$\gamma_t$ = mean $|\cos(x_i(t+1), v_{1,t})|$")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=6)
+    fig.suptitle("Alignment of each layer's output with its own leading eigenvector (null band: random "
+                 "subspace and random non-leading eigenvector)", y=1.0, fontsize=9)
+    fig.tight_layout()
+    return save(fig, stem, dpi)
+
+
+def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 0.05, dpi: int = 150):
+    """rho_t vs layer (fraction of tokens whose alignment increases), 0.5 line, Holm-significant filled."""
+    style()
+    models = list(df["model"].unique())
+    fig, axes = grid(len(models), ncols=3, size=3.2)
+    for ax, m in zip(axes, models):
+        for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
+            g = g[g["layer"] < 48]  # long shared-weight runs: first 48 steps
+            sig = g["p_holm"] < alpha
+            ax.plot(g["layer"], g["rho"], color=f"C{i}", lw=1, ls="-" if mode == "model" else "--")
+            ax.scatter(g["layer"][sig], g["rho"][sig], color=f"C{i}", s=14, label=f"{mode}: p_Holm < {alpha}")
+            ax.scatter(g["layer"][~sig], g["rho"][~sig], facecolors="none", edgecolors=f"C{i}", s=14,
+                       label=f"{mode}: not significant")
+        ax.axhline(0.5, color="0.3", lw=0.8, ls=":")
+        ax.set_ylim(0, 1)
+        ax.set_title(_name(labels, weights, m))
+        ax.set_xlabel("layer t")
+        ax.set_ylabel(r"$\rho_t$ = P(alignment with $v_{1,t}$ increases)")
+        ax.legend(fontsize=5.5)
+    fig.suptitle("Fraction of tokens tilted towards the layer's leading eigenvector (one-sided sign test, "
+                 "Holm across layers)", y=1.0, fontsize=9)
+    fig.tight_layout()
+    return save(fig, stem, dpi)
+
+
+def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
+    """Shared-weight models: alignment with v_1, with span(v_1, v_2), and mean pairwise cosine vs step."""
+    style()
+    models = [m for m in df["model"].unique() if df[df["model"] == m]["shared"].iloc[0]]
+    fig, axes = grid(max(len(models), 1), ncols=4, size=3.2)
+    if not models:
+        axes[0].text(0.5, 0.5, "no shared-weight model in this run", ha="center", va="center")
+        axes[0].set_axis_off()
+    for ax, m in zip(axes, models):
+        for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
+            ls = "-" if mode == "attention-only" else ":"
+            ax.plot(g["layer"] + 1, g["gamma"], ls=ls, color="C0", label=f"{mode}: |cos(x, v1)|")
+            ax.plot(g["layer"] + 1, g["span12_alignment"], ls=ls, color="C1", label=f"{mode}: span(v1, v2)")
+            ax.plot(g["layer"] + 1, g["pairwise_cos"], ls=ls, color="C2", label=f"{mode}: pairwise cos")
+        ax.set_xscale("log")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(_name(labels, weights, m))
+        ax.set_xlabel("step t (layer applications)")
+        ax.set_ylabel("alignment / cosine (dimensionless)")
+        ax.legend(fontsize=5.5)
+    fig.suptitle("Shared weights: consensus (pairwise cosine to 1) and alignment with the leading "
+                 "eigenvectors", y=1.0, fontsize=9)
+    fig.tight_layout()
+    return save(fig, stem, dpi)
+
+
+def fig_albert_rotation(runs: list[dict], stem, dpi: int = 150):
+    """Token trajectories of shared-weight models projected on the leading plane (attention-only runs).
+
+    ``runs``: dicts with label, weights, trajectory (steps+1, n, 2), leading_type, arg_mu1, mean_dtheta."""
+    style()
+    fig, axes = grid(max(len(runs), 1), ncols=4, size=3.2)
+    if not runs:
+        axes[0].text(0.5, 0.5, "no shared-weight model in this run", ha="center", va="center")
+        axes[0].set_axis_off()
+    for ax, r in zip(axes, runs):
+        tr = r["trajectory"]
+        cmap = plt.get_cmap("viridis")
+        for j in range(tr.shape[1]):
+            ax.plot(tr[:, j, 0], tr[:, j, 1], lw=0.6, color=cmap(j / max(tr.shape[1] - 1, 1)), alpha=0.8)
+            ax.scatter(tr[-1, j, 0], tr[-1, j, 1], s=8, color="C3", zorder=3)
+        th = np.linspace(0, 2 * np.pi, 200)
+        ax.plot(np.cos(th), np.sin(th), color="0.7", lw=0.5)
+        ax.set_aspect("equal")
+        plane = r["rotation_plane"]
+        ax.set_title(f"{panel_title(r['label'], r['weights'])}\nF lead: {r['leading_type']}; "
+                     f"arg mu1 = {r['arg_mu1']:.3f}, mean dtheta = {r['mean_dtheta']:.3f} rad", fontsize=7)
+        ax.set_xlabel(f"coordinate 1 in {plane}")
+        ax.set_ylabel("coordinate 2")
+    fig.suptitle("Token trajectories (unit vectors) projected on the leading plane; red: final step",
+                 y=1.0, fontsize=9)
+    fig.tight_layout()
+    return save(fig, stem, dpi)

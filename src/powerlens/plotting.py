@@ -1,0 +1,47 @@
+"""One plotting style for every figure: seaborn, colour-blind-safe palette, labelled axes, model names as
+in the paper, and "random weights" in the title of any panel drawn from an architecture twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from .io import atomic_path  # noqa: E402
+
+
+def style() -> None:
+    sns.set_theme(context="paper", style="whitegrid", palette="colorblind", font_scale=1.0)
+    plt.rcParams.update({"figure.dpi": 100, "savefig.bbox": "tight", "axes.titlesize": 9,
+                         "pdf.fonttype": 42, "svg.hashsalt": "powerlens", "path.simplify": False})
+
+
+def panel_title(label: str, weights_label: str) -> str:
+    return f"{label} (random weights)" if weights_label == "random weights" else label
+
+
+def save(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
+    """Write ``stem.pdf`` and ``stem.png`` atomically (fixed metadata, so reruns are byte-stable)."""
+    stem = Path(stem)
+    out = []
+    for ext in ("pdf", "png"):
+        path = stem.with_suffix(f".{ext}")
+        meta = {"CreationDate": None} if ext == "pdf" else {"Software": None}
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=ext, dpi=dpi, metadata=meta)
+        out.append(path)
+    plt.close(fig)
+    return out
+
+
+def grid(n: int, ncols: int = 4, size: float = 2.6):
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])

@@ -1,0 +1,161 @@
+"""Spectra of the layer matrices F_t = W_O W_V, in float64 on the CPU.
+
+Ordering and phase conventions (paper.md section 4, and our choices where it is silent):
+
+* eigenvalues sorted by modulus, largest first, ties (conjugate pairs) broken by argument, smallest first
+  (so the pair lambda, conj(lambda) is stored as (a - ib, a + ib)); moduli are compared after rounding to
+  12 significant digits so round-off never splits a pair;
+* eigenvectors have unit norm and a canonical phase: the largest-magnitude component is real and positive;
+* leading type: "complex pair" when |Im lambda_1| > 1e-9 |lambda_1|, else "real positive"/"real negative";
+  for a complex pair the direction is the plane P = span(Re v_1, Im v_1), stored as an orthonormal basis;
+* spectral gap |lambda_1| - |lambda_2| and power-method ratio |lambda_2| / |lambda_1|; a complex pair has
+  gap 0 by construction, so the gap to the next eigenvalue outside the pair is reported too;
+* residual view M = I + F (the paper's law keeps the residual): its eigenvectors are F's, its leading
+  eigenvalue is the lambda maximising |1 + lambda|, which need not be F's leading one;
+* per-head spectra from the d_head x d_head product W_V^h W_O^h, whose eigenvalues are the non-zero
+  eigenvalues of the d x d head matrix W_O^h W_V^h (AB and BA share their non-zero spectrum);
+* solver accuracy: relative residual ||F v - lambda v|| / ||F||_F for every stored eigenpair.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+COMPLEX_TOL = 1e-9
+
+
+def sort_order(vals: np.ndarray) -> np.ndarray:
+    """Indices sorting eigenvalues by modulus (descending), then argument (ascending)."""
+    mod = np.abs(vals)
+    scale = mod.max() if mod.size and mod.max() > 0 else 1.0
+    key_mod = np.round(mod / scale, 12)
+    return np.lexsort((np.angle(vals), -key_mod))
+
+
+def canonical_phase(v: np.ndarray) -> np.ndarray:
+    """Unit vector(s) with the largest-magnitude component real and positive (columns if 2-D)."""
+    v = np.asarray(v, dtype=np.complex128)
+    if v.ndim == 2:
+        return np.stack([canonical_phase(v[:, j]) for j in range(v.shape[1])], axis=1)
+    v = v / np.linalg.norm(v)
+    i = int(np.argmax(np.round(np.abs(v), 12)))
+    return v * (np.conj(v[i]) / abs(v[i]))
+
+
+def leading_type(lam: complex, tol: float = COMPLEX_TOL) -> str:
+    if abs(lam.imag) > tol * max(abs(lam), 1e-300):
+        return "complex pair"
+    return "real positive" if lam.real >= 0 else "real negative"
+
+
+def plane_basis(v: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (d, 2) of span(Re v, Im v), each column with its largest component positive."""
+    Q, _ = np.linalg.qr(np.stack([v.real, v.imag], axis=1))
+    for j in range(2):
+        i = int(np.argmax(np.round(np.abs(Q[:, j]), 12)))
+        Q[:, j] *= np.sign(Q[i, j]) or 1.0
+    return Q
+
+
+@dataclass
+class Spectrum:
+    """The spectrum of one layer matrix F (d x d)."""
+
+    eigvals: np.ndarray  # (d,) complex128, sorted
+    vecs: np.ndarray  # (d, k) complex128: eigenvectors of eigvals[:k], canonical phase
+    plane: np.ndarray  # (d, 2) float64: basis of span(Re v1, Im v1), or (v1, 0) for a real leading pair
+    residual_index: int  # index (in eigvals) of the eigenvalue maximising |1 + lambda|
+    residual_vec: np.ndarray  # (d,) complex128: its eigenvector
+    rel_residual: float  # max over stored eigenpairs of ||F v - lambda v|| / ||F||_F
+    head_eigvals: np.ndarray  # (H, d_head) complex128, each row sorted
+
+    def summary(self) -> dict:
+        ev = self.eigvals
+        l1, l2 = ev[0], ev[1]
+        typ = leading_type(l1)
+        nxt = ev[2] if typ == "complex pair" and len(ev) > 2 else l2
+        r = ev[self.residual_index]
+        res_sorted = np.sort(np.abs(1 + ev))[::-1]
+        return {
+            "lambda1_re": l1.real, "lambda1_im": l1.imag, "lambda2_re": l2.real, "lambda2_im": l2.imag,
+            "abs_lambda1": abs(l1), "abs_lambda2": abs(l2), "gap": abs(l1) - abs(l2),
+            "ratio": abs(l2) / abs(l1) if abs(l1) > 0 else np.nan,
+            "gap_beyond_pair": abs(l1) - abs(nxt), "leading_type": typ, "spectral_radius": abs(l1),
+            "rel_residual": self.rel_residual,
+            "residual_lambda_re": r.real, "residual_lambda_im": r.imag,
+            "residual_leading_type": leading_type(r),
+            "residual_same_as_F": bool(self.residual_index == 0 or (typ == "complex pair" and self.residual_index == 1)),
+            "residual_ratio": res_sorted[1] / res_sorted[0] if res_sorted[0] > 0 else np.nan,
+        }
+
+
+def head_spectra(W_V: np.ndarray, W_O: np.ndarray, n_heads: int) -> np.ndarray:
+    """Eigenvalues of W_V^h W_O^h (d_head x d_head) per head: the non-zero spectrum of W_O^h W_V^h."""
+    d = W_V.shape[0]
+    dh = d // n_heads
+    out = np.empty((n_heads, dh), dtype=np.complex128)
+    for h in range(n_heads):
+        B = W_V[h * dh:(h + 1) * dh, :] @ W_O[:, h * dh:(h + 1) * dh]  # (dh, dh)
+        ev = np.linalg.eigvals(B)
+        out[h] = ev[sort_order(ev)]
+    return out
+
+
+def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np.ndarray | None = None,
+                   n_heads: int | None = None) -> Spectrum:
+    """Full float64 eigendecomposition of F; keeps the top-k eigenvectors (and the residual-leading one)."""
+    F = np.asarray(F, dtype=np.float64)
+    vals, V = np.linalg.eig(F)
+    order = sort_order(vals)
+    vals, V = vals[order], V[:, order]
+    k = min(k, len(vals))
+    vecs = canonical_phase(V[:, :k])
+    ridx = int(np.argmax(np.round(np.abs(1 + vals), 12)))
+    rvec = canonical_phase(V[:, ridx])
+    fn = np.linalg.norm(F)
+    keep = np.concatenate([vecs, rvec[:, None]], axis=1)
+    lam = np.concatenate([vals[:k], vals[ridx:ridx + 1]])
+    rel = float(np.max(np.linalg.norm(F @ keep - keep * lam, axis=0)) / fn) if fn > 0 else 0.0
+    if leading_type(vals[0]) == "complex pair":
+        plane = plane_basis(vecs[:, 0])
+    else:
+        plane = np.stack([vecs[:, 0].real, np.zeros(len(vals))], axis=1)
+    heads = head_spectra(W_V, W_O, n_heads) if W_V is not None else np.zeros((0, 0), np.complex128)
+    return Spectrum(vals, vecs, plane, ridx, rvec, rel, heads)
+
+
+def model_spectra(weights, k: int = 8, threads: int = 1) -> list[Spectrum]:
+    """Spectra of every unique layer of a :class:`~powerlens.weights.ModelWeights` (shared layers once).
+
+    Layers are solved in parallel on up to ``threads`` Python threads (LAPACK releases the GIL), each
+    LAPACK call on ``threads // workers`` BLAS threads: many layers use one BLAS thread per layer (the
+    result is then independent of the thread count), a single shared layer (ALBERT) gets them all.
+    """
+    from threadpoolctl import threadpool_limits
+
+    workers = max(1, min(threads, len(weights.layers)))
+    blas = max(1, threads // workers)
+
+    def one(lw):
+        return layer_spectrum(lw.F.numpy(), k, lw.W_V.double().numpy(), lw.W_O.double().numpy(),
+                              weights.n_heads)
+
+    with threadpool_limits(blas):
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(one, weights.layers))
+
+
+def spectra_arrays(specs: list[Spectrum], layer_map: list[int]) -> dict[str, np.ndarray]:
+    """The arrays of a spectra .npz file."""
+    return {
+        "eigvals": np.stack([s.eigvals for s in specs]),  # (U, d) complex128
+        "vecs": np.stack([s.vecs for s in specs]),  # (U, d, k) complex128
+        "plane": np.stack([s.plane for s in specs]),  # (U, d, 2) float64
+        "residual_index": np.array([s.residual_index for s in specs]),  # (U,)
+        "residual_vec": np.stack([s.residual_vec for s in specs]),  # (U, d) complex128
+        "head_eigvals": np.stack([s.head_eigvals for s in specs]),  # (U, H, d_head) complex128
+        "layer_map": np.array(layer_map),  # (L,) depth -> unique layer
+    }

@@ -1,0 +1,90 @@
+# Token dynamics over the prompt corpus: real forward pass and the paper's attention-only law.
+
+
+rule dynamics:
+    """Per-token alignments with each layer's leading eigenvector; gamma_t, rho_t, sign tests, nulls."""
+    input:
+        manifest=rules.fetch_model.output.manifest,
+        tensors=rules.extract_weights.output.tensors,
+        meta=rules.extract_weights.output.meta,
+        spectra=rules.spectra.output.npz,
+        prompts=PROMPTS,
+    output:
+        npz=results("{model}/dynamics-{mode}.npz"),
+        csv=results("{model}/dynamics-{mode}.csv"),
+        json=results("{model}/dynamics-{mode}.json"),
+    params:
+        script=os.path.join(SCRIPTS, "dynamics.py"),
+        py=PY,
+        norm=config["dynamics"]["norm"],
+        steps=config["dynamics"]["steps"],
+        batch_size=config["dynamics"]["batch_size"],
+        max_tokens=config["dynamics"]["max_tokens"],
+        dtype=config["dynamics"]["dtype"],
+        seed=config["seed"],
+        device=config["device"],
+    log:
+        f"logs/{RUN}/dynamics/{{model}}-{{mode}}.log",
+    benchmark:
+        f"benchmarks/{RUN}/dynamics/{{model}}-{{mode}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=mem_dynamics,
+        runtime=runtime_min(30),
+        gpu=gpu_request,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --tensors {input.tensors:q} "
+        "--meta {input.meta:q} --spectra {input.spectra:q} --prompts {input.prompts:q} "
+        "--out-npz {output.npz:q} --out-csv {output.csv:q} --out-json {output.json:q} "
+        "--mode {wildcards.mode} --norm {params.norm} --steps {params.steps} "
+        "--batch-size {params.batch_size} --max-tokens {params.max_tokens} --dtype {params.dtype} "
+        "--seed {params.seed} --device {params.device} --threads {threads} > {log:q} 2>&1"
+
+
+rule plot_dynamics:
+    """fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation and table_alignment."""
+    input:
+        csv=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
+        npz=expand(rules.dynamics.output.npz, model=MODELS, mode=MODES),
+        meta=expand(rules.extract_weights.output.meta, model=MODELS),
+    output:
+        gamma=report(figures("fig_gamma"), caption="../report/fig_gamma.rst", category="Dynamics"),
+        rho=report(figures("fig_rho"), caption="../report/fig_rho.rst", category="Dynamics"),
+        consensus=report(
+            figures("fig_albert_consensus"),
+            caption="../report/fig_albert_consensus.rst",
+            category="Dynamics",
+        ),
+        rotation=report(
+            figures("fig_albert_rotation"),
+            caption="../report/fig_albert_rotation.rst",
+            category="Dynamics",
+        ),
+        table=report(
+            tables("table_alignment"),
+            caption="../report/table_alignment.rst",
+            category="Tables",
+        ),
+    params:
+        script=os.path.join(SCRIPTS, "plot_dynamics.py"),
+        py=PY,
+        labels=labels_json(),
+        dpi=config["plot"]["dpi"],
+        alpha=config["dynamics"]["alpha"],
+        stems=stems_of("gamma", "rho", "consensus", "rotation", "table"),
+    log:
+        f"logs/{RUN}/plot_dynamics.log",
+    benchmark:
+        f"benchmarks/{RUN}/plot_dynamics.tsv"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=10,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --csv {input.csv:q} --npz {input.npz:q} --meta {input.meta:q} "
+        "--labels {params.labels:q} --out {params.stems} --alpha {params.alpha} --dpi {params.dpi} "
+        "> {log:q} 2>&1"

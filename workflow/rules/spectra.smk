@@ -1,0 +1,74 @@
+# Spectra: eigendecomposition of every layer matrix F_t = W_O W_V (float64, CPU), figures and table.
+
+
+rule spectra:
+    """All eigenvalues, top-k eigenvectors (canonical phase), leading plane, per-head and I + F views."""
+    input:
+        tensors=rules.extract_weights.output.tensors,
+        meta=rules.extract_weights.output.meta,
+    output:
+        npz=results("{model}/spectra.npz"),
+        csv=results("{model}/spectra.csv"),
+    params:
+        script=os.path.join(SCRIPTS, "spectra.py"),
+        py=PY,
+        top_k=config["spectra"]["top_k"],
+    log:
+        f"logs/{RUN}/spectra/{{model}}.log",
+    benchmark:
+        f"benchmarks/{RUN}/spectra/{{model}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=mem_spectra,
+        runtime=runtime_min(10),
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --tensors {input.tensors:q} --meta {input.meta:q} "
+        "--out-npz {output.npz:q} --out-csv {output.csv:q} --top-k {params.top_k} "
+        "--threads {threads} > {log:q} 2>&1"
+
+
+rule plot_spectra:
+    """fig_spectra (eigenvalues in the complex plane), fig_gap (gap and ratio vs layer), table_spectra."""
+    input:
+        npz=expand(rules.spectra.output.npz, model=MODELS),
+        csv=expand(rules.spectra.output.csv, model=MODELS),
+    output:
+        spectra=report(
+            figures("fig_spectra"),
+            caption="../report/fig_spectra.rst",
+            category="Spectra",
+        ),
+        gap=report(
+            figures("fig_gap"),
+            caption="../report/fig_gap.rst",
+            category="Spectra",
+        ),
+        table=report(
+            tables("table_spectra"),
+            caption="../report/table_spectra.rst",
+            category="Tables",
+        ),
+    params:
+        script=os.path.join(SCRIPTS, "plot_spectra.py"),
+        py=PY,
+        labels=labels_json(),
+        dpi=config["plot"]["dpi"],
+        fig_spectra=stem_of("spectra"),
+        fig_gap=stem_of("gap"),
+        table=stem_of("table"),
+    log:
+        f"logs/{RUN}/plot_spectra.log",
+    benchmark:
+        f"benchmarks/{RUN}/plot_spectra.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --npz {input.npz:q} --csv {input.csv:q} --labels {params.labels:q} "
+        "--fig-spectra {params.fig_spectra:q} --fig-gap {params.fig_gap:q} --table {params.table:q} "
+        "--dpi {params.dpi} > {log:q} 2>&1"
