@@ -26,6 +26,8 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/spectra.smk"
 include: "workflow/rules/dynamics.smk"
+include: "workflow/rules/theory.smk"
+include: "workflow/rules/steering.smk"
 include: "workflow/rules/tables.smk"
 
 

@@ -176,3 +176,84 @@ def fig_albert_rotation(runs: list[dict], stem, dpi: int = 150):
                  y=1.0, fontsize=9)
     fig.tight_layout()
     return save(fig, stem, dpi)
+
+
+def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int = 150):
+    """Three panels: (a) convergence to +-v1 vs the power-method rate, (b) plane distance and rotation
+    angle vs arg(mu1), (c) fraction of perturbed bipartite states that have left, per head count."""
+    style()
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(12, 3.6))
+    for i, att in enumerate(("full", "softmax")):
+        e = real[f"err_{att}"]
+        a.semilogy(np.arange(len(e)), np.maximum(e, 1e-17), color=f"C{i}", label=f"{att} attention")
+    t = np.arange(25)
+    a.semilogy(t, 0.5 * pred["rate"] ** t, "k--", lw=0.8, label=r"slope $|\mu_2/\mu_1|$")
+    a.set_xlim(0, 60)
+    a.set_xlabel("step t")
+    a.set_ylabel(r"max distance to line $\pm v_1$ (sin angle)")
+    a.set_title("(a) real dominant: consensus on $\\pm v_1$")
+    a.legend(fontsize=6)
+    for i, att in enumerate(("full", "softmax")):
+        dist = cplx[f"dist_{att}"]
+        b.semilogy(np.arange(len(dist)), np.maximum(dist, 1e-17), color=f"C{i}", label=f"{att}: plane distance")
+    b.set_xlabel("step t")
+    b.set_ylabel("max distance to span(Re v1, Im v1)")
+    b2 = b.twinx()
+    for i, att in enumerate(("full", "softmax")):
+        b2.plot(np.arange(1, len(cplx[f"dtheta_{att}"]) + 1), cplx[f"dtheta_{att}"], color=f"C{i}", ls=":", lw=1,
+                label=f"{att}: angle per step")
+    b2.axhline(pred["angle"], color="k", ls="--", lw=0.8, label=r"arg $\mu_1$")
+    b2.set_ylabel("angle advanced per step (rad)")
+    b.set_title("(b) complex pair: closed orbit in the plane")
+    lines = b.get_legend_handles_labels()
+    lines2 = b2.get_legend_handles_labels()
+    b.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=6, loc="center right")
+    for i, (k, v) in enumerate(sorted(bip.items())):
+        c.plot(np.arange(len(v)), v, color=f"C{i}", label=k.replace("left_", "").replace("-H", ", heads = "))
+    c.set_ylim(-0.05, 1.05)
+    c.set_xlabel("step t")
+    c.set_ylabel("fraction of perturbed runs that left")
+    c.set_title("(c) bipartite consensus, perturbed by epsilon")
+    c.legend(fontsize=6)
+    fig.suptitle("Theory checks on synthetic layers with prescribed spectra (no checkpoint involved)", y=1.02,
+                 fontsize=9)
+    fig.tight_layout()
+    return save(fig, stem, dpi)
+
+
+def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
+    """Top: mean |cos| with u after the edited last layer vs kappa, per model (rank-1 and baseline, both
+    modes). Bottom: probability of the target token vs kappa, with the activation-addition baseline."""
+    style()
+    models = list(df["model"].unique())
+    fig, axes = plt.subplots(2, len(models), figsize=(3.2 * len(models), 6.0), squeeze=False)
+    for j, m in enumerate(models):
+        g = df[(df["model"] == m) & (df["kappa"] >= 0)]
+        top, bot = axes[0, j], axes[1, j]
+        for i, (tgt, gt) in enumerate(g.groupby("target", sort=False)):
+            r1 = gt[gt["method"].str.startswith("rank-1")]
+            aa = gt[gt["method"].str.startswith("activation")]
+            x1 = r1["kappa"].clip(lower=0.25)
+            top.plot(x1, r1["cos_after_layer_model"], "-o", ms=3, color=f"C{i}", label=f"{tgt}: rank-1, model")
+            top.plot(x1, r1["cos_after_layer_attention_only"], "--", color=f"C{i}", label=f"{tgt}: rank-1, attn-only")
+            top.plot(x1, aa["cos_after_layer_model"], ":", color=f"C{i}", label=f"{tgt}: act. addition")
+            if r1["p_target"].notna().any():
+                bot.plot(x1, r1["p_target"], "-o", ms=3, color=f"C{i}", label=f"{tgt}: rank-1")
+                bot.plot(x1, aa["p_target"], ":", color=f"C{i}", label=f"{tgt}: act. addition")
+        for ax in (top, bot):
+            ax.set_xscale("log")
+            ax.set_xlabel(r"$\kappa$ ($\alpha = \kappa |\lambda_1(F)|$; 0 drawn at 0.25)")
+        top.set_ylim(0, 1.02)
+        top.set_ylabel(r"mean $|\cos(x_i, u)|$ after last layer")
+        top.set_title(_name(labels, weights, m))
+        top.legend(fontsize=5)
+        if not g["p_target"].notna().any():
+            bot.text(0.5, 0.5, "no LM head:\nvector alignment only", ha="center", va="center",
+                     transform=bot.transAxes)
+        else:
+            bot.legend(fontsize=5)
+        bot.set_ylabel("mean P(target token)")
+    fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition "
+                 "(same mean change in norm)", y=1.0, fontsize=9)
+    fig.tight_layout()
+    return save(fig, stem, dpi)

@@ -90,3 +90,46 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
             f"null random: significant": int((g["p_holm_null_random"] < alpha).sum()),
         })
     return pd.DataFrame(rows)
+
+
+def theory_table(results: list[dict]) -> pd.DataFrame:
+    """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, verdict."""
+    rows = []
+    for r in results:
+        det = r["detail"]
+        extra = ""
+        if "runs" in det:
+            extra = (f"{det['left']}/{det['runs']} runs left; fixed-point residual "
+                     f"{det['fixed_point_residual']:.2g}; median steps to leave {det['median_steps_to_leave']}")
+        elif "isotropic_starts_minority_fraction" in det:
+            extra = (f"isotropic starts: minority on -v1 = {det['isotropic_starts_minority_fraction']:.3g}")
+        verdict = "pass" if r["passed"] else "fail"
+        if r["attention"] == "softmax" and not r["case"].startswith("c"):
+            verdict = "reported (prediction is for full attention)"
+        rows.append({"case": r["case"], "attention": r["attention"], "quantity": r["quantity"],
+                     "predicted": r["predicted"], "measured": r["measured"], "relative error": r["rel_error"],
+                     "criterion": r["criterion"], "verdict": verdict, "notes": extra})
+    return pd.DataFrame(rows)
+
+
+def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """``table_steering``: per model, target and method, at the largest kappa and at kappa = 0."""
+    labels = labels or {}
+    rows = []
+    for (m, tgt), g in df[df["kappa"] >= 0].groupby(["model", "target"], sort=False):
+        kmax = g["kappa"].max()
+        for meth, gm in g.groupby("method", sort=False):
+            top = gm[gm["kappa"] == kmax].iloc[0]
+            zero = gm[gm["kappa"] == 0].iloc[0]
+            principal = g[g["u_principal"] & g["method"].str.startswith("rank-1")]["kappa"]
+            rows.append({
+                "model": labels.get(m, m), "weights": top["weights"], "target": tgt, "method": meth,
+                "kappa max": kmax, "stated bound": top["kappa_bound"],
+                "smallest kappa with u principal": principal.min() if len(principal) else float("nan"),
+                "|cos| after layer (k=0)": zero["cos_after_layer_model"],
+                "|cos| after layer (k max), model": top["cos_after_layer_model"],
+                "|cos| (k max), attention-only": top["cos_after_layer_attention_only"],
+                "P(target) k=0": zero["p_target"], "P(target) k max": top["p_target"],
+                "KL k max": top["kl_from_unsteered"], "LM head": top["lm_head"],
+            })
+    return pd.DataFrame(rows)

@@ -63,6 +63,28 @@ def test_spectra_outputs_and_byte_identical_rerun(test_run):
     assert [p.read_bytes() for p in tables + per_model] == before
 
 
+def test_dynamics_and_theory_outputs(test_run):
+    import pandas as pd
+
+    t = pd.read_csv(test_run / "paper_tables/test/table_alignment.csv")
+    assert len(t) == 8 and set(t["mode"]) == {"model", "attention-only"}
+    assert (t["weights"] == "random weights").all()
+    albert = t[(t["model"] == "tiny-albert") & (t["mode"] == "attention-only")]
+    assert int(albert["layers (steps)"].iloc[0]) == 40  # shared weights iterated past the depth
+    meta = json.loads((test_run / "results/test/tiny-gpt2/dynamics-model.json").read_text())
+    assert meta["n_prompts"] == 24 and meta["n_tokens"] > 0 and meta["random_weights"]
+    th = pd.read_csv(test_run / "paper_tables/test/table_theory.csv")
+    full = th[th["attention"] == "full"]
+    assert (full[full["case"] != "c: bipartite"]["verdict"] == "pass").all()
+    st = pd.read_csv(test_run / "paper_tables/test/table_steering.csv")
+    assert set(st["model"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo"}
+    for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo"):
+        sj = json.loads((test_run / f"results/test/{m}/steering.json").read_text())
+        assert sj["checksum_before"] == sj["checksum_after"]
+    for f in ("fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation", "fig_theory", "fig_steering"):
+        assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000
+
+
 def test_rerun_has_nothing_to_do(test_run):
     r = smk("-n", "--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run),
             cwd=test_run)

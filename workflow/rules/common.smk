@@ -38,6 +38,7 @@ PY = python_exe()
 
 
 MODES = ["model", "attention-only"]
+THEORY_CASES = ["real", "complex", "bipartite"]  # order matters: plot_theory reads them positionally
 
 
 def _resolve(path):
@@ -51,6 +52,7 @@ PROMPTS = _resolve(config["prompts"])
 wildcard_constraints:
     model="|".join(map(__import__("re").escape, MODELS)),
     mode="|".join(MODES),
+    case="|".join(THEORY_CASES),
 
 
 def results(path):
@@ -89,6 +91,11 @@ def stems_of(*keys):
         return " ".join(repr(os.path.splitext(output[k][0])[0]) for k in keys)
 
     return f
+
+
+def steering_targets_json(wildcards):
+    m = config["models"][wildcards.model]
+    return json.dumps(m.get("steering_targets", config["steering"]["targets"]), sort_keys=True)
 
 
 def labels_json():
@@ -154,4 +161,8 @@ def get_final_output():
         figures("fig_albert_consensus"),
         figures("fig_albert_rotation"),
         tables("table_alignment"),
+        figures("fig_theory"),
+        tables("table_theory"),
+        figures("fig_steering"),
+        tables("table_steering"),
     ]

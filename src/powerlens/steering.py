@@ -1,0 +1,209 @@
+"""Steering by a rank-1 change of the last layer's output matrix (paper.md section 6, claim C9).
+
+Given a unit target u in token space, choose z with V^T z = u (least squares when V is singular) and set
+
+    O' = O + alpha u z^T,   so that   F' = O' V = F + alpha u (V^T z)^T = F + alpha u u^T,
+
+with alpha = kappa |lambda_1(F)|. For large alpha, u becomes F''s principal eigenvector. The bound the code
+states (``kappa_bound``) follows from Bauer-Fike (alpha u u^T is normal, with eigenvalues alpha and 0):
+if alpha > 2 ||F||_2 exactly one eigenvalue mu of F' lies within ||F||_2 of alpha, and it dominates; its
+eigenvector w satisfies sin angle(w, u) <= ||F||_2 / (alpha - ||F||_2) (project F' w = mu w onto u's
+orthogonal complement). So alpha >= ||F||_2 (1 + 1/delta) with delta <= 1 makes u principal up to sin <= delta.
+
+The change is applied to a loaded model by :func:`rank1_output_edit`, a context manager that edits the
+last layer's output projection in place and restores it byte for byte (a checksum proves it). For
+shared-weight models (ALBERT) the last layer is the shared one, so every depth sees the change (noted in
+the outputs). The baseline is activation addition: x <- x + beta u on the last layer's output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+
+import numpy as np
+import torch
+
+from .errors import PowerlensError
+
+DELTA = 0.1  # "u is principal": leading eigenvalue's eigenvector within sin angle <= DELTA of u
+
+
+def rank1_z(W_V: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """z with V^T z = u (least squares if V is singular)."""
+    z, *_ = np.linalg.lstsq(W_V.T, u, rcond=None)
+    return z
+
+
+def kappa_bound(F: np.ndarray, lam1_abs: float, delta: float = DELTA) -> float:
+    """Sufficient kappa: alpha = kappa |lambda_1| >= max(2, 1 + 1/delta) ||F||_2 makes u principal (sin <= delta)."""
+    norm2 = float(np.linalg.norm(F, 2))
+    return max(2.0, 1.0 + 1.0 / delta) * norm2 / lam1_abs
+
+
+def principal_check(F: np.ndarray, W_V: np.ndarray, u: np.ndarray, alpha: float) -> dict:
+    """Eigen-solve F' = F + alpha u (V^T z)^T; is u its principal eigenvector?"""
+    z = rank1_z(W_V, u)
+    Fp = F + alpha * np.outer(u, W_V.T @ z)
+    vals, V = np.linalg.eig(Fp)
+    o = np.argsort(-np.abs(vals), kind="stable")
+    v1 = V[:, o[0]]
+    cos = float(abs(np.vdot(v1, u)) / np.linalg.norm(v1))
+    lam = vals[o]
+    return {"cos_v1_u": cos, "sin_v1_u": float(np.sqrt(max(0.0, 1 - cos ** 2))), "lambda1": complex(lam[0]),
+            "gap": float(abs(lam[0]) - abs(lam[1])), "ratio": float(abs(lam[1]) / abs(lam[0])),
+            "u_principal": bool(np.sqrt(max(0.0, 1 - cos ** 2)) <= DELTA),
+            "lstsq_residual": float(np.linalg.norm(W_V.T @ z - u))}
+
+
+def checksum(module: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, p in sorted(module.state_dict().items()):
+        h.update(name.encode())
+        h.update(p.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def output_projection(model, arch: str):
+    """(module, layout) of the last layer's output projection; layout 'linear' (out, in) or 'conv1d' (in, out)."""
+    base = getattr(model, "base_model", model)
+    if arch == "bert":
+        return base.encoder.layer[-1].attention.output.dense, "linear"
+    if arch == "albert":
+        return base.encoder.albert_layer_groups[-1].albert_layers[-1].attention.dense, "linear"
+    if arch == "gpt2":
+        return base.h[-1].attn.c_proj, "conv1d"
+    if arch == "gpt_neo":
+        return base.h[-1].attn.attention.out_proj, "linear"
+    raise PowerlensError(f"no steering site for arch {arch!r}", "supported: albert, bert, gpt2, gpt_neo")
+
+
+@contextlib.contextmanager
+def rank1_output_edit(model, arch: str, u: np.ndarray, z: np.ndarray, alpha: float):
+    """Temporarily set O' = O + alpha u z^T on the last layer (in place); restore exactly on exit."""
+    mod, layout = output_projection(model, arch)
+    W = mod.weight
+    saved = W.detach().clone()
+    delta = alpha * np.outer(u, z)  # (d, d) in the (out, in) convention
+    if layout == "conv1d":
+        delta = delta.T
+    with torch.no_grad():
+        W.add_(torch.as_tensor(delta, dtype=W.dtype, device=W.device))
+    try:
+        yield mod
+    finally:
+        with torch.no_grad():
+            W.copy_(saved)
+
+
+def target_vector(model, tokenizer, arch: str, kind: str, token: str | None = None, seed: int = 0,
+                  d: int | None = None) -> tuple[np.ndarray, int | None]:
+    """A unit target u in token space and the token id it stands for (None for random targets).
+
+    embedding: the token's input embedding row (ALBERT: mapped by embedding_hidden_mapping_in's matrix);
+    unembedding: the LM head row of the token seen through the final LayerNorm gain (GPT-2/Neo: ln_f
+    weight * W_U[token]); random: a seeded Gaussian unit vector."""
+    base = getattr(model, "base_model", model)
+    if kind == "random":
+        rng = np.random.default_rng([seed, 7])
+        u = rng.standard_normal(d)
+        return u / np.linalg.norm(u), None
+    if token is None:
+        raise PowerlensError(f"steering target of kind {kind!r} needs a `token`", "add `token: <text>` to the target")
+    ids = tokenizer(token, add_special_tokens=False)["input_ids"]
+    if len(ids) != 1:
+        pieces = tokenizer.convert_ids_to_tokens(ids)
+        raise PowerlensError(f"steering token {token!r} is split by the tokenizer into {pieces}",
+                             "choose a token that is a single vocabulary entry (for GPT-2 often with a leading "
+                             "space, e.g. ' the'), or use kind: random")
+    tid = ids[0]
+    if kind == "embedding":
+        if arch in ("gpt2", "gpt_neo"):
+            u = base.wte.weight[tid].detach().double().cpu().numpy()
+        elif arch == "bert":
+            u = base.embeddings.word_embeddings.weight[tid].detach().double().cpu().numpy()
+        else:  # albert: factorised embeddings, projected into the hidden space
+            e = base.embeddings.word_embeddings.weight[tid].detach().double()
+            u = (base.encoder.embedding_hidden_mapping_in.weight.detach().double() @ e).cpu().numpy()
+    elif kind == "unembedding":
+        head = getattr(model, "lm_head", None)
+        if head is None or arch not in ("gpt2", "gpt_neo"):
+            raise PowerlensError(f"target kind 'unembedding' needs a causal LM head (model has arch {arch!r})",
+                                 "use kind: embedding or random for this model")
+        u = (head.weight[tid].detach().double() * base.ln_f.weight.detach().double()).cpu().numpy()
+    else:
+        raise PowerlensError(f"unknown steering target kind {kind!r}", "use embedding, unembedding or random")
+    return u / np.linalg.norm(u), tid
+
+
+def has_lm_head(model_config) -> bool:
+    arch = " ".join(getattr(model_config, "architectures", None) or [])
+    return any(k in arch for k in ("LMHead", "ForCausalLM", "ForMaskedLM", "ForPreTraining"))
+
+
+def _mean_abs_cos(x: torch.Tensor, u: torch.Tensor, stat: torch.Tensor) -> tuple[float, int]:
+    xs = x[stat].double()
+    c = (xs @ u).abs() / xs.norm(dim=-1).clamp_min(1e-30)
+    return float(c.sum()), int(c.numel())
+
+
+@torch.no_grad()
+def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: int | None, head: bool,
+                  ref_probs: list | None = None, add: np.ndarray | None = None) -> tuple[dict, list]:
+    """One pass over the batches: |cos| with u after the last layer and at the output; LM metrics.
+
+    ``add``: activation-addition vector added to the last layer's output (baseline)."""
+    ut = torch.as_tensor(u, dtype=torch.float64)
+    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "dnorm": 0.0}
+    probs_out = []
+    captured = {}
+
+    def hook(mod, args, out):
+        y = out[0] if isinstance(out, (tuple, list)) else out
+        if add is not None:
+            y = y + torch.as_tensor(add, dtype=y.dtype, device=y.device)
+            out = (y, *out[1:]) if isinstance(out, tuple) else y
+        captured["y"] = y
+        return out
+
+    h = layer_module.register_forward_hook(hook)
+    try:
+        for i, b in enumerate(batches):
+            out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
+            stat = b.stat_mask
+            s, n = _mean_abs_cos(captured["y"], ut, stat)
+            acc["cos_layer"] += s
+            acc["n"] += n
+            last = out.hidden_states[-1]
+            acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
+            if head:
+                logp = torch.log_softmax(out.logits.double(), dim=-1)[stat]  # (n, V)
+                probs_out.append(logp)
+                if tid is not None:
+                    acc["p_target"] += float(logp[:, tid].exp().sum())
+                if ref_probs is not None:
+                    ref = ref_probs[i]
+                    acc["kl"] += float((ref.exp() * (ref - logp)).sum())
+            acc["dnorm"] += float(captured["y"][stat].double().norm(dim=-1).sum())
+    finally:
+        h.remove()
+    n = max(acc["n"], 1)
+    res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
+           "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
+           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan")}
+    return res, probs_out
+
+
+@torch.no_grad()
+def last_layer_outputs(model, layer_module, batches) -> list[torch.Tensor]:
+    """The last layer's output on the stat tokens of every batch (for matching the baseline's norm change)."""
+    ys = []
+    cap = {}
+    h = layer_module.register_forward_hook(lambda m, a, o: cap.__setitem__("y", o[0] if isinstance(o, tuple) else o))
+    try:
+        for b in batches:
+            model(input_ids=b.ids, attention_mask=b.mask)
+            ys.append(cap["y"][b.stat_mask].double().clone())
+    finally:
+        h.remove()
+    return ys

@@ -1,0 +1,69 @@
+# Steering: rank-1 change of the last layer's output matrix vs activation addition (claim C9).
+
+
+rule steering:
+    """Kappa sweep per target: principal-eigenvector check, alignment with u, target-token probability, KL."""
+    input:
+        manifest=rules.fetch_model.output.manifest,
+        tensors=rules.extract_weights.output.tensors,
+        meta=rules.extract_weights.output.meta,
+        spectra=rules.spectra.output.npz,
+        prompts=PROMPTS,
+    output:
+        csv=results("{model}/steering.csv"),
+        json=results("{model}/steering.json"),
+    params:
+        script=os.path.join(SCRIPTS, "steering.py"),
+        py=PY,
+        targets=steering_targets_json,
+        kappas=json.dumps(config["steering"]["kappas"]),
+        max_prompts=config["steering"]["max_prompts"],
+        max_tokens=config["steering"]["max_tokens"],
+        seed=config["seed"],
+        device=config["device"],
+    log:
+        f"logs/{RUN}/steering/{{model}}.log",
+    benchmark:
+        f"benchmarks/{RUN}/steering/{{model}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=mem_dynamics,
+        runtime=runtime_min(60),
+        gpu=gpu_request,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --tensors {input.tensors:q} "
+        "--meta {input.meta:q} --spectra {input.spectra:q} --prompts {input.prompts:q} "
+        "--out-csv {output.csv:q} --out-json {output.json:q} --targets {params.targets:q} "
+        "--kappas {params.kappas:q} --max-prompts {params.max_prompts} --max-tokens {params.max_tokens} "
+        "--seed {params.seed} --device {params.device} --threads {threads} > {log:q} 2>&1"
+
+
+rule plot_steering:
+    """fig_steering and table_steering."""
+    input:
+        csv=expand(rules.steering.output.csv, model=MODELS),
+    output:
+        fig=report(figures("fig_steering"), caption="../report/fig_steering.rst", category="Steering"),
+        table=report(tables("table_steering"), caption="../report/table_steering.rst", category="Tables"),
+    params:
+        script=os.path.join(SCRIPTS, "plot_steering.py"),
+        py=PY,
+        labels=labels_json(),
+        dpi=config["plot"]["dpi"],
+        fig=stem_of("fig"),
+        table=stem_of("table"),
+    log:
+        f"logs/{RUN}/plot_steering.log",
+    benchmark:
+        f"benchmarks/{RUN}/plot_steering.tsv"
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=10,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --csv {input.csv:q} --labels {params.labels:q} --fig {params.fig:q} "
+        "--table {params.table:q} --dpi {params.dpi} > {log:q} 2>&1"

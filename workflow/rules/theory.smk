@@ -1,0 +1,64 @@
+# Theory checks on synthetic layers with prescribed spectra (no checkpoint needed).
+
+
+rule theory:
+    """One experiment: real (consensus rate), complex (closed orbit) or bipartite (fixed point, stability)."""
+    output:
+        json=results("theory/{case}.json"),
+        npz=results("theory/{case}.npz"),
+    params:
+        script=os.path.join(SCRIPTS, "theory.py"),
+        py=PY,
+        d=config["theory"]["d"],
+        heads=config["theory"]["heads"],
+        tokens=config["theory"]["tokens"],
+        steps=config["theory"]["steps"],
+        runs=config["theory"]["runs"],
+        epsilon=config["theory"]["epsilon"],
+        seed=config["seed"],
+        residual="" if config["theory"]["residual"] else "--no-residual",
+    log:
+        f"logs/{RUN}/theory/{{case}}.log",
+    benchmark:
+        f"benchmarks/{RUN}/theory/{{case}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=20,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --case {wildcards.case} --out-json {output.json:q} "
+        "--out-npz {output.npz:q} --d {params.d} --heads {params.heads} --tokens {params.tokens} "
+        "--steps {params.steps} --runs {params.runs} --epsilon {params.epsilon} --seed {params.seed} "
+        "{params.residual} --threads {threads} > {log:q} 2>&1"
+
+
+rule plot_theory:
+    """fig_theory (three panels) and table_theory (prediction, measurement, relative error, verdict)."""
+    input:
+        json=expand(rules.theory.output.json, case=THEORY_CASES),
+        npz=expand(rules.theory.output.npz, case=THEORY_CASES),
+    output:
+        fig=report(figures("fig_theory"), caption="../report/fig_theory.rst", category="Theory"),
+        table=report(tables("table_theory"), caption="../report/table_theory.rst", category="Tables"),
+    params:
+        script=os.path.join(SCRIPTS, "plot_theory.py"),
+        py=PY,
+        dpi=config["plot"]["dpi"],
+        fig=stem_of("fig"),
+        table=stem_of("table"),
+    log:
+        f"logs/{RUN}/plot_theory.log",
+    benchmark:
+        f"benchmarks/{RUN}/plot_theory.tsv"
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=10,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --json {input.json:q} --npz {input.npz:q} "
+        "--fig {params.fig:q} --table {params.table:q} "
+        "--dpi {params.dpi} > {log:q} 2>&1"
