@@ -29,6 +29,7 @@ include: "workflow/rules/dynamics.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/steering.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/report.smk"
 
 
 # ---- target -------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
     def add(claim, family, criterion, measured, ok, tested=True, why=""):
         verdict = ("reproduced" if ok else "not reproduced") if tested else "not tested in this run"
         rows.append({"claim": claim, "statement": TEXT[claim], "family": family, "criterion": criterion,
-                     "measured": measured if tested else (why or measured), "verdict": verdict,
+                     "measured": measured if tested else f"{measured} ({why})", "verdict": verdict,
                      "figure": FIG[claim]})
 
     def by_family(models):

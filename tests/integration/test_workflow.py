@@ -85,6 +85,59 @@ def test_dynamics_and_theory_outputs(test_run):
         assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000
 
 
+FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation",
+           "fig_theory", "fig_steering"]
+TABLES = ["table_claims", "table_models", "table_spectra", "table_alignment", "table_theory", "table_steering"]
+
+
+def test_report_in_headless_chromium(test_run):
+    """The HTML report loads in a real browser without console errors and holds every figure and table."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    assert Path(chromium).exists(), "Debian's chromium is needed: apt-get install chromium (.ci/run does it)"
+    report = test_run / "results/test/report.html"
+    r = smk("--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run), "--report", str(report),
+            cwd=test_run)
+    assert r.returncode == 0, r.stderr[-2000:]
+    artifacts = REPO / "tests/artifacts"
+    artifacts.mkdir(exist_ok=True)
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(report.as_uri())
+        page.wait_for_timeout(1500)
+        body = page.inner_text("body")
+        html = page.content()
+        page.screenshot(path=str(artifacts / "report.png"))
+        page.get_by_text("1 Claims").first.click()
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(artifacts / "report_claims.png"))
+        browser.close()
+    assert errors == [], errors
+    assert "Modelling choices" in body and "1 Claims" in body
+    for name in FIGURES:
+        assert f"{name}.png" in html and f"{name}.pdf" in html, name
+    for name in TABLES:
+        assert f"{name}.csv" in html, name
+
+
+def test_plot_option_recomputes_no_numbers(test_run, tmp_path):
+    cfg = (REPO / "config/test.yaml").read_text() + "plot: {dpi: 120}\n"
+    (tmp_path / "dpi.yaml").write_text(cfg)
+    r = smk("-n", "--configfile", str(tmp_path / "dpi.yaml"), "--directory", str(test_run), cwd=test_run)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    stats = out[out.index("Job stats"):]
+    planned = {ln.split()[0] for ln in stats.splitlines()[3:] if ln.split() and ln.split()[0] != "total"}
+    assert planned == {"plot_spectra", "plot_dynamics", "plot_theory", "plot_steering", "provenance", "all"}, planned
+
+
 def test_rerun_has_nothing_to_do(test_run):
     r = smk("-n", "--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run),
             cwd=test_run)

@@ -98,6 +98,20 @@ def steering_targets_json(wildcards):
     return json.dumps(m.get("steering_targets", config["steering"]["targets"]), sort_keys=True)
 
 
+def claims_criteria_json():
+    return json.dumps({**config["claims"], "alpha": config["dynamics"]["alpha"]}, sort_keys=True)
+
+
+def provenance_records():
+    """Every JSON output that carries a provenance block (so the manifest is written last)."""
+    return (
+        expand(results("{model}/extraction_check.json"), model=MODELS)
+        + expand(results("{model}/dynamics-{mode}.json"), model=MODELS, mode=MODES)
+        + expand(results("{model}/steering.json"), model=MODELS)
+        + expand(results("theory/{case}.json"), case=THEORY_CASES)
+    )
+
+
 def labels_json():
     return json.dumps({m: e.get("label", m) for m, e in config["models"].items()}, sort_keys=True)
 
@@ -165,4 +179,6 @@ def get_final_output():
         tables("table_theory"),
         figures("fig_steering"),
         tables("table_steering"),
+        tables("table_claims"),
+        results("provenance.json"),
     ]

@@ -50,22 +50,22 @@ rule plot_dynamics:
         npz=expand(rules.dynamics.output.npz, model=MODELS, mode=MODES),
         meta=expand(rules.extract_weights.output.meta, model=MODELS),
     output:
-        gamma=report(figures("fig_gamma"), caption="../report/fig_gamma.rst", category="Dynamics"),
-        rho=report(figures("fig_rho"), caption="../report/fig_rho.rst", category="Dynamics"),
+        gamma=report(figures("fig_gamma"), caption="../report/fig_gamma.rst", category="4 Dynamics"),
+        rho=report(figures("fig_rho"), caption="../report/fig_rho.rst", category="4 Dynamics"),
         consensus=report(
             figures("fig_albert_consensus"),
             caption="../report/fig_albert_consensus.rst",
-            category="Dynamics",
+            category="4 Dynamics",
         ),
         rotation=report(
             figures("fig_albert_rotation"),
             caption="../report/fig_albert_rotation.rst",
-            category="Dynamics",
+            category="4 Dynamics",
         ),
         table=report(
             tables("table_alignment"),
             caption="../report/table_alignment.rst",
-            category="Tables",
+            category="4 Dynamics",
         ),
     params:
         script=os.path.join(SCRIPTS, "plot_dynamics.py"),

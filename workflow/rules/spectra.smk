@@ -38,17 +38,17 @@ rule plot_spectra:
         spectra=report(
             figures("fig_spectra"),
             caption="../report/fig_spectra.rst",
-            category="Spectra",
+            category="3 Spectra",
         ),
         gap=report(
             figures("fig_gap"),
             caption="../report/fig_gap.rst",
-            category="Spectra",
+            category="3 Spectra",
         ),
         table=report(
             tables("table_spectra"),
             caption="../report/table_spectra.rst",
-            category="Tables",
+            category="3 Spectra",
         ),
     params:
         script=os.path.join(SCRIPTS, "plot_spectra.py"),

@@ -45,8 +45,8 @@ rule plot_steering:
     input:
         csv=expand(rules.steering.output.csv, model=MODELS),
     output:
-        fig=report(figures("fig_steering"), caption="../report/fig_steering.rst", category="Steering"),
-        table=report(tables("table_steering"), caption="../report/table_steering.rst", category="Tables"),
+        fig=report(figures("fig_steering"), caption="../report/fig_steering.rst", category="6 Steering"),
+        table=report(tables("table_steering"), caption="../report/table_steering.rst", category="6 Steering"),
     params:
         script=os.path.join(SCRIPTS, "plot_steering.py"),
         py=PY,

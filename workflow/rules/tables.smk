@@ -9,7 +9,7 @@ rule table_models:
         report(
             tables("table_models"),
             caption="../report/table_models.rst",
-            category="Tables",
+            category="2 Models",
         ),
     params:
         script=os.path.join(SCRIPTS, "table_models.py"),

@@ -40,8 +40,8 @@ rule plot_theory:
         json=expand(rules.theory.output.json, case=THEORY_CASES),
         npz=expand(rules.theory.output.npz, case=THEORY_CASES),
     output:
-        fig=report(figures("fig_theory"), caption="../report/fig_theory.rst", category="Theory"),
-        table=report(tables("table_theory"), caption="../report/table_theory.rst", category="Tables"),
+        fig=report(figures("fig_theory"), caption="../report/fig_theory.rst", category="5 Theory"),
+        table=report(tables("table_theory"), caption="../report/table_theory.rst", category="5 Theory"),
     params:
         script=os.path.join(SCRIPTS, "plot_theory.py"),
         py=PY,

@@ -1,0 +1,65 @@
+# The claims audit and the run's provenance manifest (both shown first in `snakemake --report`).
+
+
+rule claims:
+    """table_claims: each claim C1-C10, its criterion (config `claims:`), the measurement and the verdict."""
+    input:
+        meta=expand(rules.extract_weights.output.meta, model=MODELS),
+        spectra=expand(rules.spectra.output.csv, model=MODELS),
+        dynamics=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
+        theory=expand(rules.theory.output.json, case=THEORY_CASES),
+        steering=expand(rules.steering.output.csv, model=MODELS),
+    output:
+        table=report(tables("table_claims"), caption="../report/table_claims.rst", category="1 Claims"),
+    params:
+        script=os.path.join(SCRIPTS, "claims.py"),
+        py=PY,
+        criteria=claims_criteria_json(),
+        labels=labels_json(),
+        table=stem_of("table"),
+    log:
+        f"logs/{RUN}/claims.log",
+    benchmark:
+        f"benchmarks/{RUN}/claims.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --meta {input.meta:q} --spectra {input.spectra:q} "
+        "--dynamics {input.dynamics:q} --theory {input.theory:q} --steering {input.steering:q} "
+        "--criteria {params.criteria:q} --labels {params.labels:q} --table {params.table:q} > {log:q} 2>&1"
+
+
+rule provenance:
+    """provenance.json: versions, BLAS, models with revisions and weight sha256, config hash, seeds, threads,
+    device, start and end time."""
+    input:
+        manifests=expand(rules.fetch_model.output.manifest, model=MODELS),
+        records=provenance_records(),
+    output:
+        manifest=report(
+            results("provenance.json"),
+            caption="../report/provenance.rst",
+            category="7 Provenance",
+        ),
+    params:
+        script=os.path.join(SCRIPTS, "provenance.py"),
+        py=PY,
+        config=json.dumps(config, sort_keys=True),
+    log:
+        f"logs/{RUN}/provenance.log",
+    benchmark:
+        f"benchmarks/{RUN}/provenance.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --config {params.config:q} --manifests {input.manifests:q} "
+        "--records {input.records:q} --out {output.manifest:q} > {log:q} 2>&1"
