@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 SNAKEMAKE := $(PY) -m snakemake
 
-.PHONY: setup offline paper test test-all lint clean
+.PHONY: setup offline paper test test-fast test-all lint clean bench
 setup: .venv/.installed
 .venv/.installed: requirements.lock pyproject.toml
 	python3 -m venv .venv
@@ -15,7 +15,12 @@ offline: setup          ## trained MiniLM + random-weight twins, no network
 paper: setup            ## the 13 paper checkpoints (needs the Hugging Face hub)
 	$(SNAKEMAKE) --cores 8
 
-test: setup             ## default test suite (unit + integration)
+test: setup             ## everything CI runs: SLURM test, determinism (offline config twice), pytest
+	bash tests/slurm/run_slurm_test.sh
+	bash tests/determinism/check_offline_twice.sh
+	$(PY) -m pytest
+
+test-fast: setup        ## the default pytest suite only (unit + integration, about 6 minutes)
 	$(PY) -m pytest
 
 test-all: setup         ## also the slow checks
@@ -26,3 +31,6 @@ lint: setup
 
 clean:                  ## remove generated outputs (never the environment)
 	rm -rf results logs benchmarks .snakemake figures/*/ paper_tables/*/
+
+bench: setup            ## benchmark (not a test): twins of the largest paper models, with a naive baseline
+	$(PY) scripts/bench.py

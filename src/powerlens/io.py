@@ -25,6 +25,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        pause = float(os.environ.get("POWERLENS_PAUSE_BEFORE_RENAME", "0") or 0)
+        if pause > 0:  # fault-injection point for the interrupted-run test: the output is half-done here
+            import time
+
+            time.sleep(pause)
         os.replace(tmp, path)
     finally:
         if tmp.exists():

@@ -75,6 +75,7 @@ def fetch_hf(name: str, entry: dict, lock: dict | None = None, cache_dir: str | 
     if locked and locked.get("repo_id") == repo_id:
         revision = locked["resolved_revision"]
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    cache_dir = cache_dir or os.environ.get("HF_HUB_CACHE")  # read per call (huggingface_hub reads it at import)
     try:
         path = Path(snapshot_download(repo_id, revision=revision, allow_patterns=HF_PATTERNS,
                                       cache_dir=cache_dir, endpoint=os.environ.get("HF_ENDPOINT")))
@@ -88,14 +89,19 @@ def fetch_hf(name: str, entry: dict, lock: dict | None = None, cache_dir: str | 
             f"model {name!r}: repository {repo_id!r} was not found on {endpoint}",
             "check `repo_id` (namespaced, e.g. openai-community/gpt2); gated repos need `hf auth login`",
         ) from None
-    except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled, OSError) as e:
+    except hf_errors.EntryNotFoundError as e:
+        if not isinstance(e, hf_errors.LocalEntryNotFoundError):
+            raise PowerlensError(f"model {name!r}: a file of {repo_id}@{revision} is missing on {endpoint}",
+                                 "check `repo_id` and `revision`") from None
+        raise _unreachable(name, repo_id, revision, endpoint, e) from None
+    except (hf_errors.OfflineModeIsEnabled, ConnectionError, TimeoutError) as e:
+        raise _unreachable(name, repo_id, revision, endpoint, e) from None
+    except Exception as e:  # a transfer cut off half-way, a broken proxy, ...
         raise PowerlensError(
-            f"model {name!r}: cannot reach the Hugging Face hub ({endpoint}) to download "
-            f"{repo_id}@{revision}, and no cached copy was found ({type(e).__name__})",
-            "one of: (1) pre-fill a cache where the hub is reachable (`hf download "
-            f"{repo_id} --revision {revision}`), copy it here and set HF_HOME to it; (2) use "
-            "`source: local` with `path:` to a saved model; (3) run the offline config: "
-            "`snakemake --cores 2 --configfile config/offline.yaml`",
+            f"model {name!r}: downloading {repo_id}@{revision} from {endpoint} failed: {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''}",
+            "re-run the step: completed files are kept in the cache and the rest is downloaded again; no "
+            "manifest was written, so nothing downstream used the partial download",
         ) from None
     _check_model_dir(path, f"model {name!r} ({repo_id}@{revision})")
     files = _file_table(path)
@@ -105,6 +111,17 @@ def fetch_hf(name: str, entry: dict, lock: dict | None = None, cache_dir: str | 
         "source": "hf", "repo_id": repo_id, "requested_revision": entry.get("revision") or "main",
         "resolved_revision": path.name, "path": str(path), "files": files, "endpoint": endpoint,
     }
+
+
+def _unreachable(name, repo_id, revision, endpoint, e) -> PowerlensError:
+    return PowerlensError(
+        f"model {name!r}: cannot reach the Hugging Face hub ({endpoint}) to download "
+        f"{repo_id}@{revision}, and no cached copy was found ({type(e).__name__})",
+        "one of: (1) pre-fill a cache where the hub is reachable (`hf download "
+        f"{repo_id} --revision {revision}`), copy it here and set HF_HOME to it; (2) use "
+        "`source: local` with `path:` to a saved model; (3) run the offline config: "
+        "`snakemake --cores 2 --configfile config/offline.yaml`",
+    )
 
 
 def fetch_local(name: str, entry: dict) -> dict:

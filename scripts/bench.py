@@ -1,0 +1,142 @@
+#!/usr/bin/env python
+"""Benchmark (not a test): extraction, spectra and both dynamics modes on architecture twins of the
+paper's largest models, over the prompt corpus; prints wall time, CPU time and peak RSS per step, and the
+same figures for a naive baseline (full float64 eig with all eigenvectors of every layer, unbatched
+per-prompt forward passes keeping every hidden state) as a ratio.
+
+    python scripts/bench.py                       # albert-xxlarge-v2, gpt2-xl, gpt-neo-2.7B, full corpus
+    python scripts/bench.py --twins gpt2 --prompts 40 --threads 2
+Each step runs in its own process (os.wait4 gives its CPU time and peak RSS).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ARCH = {"albert": "albert", "bert": "bert", "gpt2": "gpt2", "gpt-neo": "gpt_neo"}
+
+
+def arch_of(twin):
+    from powerlens.archs import twin_config
+
+    return twin_config(twin).arch
+
+
+def run(cmd, env=None):
+    t0 = time.time()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    out = p.stdout.read().decode(errors="replace")
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.time() - t0
+    if status != 0:
+        print(out[-3000:])
+        raise SystemExit(f"step failed: {' '.join(cmd)}")
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_gb": ru.ru_maxrss / 1e6}
+
+
+def naive(step, work, prompts, threads):
+    """The naive baseline of one step, run in a child of this script."""
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(threads)
+    from powerlens.io import read_json
+    from powerlens.weights import ModelWeights
+
+    w = ModelWeights.load(work / "weights.safetensors", work / "weights.json")
+    if step == "spectra":
+        for t in range(w.n_layers):  # every depth, shared layers too, all eigenvectors
+            np.linalg.eig(w.F(t).numpy())
+        return
+    from powerlens.adapters import get_adapter
+    from powerlens.corpus import read_prompts
+    from powerlens.sources import load_model, load_tokenizer
+
+    man = read_json(work / "manifest.json")
+    model = load_model(man)
+    tok = load_tokenizer(man)
+    ps = read_prompts(prompts)
+    adapter = get_adapter(man["arch"])
+    kept = []
+    with torch.no_grad():
+        for p in ps:  # one prompt at a time, every hidden state kept
+            ids = torch.tensor([tok(p)["input_ids"][:128]])
+            if step == "model":
+                kept.append([h.double() for h in model(input_ids=ids, output_hidden_states=True).hidden_states])
+            else:
+                from powerlens.dynamics import attention_only_step
+
+                x = adapter.embed(model, ids).double()
+                states = [x]
+                steps = 200 if w.shared else w.n_layers
+                for t in range(steps):
+                    lw = w.layer(t % w.n_layers).to(torch.float64)
+                    x = attention_only_step(x, lw, w.n_heads, w.causal, torch.ones_like(ids), "l2")
+                    states.append(x)
+                kept.append(states)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--twins", nargs="+", default=["albert-xxlarge-v2", "gpt2-xl", "gpt-neo-2.7B"])
+    ap.add_argument("--prompts", type=int, default=0, help="use the first N prompts (0 = all)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--work", default="/tmp/powerlens-bench")
+    ap.add_argument("--no-naive", action="store_true")
+    ap.add_argument("--naive-step", nargs=3, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.naive_step:
+        step, work, prompts = a.naive_step
+        return naive(step, Path(work), prompts, a.threads)
+    py = sys.executable
+    s = REPO / "scripts"
+    rows = []
+    corpus = REPO / "config/prompts.txt"
+    if a.prompts:
+        lines = [ln for ln in corpus.read_text().splitlines() if ln.strip()][: a.prompts]
+        corpus = Path(a.work) / "prompts.txt"
+        corpus.parent.mkdir(parents=True, exist_ok=True)
+        corpus.write_text("\n".join(lines) + "\n")
+    t_all = time.time()
+    for twin in a.twins:
+        w = Path(a.work) / twin
+        w.mkdir(parents=True, exist_ok=True)
+        entry = json.dumps({"arch": arch_of(twin), "source": "random", "twin_of": twin, "seed": 0})
+        th = ["--threads", str(a.threads)]
+        steps = [
+            ("fetch (build twin)", [py, s / "fetch_model.py", "--name", twin, "--entry", entry, "--out", w / "manifest.json"], None),
+            ("extract", [py, s / "extract.py", "--manifest", w / "manifest.json", "--out-tensors", w / "weights.safetensors", "--out-meta", w / "weights.json", *th], None),
+            ("spectra", [py, s / "spectra.py", "--tensors", w / "weights.safetensors", "--meta", w / "weights.json", "--out-npz", w / "spectra.npz", "--out-csv", w / "spectra.csv", *th], "spectra"),
+        ]
+        for mode in ("model", "attention-only"):
+            steps.append((f"dynamics {mode}", [py, s / "dynamics.py", "--manifest", w / "manifest.json", "--tensors", w / "weights.safetensors", "--meta", w / "weights.json", "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-npz", w / f"d-{mode}.npz", "--out-csv", w / f"d-{mode}.csv", "--out-json", w / f"d-{mode}.json", "--mode", mode, *th], "model" if mode == "model" else "attention"))
+        for name, cmd, naive_step in steps:
+            r = run([str(c) for c in cmd])
+            row = {"twin": twin, "step": name, **r}
+            if naive_step and not a.no_naive:
+                n = run([py, __file__, "--threads", str(a.threads), "--naive-step", naive_step, str(w), str(corpus)])
+                row.update({f"naive_{k}": v for k, v in n.items()})
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        for f in w.glob("twin/*.safetensors"):
+            f.unlink()
+    total = time.time() - t_all
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    if "naive_wall_s" in df:
+        df["speed-up vs naive"] = df["naive_wall_s"] / df["wall_s"]
+        df["RSS naive / ours"] = df["naive_peak_rss_gb"] / df["peak_rss_gb"]
+    pd.set_option("display.width", 200)
+    print(df.round(2).to_string(index=False))
+    print(f"total wall time (ours + naive): {total:.0f} s; ours alone: {df['wall_s'].sum():.0f} s; "
+          f"largest peak RSS (ours): {df['peak_rss_gb'].max():.2f} GB")
+
+
+if __name__ == "__main__":
+    main()
