@@ -12,7 +12,7 @@ Four sources, one per model entry in the config (``source:``):
 
 :func:`fetch` writes nothing itself; it returns the manifest (a dict) that the fetch step saves.
 :func:`load_model` reads a manifest, checks every file against its recorded sha256 and loads the model
-from safetensors only (never pickle, never ``trust_remote_code``).
+from safetensors only (never pickle, never remote code).
 """
 
 from __future__ import annotations
