@@ -151,6 +151,8 @@ def test_paper_config_plans_all_13_checkpoints(tmp_path):
     r = smk("-n", "--cores", "8", "--directory", str(tmp_path), cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     out = r.stdout + r.stderr
+    assert "Using workflow specific profile" in out  # workflow/profiles/default, found through profiles/
+    assert out.count("mem_mb=") >= 13 * 4 and out.count("runtime=") >= 13 * 4
     for rule in ("fetch_model", "extract_weights", "check_extraction"):
         line = next(ln for ln in out.splitlines() if ln.split() and ln.split()[0] == rule)
         assert line.split()[1] == "13", line

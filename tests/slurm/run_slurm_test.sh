@@ -88,3 +88,4 @@ timeout 1200 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$REPO/config/
 
 "$PY" "$REPO/tests/slurm/compare_runs.py" "$WORK/slurm_run" "$WORK/local_run" "$WORK/slurm_snakemake.log"
 say "PASSED"
+rm -rf "$WORK"  # kept only when the test fails, for its logs
