@@ -154,8 +154,8 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
 
     ``add``: activation-addition vector added to the last layer's output (baseline)."""
     ut = torch.as_tensor(u, dtype=torch.float64)
-    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "dnorm": 0.0}
-    probs_out = []
+    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0}
+    probs_out, layer_out = [], []
     captured = {}
 
     def hook(mod, args, out):
@@ -176,34 +176,19 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
             acc["n"] += n
             last = out.hidden_states[-1]
             acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
+            layer_out.append(captured["y"][stat].double())  # (n, d): the baseline's norm match needs them
             if head:
-                logp = torch.log_softmax(out.logits.double(), dim=-1)[stat]  # (n, V)
+                logp = torch.log_softmax(out.logits[stat].float(), dim=-1)  # (n, V)
                 probs_out.append(logp)
                 if tid is not None:
                     acc["p_target"] += float(logp[:, tid].exp().sum())
                 if ref_probs is not None:
                     ref = ref_probs[i]
-                    acc["kl"] += float((ref.exp() * (ref - logp)).sum())
-            acc["dnorm"] += float(captured["y"][stat].double().norm(dim=-1).sum())
+                    acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
     finally:
         h.remove()
     n = max(acc["n"], 1)
     res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
            "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
-           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan")}
+           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "layer_out": layer_out}
     return res, probs_out
-
-
-@torch.no_grad()
-def last_layer_outputs(model, layer_module, batches) -> list[torch.Tensor]:
-    """The last layer's output on the stat tokens of every batch (for matching the baseline's norm change)."""
-    ys = []
-    cap = {}
-    h = layer_module.register_forward_hook(lambda m, a, o: cap.__setitem__("y", o[0] if isinstance(o, tuple) else o))
-    try:
-        for b in batches:
-            model(input_ids=b.ids, attention_mask=b.mask)
-            ys.append(cap["y"][b.stat_mask].double().clone())
-    finally:
-        h.remove()
-    return ys

@@ -312,16 +312,17 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         z_vec = st.rank1_z(W_V, u)
         bound = st.kappa_bound(F, lam1)
         base_res, ref = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head)
-        y0 = st.last_layer_outputs(model, layer_module, bs)
+        y0 = base_res.pop("layer_out")
         for kappa in kappas:
             alpha = kappa * lam1
             chk = st.principal_check(F, W_V, u, alpha) if kappa > 0 else st.principal_check(F, W_V, u, 0.0)
             with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha) as _:
                 r1, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref)
-                y1 = st.last_layer_outputs(model, layer_module, bs)
+                y1 = r1.pop("layer_out")
             beta = float(torch.cat([(a - b).norm(dim=-1) for a, b in zip(y1, y0)]).mean())
             ra, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
                                      add=beta * u)
+            ra.pop("layer_out")
             # attention-only: the paper's law through every layer, last layer's W_O replaced by O'
             wl = [dataclasses.replace(lw.to(torch.float64), scores_fp32=False) for lw in w.layers]
             u_t = torch.as_tensor(u, dtype=torch.float64)
