@@ -57,6 +57,8 @@ def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], s
         name = panel_title(labels.get(m, m), weights[m])
         a1.plot(g["layer"], g["gap"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
         a2.plot(g["layer"], g["ratio"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
+    for ax in (a1, a2):
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     a1.set_xlabel("layer t")
     a1.set_ylabel(r"$|\lambda_1| - |\lambda_2|$ (dimensionless)")
     a1.set_title("spectral gap of $F_t$ (0 for a complex leading pair)")
@@ -89,6 +91,7 @@ def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 15
             ax.fill_between(g["layer"], lo, hi, color=f"C{i}", alpha=0.15, lw=0, label=f"{mode}: null band")
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_ylabel(r"$\gamma_t$ = mean $|\cos(x_i(t+1), v_{1,t})|$")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=6)
@@ -115,6 +118,7 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
         ax.set_ylim(0, 1)
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_ylabel(r"$\rho_t$ = P(alignment with $v_{1,t}$ increases)")
         ax.legend(fontsize=5.5)
     fig.suptitle("Fraction of tokens tilted towards the layer's leading eigenvector (one-sided sign test, "
