@@ -51,6 +51,15 @@ class Hub:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
+            def _json(self, obj, head: bool):
+                body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if not head:
+                    self.wfile.write(body)
+
             def _route(self, head: bool):
                 path = unquote(self.path.split("?")[0])
                 hub.requests.append(f"{self.command} {path}")
@@ -66,14 +75,7 @@ class Hub:
                         if f.endswith(".safetensors"):
                             e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
                         entries.append(e)
-                    body = json.dumps(entries).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    if not head:
-                        self.wfile.write(body)
-                    return
+                    return self._json(entries, head)
                 if parts[:2] == ["api", "models"]:
                     repo = "/".join(parts[2:4])
                     rev = parts[5] if len(parts) > 5 and parts[4] == "revision" else "main"
@@ -83,13 +85,7 @@ class Hub:
                     body = json.dumps({"id": repo, "modelId": repo, "sha": sha, "private": False,
                                        "siblings": [{"rfilename": f} for f in sorted(hub.repos[repo]["commits"][sha])]
                                        }).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    if not head:
-                        self.wfile.write(body)
-                    return
+                    return self._json(body, head)
                 if len(parts) >= 5 and parts[2] == "resolve":
                     repo, rev, fname = "/".join(parts[:2]), parts[3], "/".join(parts[4:])
                     sha, err = hub.resolve(repo, rev)

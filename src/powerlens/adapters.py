@@ -193,7 +193,22 @@ class AlbertAdapter(Adapter):
         return base.encoder.embedding_hidden_mapping_in(base.embeddings(input_ids=ids))
 
 
-class GPT2Adapter(Adapter):
+class _DecoderAdapter(Adapter):
+    """GPT-2 and GPT-Neo share the block layout: ``h[t]`` blocks, ``ln_1`` before ``attn``, ``wte + wpe``."""
+
+    def sites(self, model):
+        return [Site(b, b.attn) for b in self.base(model).h]
+
+    def layer_modules(self, model):
+        return list(self.base(model).h)
+
+    def embed(self, model, ids):
+        base = self.base(model)
+        pos = torch.arange(ids.shape[1], device=ids.device)[None]
+        return base.wte(ids) + base.wpe(pos)
+
+
+class GPT2Adapter(_DecoderAdapter):
     """GPT-2 stores ``Conv1D`` weights as (in, out) and fuses Q|K|V along the output dimension."""
 
     arch, model_type, norm, causal = "gpt2", "gpt2", "pre", True
@@ -226,22 +241,11 @@ class GPT2Adapter(Adapter):
         return LayerWeights(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
                             float(ln.eps), scale, None, {"Q": True, "K": True, "V": True, "O": True})
 
-    def sites(self, model):
-        return [Site(b, b.attn) for b in self.base(model).h]
-
-    def layer_modules(self, model):
-        return list(self.base(model).h)
-
-    def embed(self, model, ids):
-        base = self.base(model)
-        pos = torch.arange(ids.shape[1], device=ids.device)[None]
-        return base.wte(ids) + base.wpe(pos)
-
     def max_positions(self, cfg):
         return cfg.n_positions
 
 
-class GPTNeoAdapter(Adapter):
+class GPTNeoAdapter(_DecoderAdapter):
     """GPT-Neo: separate q/k/v projections without bias, **no** 1/sqrt(d_head) scaling, and layers
     alternating global and local (window) attention."""
 
@@ -268,17 +272,6 @@ class GPTNeoAdapter(Adapter):
         return LayerWeights(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
                             float(ln.eps), 1.0, window, {"Q": hq, "K": hk, "V": hv, "O": ho},
                             scores_fp32=True)
-
-    def sites(self, model):
-        return [Site(b, b.attn) for b in self.base(model).h]
-
-    def layer_modules(self, model):
-        return list(self.base(model).h)
-
-    def embed(self, model, ids):
-        base = self.base(model)
-        pos = torch.arange(ids.shape[1], device=ids.device)[None]
-        return base.wte(ids) + base.wpe(pos)
 
 
 ADAPTERS: dict[str, Adapter] = {a.arch: a for a in (AlbertAdapter(), BertAdapter(), GPT2Adapter(), GPTNeoAdapter())}
