@@ -22,6 +22,7 @@ the extraction against the real forward pass (``sites``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -62,6 +63,38 @@ class Site:
 
     input_module: nn.Module
     output_module: nn.Module
+
+
+@contextlib.contextmanager
+def site_io(sites: list[Site], callback, clone: bool = False):
+    """Call ``callback(i, x, y)`` for the i-th application of a site during a forward pass.
+
+    A forward pre-hook on each input module stores x (first positional argument or ``hidden_states``); a
+    forward hook on each output module pairs the oldest unpaired x with y (first element if a tuple).
+    Sites never nest, so first-in first-out pairing is exact; shared modules (ALBERT) fire once per depth.
+    """
+    pending: list[torch.Tensor] = []
+    count = [0]
+
+    def pre(mod, args, kwargs):
+        x = kwargs.get("hidden_states", args[0] if args else None)
+        pending.append(x.detach().clone() if clone else x)
+
+    def post(mod, args, kwargs, out):
+        y = out[0] if isinstance(out, (tuple, list)) else out
+        callback(count[0], pending.pop(0), y.detach().clone() if clone else y)
+        count[0] += 1
+
+    handles = []
+    for m in {id(s.input_module): s.input_module for s in sites}.values():
+        handles.append(m.register_forward_pre_hook(pre, with_kwargs=True))
+    for m in {id(s.output_module): s.output_module for s in sites}.values():
+        handles.append(m.register_forward_hook(post, with_kwargs=True))
+    try:
+        yield count
+    finally:
+        for h in handles:
+            h.remove()
 
 
 class Adapter:

@@ -18,7 +18,6 @@ random non-leading eigenvector of F_t. Only per-token alignments are kept, never
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from .adapters import Site, site_io
 from .alignment import align, eig_direction, mean_pairwise_cosine, orthonormal_basis, plane_angle, random_subspace
 from .attention import attention_output, layer_norm, visible_keys
 from .spectra import leading_type
@@ -79,29 +79,9 @@ def layer_directions(z: dict, seed: int) -> list[LayerDirections]:
     return out
 
 
-@contextlib.contextmanager
 def layer_io(modules: list[torch.nn.Module], callback):
     """Call ``callback(t, x_in, x_out)`` for every layer application, in depth order."""
-    pending: list[torch.Tensor] = []
-    count = [0]
-
-    def pre(mod, args, kwargs):
-        pending.append(kwargs.get("hidden_states", args[0] if args else None))
-
-    def post(mod, args, kwargs, out):
-        y = out[0] if isinstance(out, (tuple, list)) else out
-        callback(count[0], pending.pop(0), y)
-        count[0] += 1
-
-    handles = []
-    for m in {id(m): m for m in modules}.values():
-        handles.append(m.register_forward_pre_hook(pre, with_kwargs=True))
-        handles.append(m.register_forward_hook(post, with_kwargs=True))
-    try:
-        yield count
-    finally:
-        for h in handles:
-            h.remove()
+    return site_io([Site(m, m) for m in modules], callback)
 
 
 class Accumulator:

@@ -15,43 +15,17 @@ import contextlib
 
 import torch
 
-from .adapters import Adapter
+from .adapters import Adapter, site_io
 from .attention import sublayer
 from .weights import ModelWeights
 
 
-def _first(x):
-    return x[0] if isinstance(x, (tuple, list)) else x
-
-
 @contextlib.contextmanager
 def record_sites(model: torch.nn.Module, adapter: Adapter):
-    """Record (x, y) for every application of the attention sublayer, in call order.
-
-    A forward pre-hook on the site's input module stores x; a forward hook on its output module pairs the
-    oldest unpaired x with y. Sites never nest, so first-in first-out pairing is exact.
-    """
+    """Record (x, y) for every application of the attention sublayer, in call order."""
     records: list[dict] = []
-    pending: list[torch.Tensor] = []
-
-    def pre_hook(mod, args, kwargs):
-        x = kwargs.get("hidden_states", args[0] if args else None)
-        pending.append(x.detach().clone())
-
-    def post_hook(mod, args, kwargs, out):
-        records.append({"x": pending.pop(0), "y": _first(out).detach().clone()})
-
-    sites = adapter.sites(model)
-    handles = []
-    for m in {id(s.input_module): s.input_module for s in sites}.values():
-        handles.append(m.register_forward_pre_hook(pre_hook, with_kwargs=True))
-    for m in {id(s.output_module): s.output_module for s in sites}.values():
-        handles.append(m.register_forward_hook(post_hook, with_kwargs=True))
-    try:
+    with site_io(adapter.sites(model), lambda i, x, y: records.append({"x": x, "y": y}), clone=True):
         yield records
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def random_inputs(model, n_batch: int = 3, seq_len: int = 12, seed: int = 0):
