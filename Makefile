@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 SNAKEMAKE := $(PY) -m snakemake
 
-.PHONY: setup offline paper test test-fast test-all lint clean bench
+.PHONY: setup offline paper test test-fast test-all lint clean bench resources
 setup: .venv/.installed
 .venv/.installed: requirements.lock pyproject.toml
 	python3 -m venv .venv
@@ -33,4 +33,7 @@ clean:                  ## remove generated outputs (never the environment)
 	rm -rf results logs benchmarks .snakemake figures/*/ paper_tables/*/
 
 bench: setup            ## benchmark (not a test): twins of the largest paper models, with a naive baseline
-	$(PY) scripts/bench.py
+	$(PY) scripts/bench.py $(BENCH_ARGS)   # e.g. make bench BENCH_ARGS="--prompts 16"; hours on 2 cores in full
+
+resources: setup        ## refit each rule's mem_mb/runtime from the benchmark files (workflow/resources.yaml)
+	$(PY) scripts/fit_resources.py --run benchmarks/offline config/offline.yaml --run benchmarks/bench benchmarks/bench/config.yaml

@@ -6,7 +6,9 @@ per-prompt forward passes keeping every hidden state) as a ratio.
 
     python scripts/bench.py                       # albert-xxlarge-v2, gpt2-xl, gpt-neo-2.7B, full corpus
     python scripts/bench.py --twins gpt2 --prompts 40 --threads 2
-Each step runs in its own process (os.wait4 gives its CPU time and peak RSS).
+Each step runs in its own process (os.wait4 gives its CPU time and peak RSS). Our steps' figures are also
+written as Snakemake-style benchmark files under --bench-dir (with a config.yaml describing the run), which
+scripts/fit_resources.py turns into the rules' mem_mb and runtime.
 """
 
 import argparse
@@ -44,7 +46,10 @@ def naive(step, work, prompts, threads):
     import numpy as np
     import torch
 
+    from powerlens.provenance import fixed_mmap_threshold
+
     torch.set_num_threads(threads)
+    fixed_mmap_threshold()  # the same allocator setting as our steps, so the ratio compares algorithms
     from powerlens.io import read_json
     from powerlens.weights import ModelWeights
 
@@ -81,6 +86,31 @@ def naive(step, work, prompts, threads):
                 kept.append(states)
 
 
+BENCH_FILES = {"fetch (build twin)": "fetch_model/{}.tsv", "extract": "extract_weights/{}.tsv",
+               "spectra": "spectra/{}.tsv", "dynamics model": "dynamics/{}-model.tsv",
+               "dynamics attention-only": "dynamics/{}-attention-only.tsv"}
+
+
+def write_bench_config(bench_dir: Path, twins, corpus: Path) -> None:
+    """A pipeline config describing this benchmark (models, corpus; schema defaults for the rest)."""
+    import yaml
+
+    models = {t: {"arch": arch_of(t), "source": "random", "twin_of": t, "seed": 0} for t in twins}
+    old = bench_dir / "config.yaml"
+    if old.is_file():  # keep twins benchmarked by an earlier call
+        models = {**yaml.safe_load(old.read_text())["models"], **models}
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    old.write_text(yaml.safe_dump({"run": bench_dir.name, "prompts": str(Path(corpus).resolve()),
+                                   "models": models}))
+
+
+def write_bench_file(bench_dir: Path, twin: str, step: str, r: dict) -> None:
+    """One step's figures in Snakemake's benchmark format (s, max_rss in MB, cpu_time)."""
+    f = bench_dir / BENCH_FILES[step].format(twin)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(f"s\tmax_rss\tcpu_time\n{r['wall_s']:.2f}\t{r['peak_rss_gb'] * 1000:.2f}\t{r['cpu_s']:.2f}\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--twins", nargs="+", default=["albert-xxlarge-v2", "gpt2-xl", "gpt-neo-2.7B"])
@@ -88,6 +118,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", default="/tmp/powerlens-bench")
     ap.add_argument("--no-naive", action="store_true")
+    ap.add_argument("--modes", nargs="+", default=["model", "attention-only"], choices=["model", "attention-only"],
+                    help="dynamics modes to run")
+    ap.add_argument("--bench-dir", default=str(REPO / "benchmarks/bench"),
+                    help="where to write Snakemake-style benchmark files of our steps (its name is the run's)")
     ap.add_argument("--naive-step", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.naive_step:
@@ -102,7 +136,15 @@ def main():
         corpus = Path(a.work) / "prompts.txt"
         corpus.parent.mkdir(parents=True, exist_ok=True)
         corpus.write_text("\n".join(lines) + "\n")
+    from powerlens.corpus import read_prompts
+    from powerlens.resources import corpus_tokens
+
+    ps = read_prompts(corpus)
+    print(f"corpus: {len(ps)} prompts, {corpus_tokens(ps, 128)} byte-level tokens at most (twins' tokenizer)",
+          flush=True)
     t_all = time.time()
+    bench_dir = Path(a.bench_dir)
+    write_bench_config(bench_dir, a.twins, corpus)
     for twin in a.twins:
         w = Path(a.work) / twin
         w.mkdir(parents=True, exist_ok=True)
@@ -113,7 +155,7 @@ def main():
             ("extract", [py, s / "extract.py", "--manifest", w / "manifest.json", "--out-tensors", w / "weights.safetensors", "--out-meta", w / "weights.json", *th], None),
             ("spectra", [py, s / "spectra.py", "--tensors", w / "weights.safetensors", "--meta", w / "weights.json", "--out-npz", w / "spectra.npz", "--out-csv", w / "spectra.csv", *th], "spectra"),
         ]
-        for mode in ("model", "attention-only"):
+        for mode in a.modes:
             steps.append((f"dynamics {mode}", [py, s / "dynamics.py", "--manifest", w / "manifest.json", "--tensors", w / "weights.safetensors", "--meta", w / "weights.json", "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-npz", w / f"d-{mode}.npz", "--out-csv", w / f"d-{mode}.csv", "--out-json", w / f"d-{mode}.json", "--mode", mode, *th], "model" if mode == "model" else "attention"))
         for name, cmd, naive_step in steps:
             r = run([str(c) for c in cmd])
@@ -122,6 +164,7 @@ def main():
                 n = run([py, __file__, "--threads", str(a.threads), "--naive-step", naive_step, str(w), str(corpus)])
                 row.update({f"naive_{k}": v for k, v in n.items()})
             rows.append(row)
+            write_bench_file(bench_dir, twin, name, r)
             print(json.dumps(row), flush=True)
         for f in w.glob("twin/*.safetensors"):
             f.unlink()
@@ -136,6 +179,24 @@ def main():
     print(df.round(2).to_string(index=False))
     print(f"total wall time (ours + naive): {total:.0f} s; ours alone: {df['wall_s'].sum():.0f} s; "
           f"largest peak RSS (ours): {df['peak_rss_gb'].max():.2f} GB")
+    targets(df, a.twins)
+
+
+def targets(df, twins) -> None:
+    """The issue's targets on this machine, each with the measured figure."""
+    from powerlens.archs import count_params, twin_config
+
+    weights_gb = max(count_params(twin_config(t)) for t in twins) * 4 / 1e9
+    ours = df["wall_s"].sum()
+    peak = df["peak_rss_gb"].max()
+    print(f"target total <= 20 min:           {ours / 60:.1f} min -> {'met' if ours <= 1200 else 'MISSED'}")
+    print(f"target peak RSS <= 1.3 x {weights_gb:.2f} GB: {peak:.2f} GB = {peak / weights_gb:.2f} x -> "
+          f"{'met' if peak <= 1.3 * weights_gb else 'MISSED'}")
+    if "naive_wall_s" in df:
+        sub = df.dropna(subset=["naive_wall_s"])
+        ratio = sub["naive_wall_s"].sum() / sub["wall_s"].sum()
+        print(f"target >= 2x faster than naive:   {ratio:.2f}x over the steps with a baseline -> "
+              f"{'met' if ratio >= 2 else 'MISSED'}")
 
 
 if __name__ == "__main__":

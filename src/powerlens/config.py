@@ -41,8 +41,9 @@ def _arch_from_config_json(path: Path, arch: str) -> ArchConfig | None:
         return None
 
 
-def model_params(name: str, m: dict) -> int:
-    """Parameter count known without loading weights (paper table, twin table or config.json)."""
+def model_arch(name: str, m: dict) -> ArchConfig | None:
+    """The architecture of a config entry without loading weights (paper table, twin table or config.json);
+    None when unknown before the fetch step (e.g. a hub model outside the paper's table)."""
     arch = None
     if m["source"] == "random":
         arch = twin_config(m["twin_of"])
@@ -57,6 +58,12 @@ def model_params(name: str, m: dict) -> int:
         if spec and spec.submodule_search_locations:
             base = Path(list(spec.submodule_search_locations)[0]) / m.get("subdir", "model")
             arch = _arch_from_config_json(base, m["arch"])
+    return arch
+
+
+def model_params(name: str, m: dict) -> int:
+    """Parameter count known without loading weights (350M, a BERT-large, when unknown)."""
+    arch = model_arch(name, m)
     if arch is None:
         return 350_000_000  # unknown: assume a BERT-large-sized model
     try:
@@ -64,7 +71,3 @@ def model_params(name: str, m: dict) -> int:
     except KeyError:
         return 350_000_000
 
-
-def mem_mb(params: int, bytes_per_param: float, base_mb: int = 1000) -> int:
-    """Memory request: interpreter + libraries (base) plus a multiple of the weights' size."""
-    return int(base_mb + params * bytes_per_param / 1e6)

@@ -172,15 +172,21 @@ def attention_only_step(x, lw, n_heads, causal, pad_mask, norm: str):
 @torch.no_grad()
 def run_attention_only(embed, weights, dirs, batches, steps: int, norm: str = "l2", device="cpu",
                        dtype=torch.float64, progress=True) -> dict[str, np.ndarray]:
-    """The attention-only law for ``steps`` steps (layer t mod L at step t); ``embed(ids)`` gives x(0)."""
+    """The attention-only law for ``steps`` steps (layer t mod L at step t).
+
+    ``embed(ids)`` gives x(0) of a batch; or ``embed`` is a list with one precomputed x(0) per batch (so the
+    caller can free the model before the attention weights are loaded).
+    """
     L = weights.n_layers
     acc = Accumulator(dirs, lambda t: weights.layer_map[t % L], device, dtype)
     # scores in the dynamics' own dtype (GPT-Neo's float32 scores are a detail of its module, mirrored only
     # by the extraction proof)
     layers = [dataclasses.replace(lw.to(dtype, device), scores_fp32=False) for lw in weights.layers]
-    for b in tqdm(batches, desc="attention-only (batches)", disable=not progress, mininterval=5):
+    if not callable(embed):
+        assert len(embed) == len(batches), (len(embed), len(batches))
+    for i, b in enumerate(tqdm(batches, desc="attention-only (batches)", disable=not progress, mininterval=5)):
         ids, mask, stat = b.ids.to(device), b.mask.to(device), b.stat_mask.to(device)
-        x = embed(ids).to(dtype)  # (B, T, d)
+        x = (embed(ids) if callable(embed) else embed[i].to(device)).to(dtype)  # (B, T, d)
         for t in range(steps):
             lw = layers[weights.layer_map[t % L]]
             y = attention_only_step(x, lw, weights.n_heads, weights.causal, mask, norm)

@@ -6,6 +6,7 @@ run by hand (``python scripts/extract.py --help``) or imported in a test.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +174,7 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     torch.manual_seed(seed)
     prompts = read_prompts(prompts_path)
     man = read_json(manifest_path)
-    w = ModelWeights.load(weights_st, weights_json)
+    meta = read_json(weights_json)  # n_layers, shared_weights: model mode needs no extracted tensor
     adapter = get_adapter(man["arch"])
     model = load_model(man, dtype=torch.float32).to(device)
     tok = load_tokenizer(man)
@@ -183,14 +184,22 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     bs = batches(ids, special, batch_size, pad)
     with np.load(spectra_npz, allow_pickle=False) as z:
         dirs = layer_directions({k: z[k] for k in z.files}, seed)
-    n_steps = w.n_layers
+    n_steps = int(meta["n_layers"])
     if mode == "model":
         arr = run_model_mode(model, adapter, dirs, bs, device=device)
+        del model
     else:
+        # low peak memory: x(0) of every batch first (B x T x d floats each), then free the model, then load
+        # only the attention matrices (peak = max(model, attention weights), not their sum)
+        with torch.no_grad():
+            x0s = [adapter.embed(model, b.ids.to(device)).cpu() for b in bs]  # (B, T, d) per batch
+        del model
+        gc.collect()
+        w = ModelWeights.load(weights_st, weights_json)
         n_steps = int(steps) if w.shared else w.n_layers
-        arr = run_attention_only(lambda ids: adapter.embed(model, ids), w, dirs, bs, n_steps, norm=norm,
-                                 device=device, dtype=getattr(torch, dtype))
-    del model
+        arr = run_attention_only(x0s, w, dirs, bs, n_steps, norm=norm, device=device,
+                                 dtype=getattr(torch, dtype))
+        del w, x0s
     df = layer_stats(arr, dirs)
     df.insert(0, "mode", mode)
     df.insert(0, "model", man["model"])

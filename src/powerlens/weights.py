@@ -134,15 +134,17 @@ class ModelWeights:
 
     @classmethod
     def load(cls, st_path: str | Path, json_path: str | Path) -> "ModelWeights":
-        from safetensors.torch import load_file
+        from safetensors import safe_open
 
         from .io import read_json
 
         meta = read_json(json_path)
-        tensors = load_file(str(st_path))
         layers = []
+        # only the tensors a LayerWeights holds (the stored float64 F is for users; F is recomputed)
+        with safe_open(str(st_path), framework="pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys() if k.rsplit(".", 1)[-1] in MATRICES + VECTORS}
         for u, lm in enumerate(meta["layers"]):
-            kw = {k: tensors[f"layers.{u}.{k}"] for k in MATRICES + VECTORS}
+            kw = {k: tensors.pop(f"layers.{u}.{k}") for k in MATRICES + VECTORS}
             layers.append(LayerWeights(**kw, ln_eps=lm["ln_eps"], attn_scale=lm["attn_scale"],
                                        window=lm["window"], has_bias=lm["has_bias"],
                                        scores_fp32=lm.get("scores_fp32", False)))

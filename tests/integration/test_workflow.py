@@ -141,6 +141,22 @@ def test_plot_option_recomputes_no_numbers(test_run, tmp_path):
     assert planned == {"plot_spectra", "plot_dynamics", "plot_theory", "plot_steering", "provenance", "all"}, planned
 
 
+def test_new_steering_targets_rerun_steering_only(test_run, tmp_path):
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    cfg["models"]["tiny-gpt2"]["steering_targets"] = [{"kind": "random", "seed": 7}]
+    (tmp_path / "targets.yaml").write_text(yaml.safe_dump(cfg))
+    r = smk("-n", "--configfile", str(tmp_path / "targets.yaml"), "--directory", str(test_run), cwd=test_run)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    planned = {}
+    for ln in out[out.index("Job stats"):].splitlines()[3:]:
+        if not ln.split() or ln.split()[0] == "total":
+            break
+        planned[ln.split()[0]] = int(ln.split()[1])
+    assert planned.get("steering") == 1, planned  # only tiny-gpt2's
+    assert not {"fetch_model", "extract_weights", "spectra", "dynamics"} & set(planned), planned
+
+
 def test_rerun_has_nothing_to_do(test_run):
     r = smk("-n", "--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run),
             cwd=test_run)

@@ -27,3 +27,12 @@ def test_env_files_mirror_the_lock():
     assert any(p.startswith("torch==2.13.0") for p in lock)
     for env in ("environment.yml", "workflow/envs/powerlens.yaml"):
         assert _pins((REPO / env).read_text()) == lock, env
+
+
+def test_allocator_threshold_is_fixed_on_glibc():
+    import platform
+
+    from powerlens.provenance import fixed_mmap_threshold
+
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert fixed_mmap_threshold() is True  # mallopt accepted M_MMAP_THRESHOLD

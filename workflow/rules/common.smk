@@ -5,7 +5,9 @@ import sys
 
 from snakemake.utils import validate
 
-from powerlens.config import check_models, mem_mb, model_params
+from powerlens.config import check_models
+from powerlens.corpus import read_prompts
+from powerlens.resources import job_terms, load_coefficients, predict
 from powerlens.errors import PowerlensError
 
 
@@ -117,49 +119,36 @@ def labels_json():
 
 
 def model_entry_json(wildcards):
-    return json.dumps(config["models"][wildcards.model], sort_keys=True)
+    # what the fetch step needs: steering targets are the steering rule's params, so changing them
+    # re-runs steering only, never the download and everything after it
+    m = {k: v for k, v in config["models"][wildcards.model].items() if k != "steering_targets"}
+    return json.dumps(m, sort_keys=True)
 
 
-def params_of(wildcards):
-    return model_params(wildcards.model, config["models"][wildcards.model])
+# mem_mb and runtime of the per-model rules: lines in the model's size fitted to measured benchmark files
+# (workflow/resources.yaml, refitted by scripts/fit_resources.py; terms in powerlens.resources)
+RESOURCE_FIT = load_coefficients(os.path.join(workflow.basedir, "workflow", "resources.yaml"))
+try:
+    _PROMPT_LIST = read_prompts(PROMPTS)
+except PowerlensError as e:
+    raise ValueError(str(e)) from None
+JOB_TERMS = {name: job_terms(config, name, _PROMPT_LIST) for name in MODELS}
 
 
-def mem_fetch(wildcards):
-    # twins are built in memory before saving (fp32 weights plus a copy while saving)
-    m = config["models"][wildcards.model]
-    return mem_mb(params_of(wildcards), 9 if m["source"] == "random" else 0.5)
+def fitted(rule, key):
+    """Resource callable: the fitted line (times its safety margin) for this job's model and mode."""
 
+    def f(wildcards):
+        r = f"dynamics_{wildcards.mode}" if rule == "dynamics" else rule
+        params, term = JOB_TERMS[wildcards.model][r]
+        return predict(RESOURCE_FIT, r, params, term)[key]
 
-def mem_extract(wildcards):
-    # fp32 model + fp32 copies of the attention matrices + float64 F per layer
-    return mem_mb(params_of(wildcards), 7)
-
-
-def mem_check(wildcards):
-    # the model loaded once in fp32 and once in fp64 (not at the same time) + activations
-    return mem_mb(params_of(wildcards), 12)
-
-
-def mem_spectra(wildcards):
-    # float64 F per unique layer plus LAPACK workspace, one layer per thread
-    return mem_mb(params_of(wildcards), 3)
-
-
-def mem_dynamics(wildcards):
-    # fp32 model + one batch of activations for every layer hook (released per layer)
-    return mem_mb(params_of(wildcards), 6, base_mb=1500)
+    return f
 
 
 def gpu_request(wildcards):
     # a GPU for forward passes and attention-only dynamics when the config asks for one
     return 1 if config["device"] == "cuda" else 0
-
-
-def runtime_min(per_billion_min, floor=5):
-    def f(wildcards):
-        return max(floor, int(per_billion_min * params_of(wildcards) / 1e9) + floor)
-
-    return f
 
 
 def get_final_output():

@@ -29,8 +29,8 @@ rule dynamics:
         f"benchmarks/{RUN}/dynamics/{{model}}-{{mode}}.tsv"
     threads: 2
     resources:
-        mem_mb=mem_dynamics,
-        runtime=runtime_min(30),
+        mem_mb=fitted("dynamics", "mem_mb"),
+        runtime=fitted("dynamics", "runtime"),
         gpu=gpu_request,
     conda:
         ENV

@@ -16,8 +16,8 @@ rule fetch_model:
         f"benchmarks/{RUN}/fetch_model/{{model}}.tsv"
     threads: 1
     resources:
-        mem_mb=mem_fetch,
-        runtime=runtime_min(20),
+        mem_mb=fitted("fetch_model", "mem_mb"),
+        runtime=fitted("fetch_model", "runtime"),
     retries: 2
     localrule: True
     conda:
@@ -43,8 +43,8 @@ rule extract_weights:
         f"benchmarks/{RUN}/extract_weights/{{model}}.tsv"
     threads: 2
     resources:
-        mem_mb=mem_extract,
-        runtime=runtime_min(5),
+        mem_mb=fitted("extract_weights", "mem_mb"),
+        runtime=fitted("extract_weights", "runtime"),
     conda:
         ENV
     shell:
@@ -71,8 +71,8 @@ rule check_extraction:
         f"benchmarks/{RUN}/check_extraction/{{model}}.tsv"
     threads: 2
     resources:
-        mem_mb=mem_check,
-        runtime=runtime_min(10),
+        mem_mb=fitted("check_extraction", "mem_mb"),
+        runtime=fitted("check_extraction", "runtime"),
     conda:
         ENV
     shell:

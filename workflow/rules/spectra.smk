@@ -19,8 +19,8 @@ rule spectra:
         f"benchmarks/{RUN}/spectra/{{model}}.tsv"
     threads: 2
     resources:
-        mem_mb=mem_spectra,
-        runtime=runtime_min(10),
+        mem_mb=fitted("spectra", "mem_mb"),
+        runtime=fitted("spectra", "runtime"),
     conda:
         ENV
     shell:

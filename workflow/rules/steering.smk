@@ -27,8 +27,8 @@ rule steering:
         f"benchmarks/{RUN}/steering/{{model}}.tsv"
     threads: 2
     resources:
-        mem_mb=mem_dynamics,
-        runtime=runtime_min(60),
+        mem_mb=fitted("steering", "mem_mb"),
+        runtime=fitted("steering", "runtime"),
         gpu=gpu_request,
     conda:
         ENV

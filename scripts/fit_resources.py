@@ -1,0 +1,93 @@
+#!/usr/bin/env python
+"""Fit each rule's mem_mb and runtime from measured benchmark files (see powerlens.resources).
+
+    python scripts/fit_resources.py --run benchmarks/offline config/offline.yaml \\
+                                    --run benchmarks/bench benchmarks/bench/config.yaml
+Collects every `benchmark:` file of the named runs into workflow/resources_measured.tsv (rows of the same
+run, rule and model are replaced; other rows are kept), then refits workflow/resources.yaml from all rows.
+`--refit` only refits from the stored measurements.
+"""
+
+import argparse
+import datetime
+import platform
+from pathlib import Path
+
+from _common import run
+
+REPO = Path(__file__).resolve().parents[1]
+
+RULE_DIRS = {"fetch_model": "fetch_model", "extract_weights": "extract_weights",
+             "check_extraction": "check_extraction", "spectra": "spectra", "steering": "steering"}
+COLUMNS = ["run", "rule", "model", "model_of", "params", "mem_term", "time_term", "s", "max_rss_mb", "cpu_time"]
+
+
+def collect(bench_dir: Path, config_path: Path) -> list[dict]:
+    import pandas as pd
+    import yaml
+    from snakemake.utils import validate
+
+    from powerlens.corpus import read_prompts
+    from powerlens.resources import job_terms, size_of_entry
+
+    cfg = yaml.safe_load(config_path.read_text())
+    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))  # fills the schema's defaults
+    prompts = read_prompts(REPO / cfg["prompts"] if not Path(cfg["prompts"]).is_absolute() else cfg["prompts"])
+    rows = []
+    for name, m in cfg["models"].items():
+        if m["source"] != "random":  # twins only: their byte-level token count is the one the terms use
+            continue
+        terms = job_terms(cfg, name, prompts)
+        files = {rule: bench_dir / d / f"{name}.tsv" for rule, d in RULE_DIRS.items()}
+        for mode in ("model", "attention-only"):
+            files[f"dynamics_{mode}"] = bench_dir / "dynamics" / f"{name}-{mode}.tsv"
+        for rule, f in files.items():
+            if not f.is_file():
+                continue
+            b = pd.read_csv(f, sep="\t").iloc[-1]
+            mem, term = terms[rule]
+            rows.append({"run": cfg["run"], "rule": rule, "model": name,
+                         "model_of": m["twin_of"], "params": size_of_entry(name, m).params,
+                         "mem_term": mem, "time_term": term, "s": float(b["s"]),
+                         "max_rss_mb": float(b["max_rss"]), "cpu_time": float(b.get("cpu_time", float("nan")))})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", nargs=2, action="append", default=[], metavar=("BENCH_DIR", "CONFIG"))
+    ap.add_argument("--measured", default=str(REPO / "workflow/resources_measured.tsv"))
+    ap.add_argument("--out", default=str(REPO / "workflow/resources.yaml"))
+    ap.add_argument("--refit", action="store_true", help="refit from the stored measurements only")
+    a = ap.parse_args()
+    import pandas as pd
+    import yaml
+
+    from powerlens.resources import MARGIN, fit
+
+    measured = Path(a.measured)
+    old = pd.read_csv(measured, sep="\t") if measured.is_file() else pd.DataFrame(columns=COLUMNS)
+    new = pd.DataFrame([r for d, c in a.run for r in collect(Path(d), Path(c))], columns=COLUMNS)
+    if not a.refit and new.empty:
+        raise SystemExit("no benchmark files found under the given --run folders")
+    keep = old.merge(new[["run", "rule", "model"]], how="left", indicator=True)
+    df = pd.concat([keep[keep["_merge"] == "left_only"][COLUMNS], new]).sort_values(["rule", "params", "run", "model"])
+    df.to_csv(measured, sep="\t", index=False, lineterminator="\n", float_format="%.6g")
+    coeffs = fit(df.to_dict("records"))
+    doc = {
+        "about": "Fitted by scripts/fit_resources.py from workflow/resources_measured.tsv (Snakemake benchmark "
+                 "files of twin runs). mem_mb = m1 * (a + b * mem_term) + m0; runtime_s = t1 * (a + b * time_term) + t0; "
+                 "terms in powerlens.resources. Do not edit by hand: rerun the script.",
+        "fitted_on": {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, "
+                      f"{__import__('os').cpu_count()} CPUs", "rows": int(len(df)), "runs": sorted(set(df["run"]))},
+        "margin": {k: list(v) for k, v in MARGIN.items()},
+        "rules": coeffs,
+    }
+    Path(a.out).write_text(yaml.safe_dump(doc, sort_keys=False, width=110))
+    for rule, c in coeffs.items():
+        print(f"{rule:26s} n={c['n']:2d}  mem_mb = {c['mem_mb']['a']:8.1f} + {c['mem_mb']['b']:.3e} * mem term"
+              f"   s = {c['runtime_s']['a']:7.1f} + {c['runtime_s']['b']:.3e} * term")
+
+
+if __name__ == "__main__":
+    run(main)

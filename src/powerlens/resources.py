@@ -1,0 +1,178 @@
+"""Job resources (``mem_mb``, ``runtime``) fitted from measured ``benchmark:`` files.
+
+Each heavy rule's cost is a straight line in one size term of the model, fitted by non-negative least
+squares (in relative error; the intercept then raised just enough to cover every measured job) to the rule's Snakemake
+benchmark files (``max_rss`` in MB, ``s`` in seconds) from twin runs:
+
+=================  ===========================  ==============================================================
+rule               memory term                  time term
+=================  ===========================  ==============================================================
+fetch_model        params                       params
+extract_weights    params                       params
+check_extraction   params                       params
+spectra            d_model**2 * (n_unique + 10) n_unique_layers * d_model**3   (one eigen-solve per layer)
+dynamics (model)   params                       forward_params * tokens        (FLOPs / 2 of the forward pass)
+dynamics (attn)    params                       attention_params * steps * tokens
+steering           params                       forward_params * steering_tokens * kappas * targets
+=================  ===========================  ==============================================================
+
+``params`` is the stored parameter count (ALBERT's shared layer once), ``forward_params`` the parameters a
+token meets on its way through (ALBERT's layer once per depth), ``attention_params`` the four attention
+matrices of one layer. ``tokens`` is an upper bound from the corpus (UTF-8 bytes per prompt + 2 special
+tokens, capped at ``max_tokens``): exact for the byte-level tokenizer of twins, 2-4x above real tokenizers,
+so real checkpoints get more time than they need. Fitted lines are scaled by a safety margin
+(:data:`MARGIN`) and stored in ``workflow/resources.yaml`` with the measurements they came from
+(``workflow/resources_measured.tsv``); ``scripts/fit_resources.py`` refits both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .archs import ArchConfig, count_params
+
+#: Safety margin applied to fitted lines: memory x1.2 + 300 MB, time x1.5 + 60 s (then whole minutes).
+MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
+
+RULES = ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics_model",
+         "dynamics_attention-only", "steering")
+
+
+@dataclass(frozen=True)
+class Size:
+    """The size terms of one architecture."""
+
+    params: int
+    forward_params: int
+    attention_params: int  # one layer's W_Q, W_K, W_V, W_O and biases
+    n_layers: int
+    n_unique_layers: int
+    d_model: int
+
+    @property
+    def eig_work(self) -> float:
+        return float(self.n_unique_layers) * float(self.d_model) ** 3
+
+
+def size_of(arch: ArchConfig) -> Size:
+    """Size terms from the config alone (no weights built)."""
+    k = arch.kwargs
+    params = count_params(arch)
+    if arch.arch in ("albert", "bert"):
+        h, n = k["hidden_size"], k["num_hidden_layers"]
+    elif arch.arch == "gpt2":
+        h, n = k["n_embd"], k["n_layer"]
+    else:
+        h, n = k["hidden_size"], k["num_layers"]
+    attn = 4 * h * h + (h if arch.arch == "gpt_neo" else 4 * h)  # GPT-Neo: no q, k, v biases
+    inter = k.get("intermediate_size") or k.get("n_inner") or 4 * h
+    layer = attn + 2 * h * inter + inter + h + 4 * h  # attention + FFN + two LayerNorms
+    unique = k.get("num_hidden_groups", 1) * k.get("inner_group_num", 1) if arch.arch == "albert" else n
+    return Size(params=params, forward_params=n * layer, attention_params=attn, n_layers=n,
+                n_unique_layers=unique, d_model=h)
+
+
+def corpus_tokens(prompts: list[str], max_tokens: int) -> int:
+    """Upper bound on a corpus' token count: UTF-8 bytes + 2 special tokens per prompt, capped."""
+    return sum(min(int(max_tokens), len(p.encode("utf-8")) + 2) for p in prompts)
+
+
+def time_term(rule: str, size: Size, tokens: int = 0, steps: int = 200, kappas: int = 1,
+              targets: int = 1) -> float:
+    """The size term a rule's run time is proportional to (see the module docstring)."""
+    if rule == "spectra":
+        return size.eig_work
+    if rule == "dynamics_model":
+        return float(size.forward_params) * tokens
+    if rule == "dynamics_attention-only":
+        n = steps if size.n_unique_layers < size.n_layers else size.n_layers
+        return float(size.attention_params) * n * tokens
+    if rule == "steering":
+        return float(size.forward_params) * tokens * kappas * targets
+    return float(size.params)
+
+
+def fit_line(x: list[float], y: list[float]) -> tuple[float, float]:
+    """Non-negative least squares y ~ a + b x in relative error (each row divided by its y, so a 10 s job
+    and a 1000 s job weigh the same); both coefficients >= 0; x scaled for conditioning."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    scale = float(np.max(np.abs(x))) or 1.0
+    A = np.column_stack([np.ones_like(x), x / scale]) / y[:, None]
+    (a, b), _ = nnls(A, np.ones_like(y))
+    a += max(0.0, float(np.max(y - (a + b * x / scale))))  # intercept raised to cover every measured job
+    return float(a), float(b / scale)
+
+
+def mem_term(rule: str, size: Size) -> float:
+    """The size term a rule's peak memory is proportional to: the parameter count, except for spectra
+    (float64 F per unique layer plus LAPACK workspace: d_model**2 * (n_unique_layers + 10))."""
+    if rule == "spectra":
+        return float(size.d_model) ** 2 * (size.n_unique_layers + 10)
+    return float(size.params)
+
+
+def fit(rows: list[dict]) -> dict:
+    """Per rule: fitted (a, b) for memory (MB vs params) and time (s vs the rule's time term).
+
+    ``rows`` need keys rule, mem_term, time_term, max_rss_mb, s.
+    """
+    out = {}
+    for rule in RULES:
+        rs = [r for r in rows if r["rule"] == rule]
+        if not rs:
+            continue
+        ma, mb = fit_line([r["mem_term"] for r in rs], [r["max_rss_mb"] for r in rs])
+        ta, tb = fit_line([r["time_term"] for r in rs], [r["s"] for r in rs])
+        out[rule] = {"n": len(rs), "mem_mb": {"a": ma, "b": mb}, "runtime_s": {"a": ta, "b": tb},
+                     "params_range": [min(r["params"] for r in rs), max(r["params"] for r in rs)]}
+    return out
+
+
+def predict(coeffs: dict, rule: str, params: float, term: float) -> dict[str, int]:
+    """``mem_mb`` and ``runtime`` (minutes) of one job: the fitted line times the margin. ``params`` is the
+    rule's memory term (:func:`mem_term`), ``term`` its time term (:func:`time_term`)."""
+    c = coeffs[rule]
+    fm, am = MARGIN["mem_mb"]
+    ft, at = MARGIN["runtime_s"]
+    mem = fm * (c["mem_mb"]["a"] + c["mem_mb"]["b"] * params) + am
+    sec = ft * (c["runtime_s"]["a"] + c["runtime_s"]["b"] * term) + at
+    return {"mem_mb": int(math.ceil(mem / 100.0) * 100), "runtime": max(1, int(math.ceil(sec / 60.0)))}
+
+
+def load_coefficients(path: str | Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text())["rules"]
+
+
+def size_of_entry(name: str, m: dict) -> Size:
+    """Size terms of a config entry; an architecture unknown before its fetch gets gpt-neo-2.7B's (the
+    largest paper model: generous, never too small)."""
+    from .archs import twin_config
+    from .config import model_arch
+
+    arch = model_arch(name, m)
+    try:
+        return size_of(arch)
+    except (KeyError, TypeError, AttributeError):
+        return size_of(twin_config("gpt-neo-2.7B"))
+
+
+def job_terms(config: dict, name: str, prompts: list[str]) -> dict[str, tuple[int, float]]:
+    """(memory term, time term) of every per-model rule of one config entry, as :func:`predict` takes them."""
+    m = config["models"][name]
+    size = size_of_entry(name, m)
+    dyn, st = config["dynamics"], config["steering"]
+    tokens = corpus_tokens(prompts, dyn["max_tokens"])
+    s_tokens = corpus_tokens(prompts[: st["max_prompts"]], st["max_tokens"])
+    n_targets = len(m.get("steering_targets", st["targets"]))
+    terms = {}
+    for rule in RULES:
+        terms[rule] = (mem_term(rule, size), time_term(rule, size, tokens=tokens if rule != "steering" else s_tokens,
+                                               steps=dyn["steps"], kappas=len(st["kappas"]), targets=n_targets))
+    return terms

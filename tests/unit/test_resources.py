@@ -1,0 +1,84 @@
+"""Job resources fitted from measured benchmark files (powerlens.resources, scripts/fit_resources.py)."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from powerlens.archs import PAPER_MODELS, TINY_MODELS, count_params, twin_config
+from powerlens.resources import MARGIN, RULES, fit, fit_line, load_coefficients, predict, size_of
+
+REPO = Path(__file__).resolve().parents[2]
+MEASURED = REPO / "workflow/resources_measured.tsv"
+FITTED = REPO / "workflow/resources.yaml"
+
+
+@pytest.mark.parametrize("name", list(TINY_MODELS))
+def test_size_terms_match_the_built_model(name):
+    import transformers
+
+    arch = twin_config(name)
+    model = transformers.AutoModel.from_config(arch.hf_config())
+    s = size_of(arch)
+    assert s.params == sum(p.numel() for p in model.parameters())
+    # forward_params: every parameter a token meets per layer, times the depth (ALBERT's shared layer too)
+    layers = model.encoder.albert_layer_groups if arch.arch == "albert" else (
+        model.encoder.layer if arch.arch == "bert" else model.h)
+    per_layer = sum(p.numel() for p in layers.parameters()) // s.n_unique_layers
+    assert s.forward_params == per_layer * s.n_layers
+    assert s.n_unique_layers == (1 if arch.arch == "albert" else s.n_layers)
+
+
+def test_albert_counts_its_shared_layer_once_in_params_but_per_depth_in_work():
+    s = size_of(PAPER_MODELS["albert-xxlarge-v2"])
+    assert s.params < 0.25e9 and s.forward_params > 2.4e9  # 223M stored, 12 x 0.2B per token
+
+
+def test_fit_line_recovers_a_line_and_stays_non_negative():
+    x = np.array([1e6, 5e7, 1e8, 2e9])
+    a, b = fit_line(x, 300 + 4e-6 * x)
+    assert a == pytest.approx(300, rel=1e-6) and b == pytest.approx(4e-6, rel=1e-6)
+    a, b = fit_line(x, 1000 - 1e-7 * x)  # a falling line: slope clipped at 0, raised to cover every point
+    assert b == 0 and a >= 1000 - 1e-7 * x[0] - 1e-9
+    y = np.array([100.0, 900.0, 200.0, 5000.0])  # scattered: the line ends above every point
+    a, b = fit_line(x, y)
+    assert np.all(a + b * x >= y * (1 - 1e-12))
+
+
+def test_predict_applies_the_margin():
+    c = {"spectra": {"mem_mb": {"a": 1000.0, "b": 0.0}, "runtime_s": {"a": 600.0, "b": 0.0}}}
+    r = predict(c, "spectra", 1, 0.0)
+    fm, am = MARGIN["mem_mb"]
+    ft, at = MARGIN["runtime_s"]
+    assert r["mem_mb"] >= fm * 1000 + am and r["runtime"] == int(np.ceil((ft * 600 + at) / 60))
+
+
+def test_stored_fit_is_the_fit_of_the_stored_measurements():
+    df = pd.read_csv(MEASURED, sep="\t")
+    stored = load_coefficients(FITTED)
+    refit = fit(df.to_dict("records"))
+    assert set(stored) == set(refit) == set(RULES)
+    for rule in RULES:
+        for key in ("mem_mb", "runtime_s"):
+            for k in ("a", "b"):
+                assert stored[rule][key][k] == pytest.approx(refit[rule][key][k], rel=1e-9, abs=1e-12), (rule, key)
+
+
+def test_fitted_resources_cover_every_measured_job():
+    df = pd.read_csv(MEASURED, sep="\t")
+    coeffs = load_coefficients(FITTED)
+    assert df["run"].str.startswith("bench").any(), "the fit must include the large-twin benchmark (scripts/bench.py)"
+    for r in df.to_dict("records"):
+        p = predict(coeffs, r["rule"], r["mem_term"], r["time_term"])
+        assert p["mem_mb"] >= r["max_rss_mb"], r
+        assert p["runtime"] * 60 >= r["s"], r
+
+
+def test_every_heavy_rule_uses_the_fitted_resources():
+    text = "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
+    for rule in ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics", "steering"):
+        assert f'mem_mb=fitted("{rule}", "mem_mb")' in text and f'runtime=fitted("{rule}", "runtime")' in text
+    assert yaml.safe_load(FITTED.read_text())["fitted_on"]["rows"] == len(pd.read_csv(MEASURED, sep="\t"))
