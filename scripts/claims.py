@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""Write table_claims: each claim C1-C10 with its criterion (from the config), the measured value per
-model family and the verdict."""
+"""Write table_claims: each claim C1-C10 with its criterion (paper.md section 4b, numbers from the config),
+the models behind each family verdict, the measured value, the null and the verdict."""
 
 import argparse
 
@@ -30,9 +30,10 @@ def main():
     theory = [r for p in a.theory for r in read_json(p)["results"]]
     df = evaluate(json.loads(a.criteria), meta, pd.concat([pd.read_csv(p) for p in a.spectra]),
                   pd.concat([pd.read_csv(p) for p in a.dynamics]), theory,
-                  pd.concat([pd.read_csv(p) for p in a.steering]))
-    write_table(df, a.table, caption="Claims audit: criterion fixed in the config before the run, measured value, "
-                "verdict (twin-only families are not tested: random weights).")
+                  pd.concat([pd.read_csv(p) for p in a.steering]), labels=json.loads(a.labels))
+    write_table(df, a.table, caption="Claims audit (paper.md section 4b): criterion fixed in the config before the "
+                "run, measured value, the null it was judged against, verdict. A family's verdict uses its trained "
+                "models only; twin-only families are not tested (random weights are never evidence).")
     print(df.to_string(index=False))
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Token dynamics of one model over the prompt corpus, in mode `model` (real forward pass) or
 `attention-only` (the paper's law): per-token alignments with each layer's leading eigenvector, gamma_t,
-rho_t with sign tests (Holm), and two null directions."""
+rho_t and the tilt against the Monte Carlo null of random subspaces (Holm), the non-leading-eigenvector null,
+secondary token- and prompt-level tests, and (attention-only) the L2-law diagnostics and a bias-free control."""
 
 import argparse
 
@@ -21,12 +22,17 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--null-draws", type=int, default=2000, help="R random subspaces of the Monte Carlo null")
+    ap.add_argument("--control", choices=["yes", "no"], default="yes",
+                    help="attention-only: also run the bias-free control (attention biases removed)")
     a = ap.parse_args()
     from powerlens.steps import dynamics
 
     df = dynamics(a.manifest, a.tensors, a.meta, a.spectra, a.prompts, a.out_npz, a.out_csv, a.out_json,
-                  a.mode, a.norm, a.steps, a.batch_size, a.max_tokens, a.seed, a.device, a.dtype, a.threads)
-    cols = ["layer", "leading_type", "gamma", "gamma_null_random", "rho", "p_holm", "rho_null_random"]
+                  a.mode, a.norm, a.steps, a.batch_size, a.max_tokens, a.seed, a.device, a.dtype, a.threads,
+                  a.null_draws, a.control == "yes")
+    cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p_holm", "rho", "rho_null_q95", "rho_p_holm",
+            "tilt", "tilt_p_holm"]
     print(df[cols].head(60).to_string(index=False))
 
 

@@ -15,11 +15,12 @@ def main():
     ap.add_argument("--out-csv", required=True)
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random non-leading eigenvector (a null)")
     a = ap.parse_args()
     from powerlens.steps import spectra
 
-    df = spectra(a.tensors, a.meta, a.out_npz, a.out_csv, a.top_k, a.threads)
-    cols = ["layer", "leading_type", "abs_lambda1", "gap", "ratio", "rel_residual"]
+    df = spectra(a.tensors, a.meta, a.out_npz, a.out_csv, a.top_k, a.threads, a.seed)
+    cols = ["layer", "leading_type", "abs_lambda1", "ratio", "ratio_next", "rel_residual"]
     print(df.drop_duplicates("unique_layer")[cols].to_string(index=False))
 
 

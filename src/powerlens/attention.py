@@ -58,11 +58,15 @@ def attention_pattern(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: 
     return torch.softmax(scores, dim=-1)
 
 
-def attention_output(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: torch.Tensor) -> torch.Tensor:
-    """Multi-head attention output (B, T, d): W_O concat_h(A^h V^h) + b_O."""
+def attention_output(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: torch.Tensor,
+                     pattern: list | None = None) -> torch.Tensor:
+    """Multi-head attention output (B, T, d): W_O concat_h(A^h V^h) + b_O (``pattern``: a list that
+    receives the attention weights A, for diagnostics)."""
     B, T, d = h.shape
     dh = d // n_heads
     A = attention_pattern(h, lw, n_heads, allowed)  # (B, H, T, T)
+    if pattern is not None:
+        pattern.append(A)
     v = (h @ lw.W_V.T + lw.b_V).view(B, T, n_heads, dh).transpose(1, 2)  # (B, H, T, dh)
     ctx = (A @ v).transpose(1, 2).reshape(B, T, d)  # (B, T, d)
     return ctx @ lw.W_O.T + lw.b_O  # (B, T, d)

@@ -56,15 +56,15 @@ def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], s
     for i, (m, g) in enumerate(df.groupby("model", sort=False)):
         name = panel_title(labels.get(m, m), weights[m])
         a1.plot(g["layer"], g["gap"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
-        a2.plot(g["layer"], g["ratio"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
+        a2.plot(g["layer"], g["ratio_next"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
     for ax in (a1, a2):
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     a1.set_xlabel("layer t")
     a1.set_ylabel(r"$|\lambda_1| - |\lambda_2|$ (dimensionless)")
     a1.set_title("spectral gap of $F_t$ (0 for a complex leading pair)")
     a2.set_xlabel("layer t")
-    a2.set_ylabel(r"$|\lambda_2| / |\lambda_1|$ (power-method rate)")
-    a2.set_title("ratio (1 = no dominant eigenvalue)")
+    a2.set_ylabel(r"$|\lambda_{next}| / |\lambda_1|$ (power-method rate)")
+    a2.set_title("ratio to the first eigenvalue beyond the lead's pair")
     a2.axhline(1, color="0.5", lw=0.6, ls="--")
     a2.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
@@ -85,18 +85,18 @@ def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 15
     for ax, m in zip(axes, models):
         for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
             ls = "-" if mode == "model" else "--"
+            g = g[g["gamma_null_q95"].notna()]  # the model's own depth
             ax.plot(g["layer"], g["gamma"], ls=ls, marker="o", ms=3, color=f"C{i}", label=f"{mode}: leading")
-            lo = g[["gamma_null_random", "gamma_null_eig"]].min(axis=1)
-            hi = g[["gamma_null_random", "gamma_null_eig"]].max(axis=1)
-            ax.fill_between(g["layer"], lo, hi, color=f"C{i}", alpha=0.15, lw=0, label=f"{mode}: null band")
+            ax.fill_between(g["layer"], g["gamma_null_median"], g["gamma_null_q95"], color=f"C{i}", alpha=0.18,
+                            lw=0, label=f"{mode}: null median-q95")
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_ylabel(r"$\gamma_t$ = mean $|\cos(x_i(t+1), v_{1,t})|$")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=6)
-    fig.suptitle("Alignment of each layer's output with its own leading eigenvector (null band: random "
-                 "subspace and random non-leading eigenvector)", y=1.0, fontsize=9)
+    fig.suptitle("Alignment of each layer's output with its own leading eigenvector (band: median to 95th "
+                 "percentile of 2000+ random subspaces of the lead's dimension)", y=1.0, fontsize=9)
     fig.tight_layout()
     return save(fig, stem, dpi)
 
@@ -108,8 +108,9 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
     fig, axes = grid(len(models), ncols=3, size=3.2)
     for ax, m in zip(axes, models):
         for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
-            g = g[g["layer"] < 48]  # long shared-weight runs: first 48 steps
-            sig = g["p_holm"] < alpha
+            g = g[g["rho_p_holm"].notna()]  # the model's own depth (long shared-weight runs: its first L steps)
+            sig = g["rho_p_holm"] < alpha
+            ax.fill_between(g["layer"], g["rho_null_median"], g["rho_null_q95"], color=f"C{i}", alpha=0.15, lw=0)
             ax.plot(g["layer"], g["rho"], color=f"C{i}", lw=1, ls="-" if mode == "model" else "--")
             ax.scatter(g["layer"][sig], g["rho"][sig], color=f"C{i}", s=14, label=f"{mode}: p_Holm < {alpha}")
             ax.scatter(g["layer"][~sig], g["rho"][~sig], facecolors="none", edgecolors=f"C{i}", s=14,
@@ -121,8 +122,9 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_ylabel(r"$\rho_t$ = P(alignment with $v_{1,t}$ increases)")
         ax.legend(fontsize=5.5)
-    fig.suptitle("Fraction of tokens tilted towards the layer's leading eigenvector (one-sided sign test, "
-                 "Holm across layers)", y=1.0, fontsize=9)
+    fig.suptitle("Fraction of tokens tilted towards the layer's leading eigenvector (filled: Monte Carlo p "
+                 "against random subspaces, Holm across layers; band: null median to 95th percentile)", y=1.0,
+                 fontsize=9)
     fig.tight_layout()
     return save(fig, stem, dpi)
 
@@ -139,8 +141,9 @@ def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dp
         for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
             ls = "-" if mode == "attention-only" else ":"
             ax.plot(g["layer"] + 1, g["gamma"], ls=ls, color="C0", label=f"{mode}: |cos(x, v1)|")
-            ax.plot(g["layer"] + 1, g["span12_alignment"], ls=ls, color="C1", label=f"{mode}: span(v1, v2)")
-            ax.plot(g["layer"] + 1, g["pairwise_cos"], ls=ls, color="C2", label=f"{mode}: pairwise cos")
+            ax.plot(g["layer"] + 1, g["span_M_alignment"], ls=ls, color="C1",
+                    label=f"{mode}: span(v1, v2) of I+F")
+            ax.plot(g["layer"] + 1, g["pairwise_abs_cos"], ls=ls, color="C2", label=f"{mode}: pairwise |cos|")
         ax.set_xscale("log")
         ax.set_ylim(-0.05, 1.05)
         ax.set_title(_name(labels, weights, m))
@@ -213,11 +216,11 @@ def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int = 1
     lines2 = b2.get_legend_handles_labels()
     b.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=6, loc="center right")
     for i, (k, v) in enumerate(sorted(bip.items())):
-        c.plot(np.arange(len(v)), v, color=f"C{i}", label=k.replace("left_", "").replace("-H", ", heads = "))
+        c.plot(np.arange(len(v)), v, color=f"C{i}", label=k.replace("broken_", "").replace("-H", ", heads = "))
     c.set_ylim(-0.05, 1.05)
     c.set_xlabel("step t")
-    c.set_ylabel("fraction of perturbed runs that left")
-    c.set_title("(c) bipartite consensus, perturbed by epsilon")
+    c.set_ylabel("fraction of perturbed runs broken")
+    c.set_title("(c) bipartite equilibrium, perturbed by epsilon")
     c.legend(fontsize=6)
     fig.suptitle("Theory checks on synthetic layers with prescribed spectra (no checkpoint involved)", y=1.02,
                  fontsize=9)
@@ -237,16 +240,19 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
         for i, (tgt, gt) in enumerate(g.groupby("target", sort=False)):
             r1 = gt[gt["method"].str.startswith("rank-1")]
             aa = gt[gt["method"].str.startswith("activation")]
-            x1 = r1["kappa"].clip(lower=0.25)
+            r1, aa = r1[r1["kappa"] > 0], aa[aa["kappa"] > 0]
+            x1 = r1["change_norm_model"]
             top.plot(x1, r1["cos_after_layer_model"], "-o", ms=3, color=f"C{i}", label=f"{tgt}: rank-1, model")
-            top.plot(x1, r1["cos_after_layer_attention_only"], "--", color=f"C{i}", label=f"{tgt}: rank-1, attn-only")
-            top.plot(x1, aa["cos_after_layer_model"], ":", color=f"C{i}", label=f"{tgt}: act. addition")
+            top.plot(r1["change_norm_attention_only"], r1["cos_after_layer_attention_only"], "--", color=f"C{i}",
+                     label=f"{tgt}: rank-1, attn-only")
+            top.plot(aa["change_norm_model"], aa["cos_after_layer_model"], ":s", ms=3, color=f"C{i}",
+                     label=f"{tgt}: act. addition")
             if r1["p_target"].notna().any():
                 bot.plot(x1, r1["p_target"], "-o", ms=3, color=f"C{i}", label=f"{tgt}: rank-1")
                 bot.plot(x1, aa["p_target"], ":", color=f"C{i}", label=f"{tgt}: act. addition")
         for ax in (top, bot):
             ax.set_xscale("log")
-            ax.set_xlabel(r"$\kappa$ ($\alpha = \kappa |\lambda_1(F)|$; 0 drawn at 0.25)")
+            ax.set_xlabel(r"mean norm of the change at the output projection ($\alpha |z^T h|$ = $\beta$)")
         top.set_ylim(0, 1.02)
         top.set_ylabel(r"mean $|\cos(x_i, u)|$ after last layer")
         top.set_title(_name(labels, weights, m))
@@ -257,7 +263,7 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
         else:
             bot.legend(fontsize=5)
         bot.set_ylabel("mean P(target token)")
-    fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition "
-                 "(same mean change in norm)", y=1.0, fontsize=9)
+    fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the "
+                 "same site, over the norm of the change (one point per kappa > 0)", y=1.0, fontsize=9)
     fig.tight_layout()
     return save(fig, stem, dpi)

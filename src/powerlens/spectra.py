@@ -14,7 +14,15 @@ Ordering and phase conventions (paper.md section 4, and our choices where it is 
   eigenvalue is the lambda maximising |1 + lambda|, which need not be F's leading one;
 * per-head spectra from the d_head x d_head product W_V^h W_O^h, whose eigenvalues are the non-zero
   eigenvalues of the d x d head matrix W_O^h W_V^h (AB and BA share their non-zero spectrum);
-* solver accuracy: relative residual ||F v - lambda v|| / ||F||_F for every stored eigenpair.
+* solver accuracy: relative residual ||F v - lambda v|| / ||F||_F for every stored eigenpair;
+* the gap that matters for the power method is to the first eigenvalue *beyond* the lead's conjugate
+  partner: ``ratio_next = |lambda_next| / |lambda_1|`` (the pair convention ``ratio`` is 1 for every complex
+  lead by conjugacy, so it says nothing about the rate);
+* a second null direction for the dynamics: a seeded random non-leading eigen-direction of the lead's
+  dimension (a real eigenvector for a real lead, a pair's plane for a complex lead), drawn from the whole
+  spectrum;
+* pre-norm models (attention reads N(x)): the norm-folded F~ = O V diag(g) (g the norm's gain) is solved
+  beside F, as TransformerLens folds norms; F stays the main result.
 """
 
 from __future__ import annotations
@@ -71,6 +79,11 @@ class Spectrum:
     residual_vec: np.ndarray  # (d,) complex128: its eigenvector
     rel_residual: float  # max over stored eigenpairs of ||F v - lambda v|| / ||F||_F
     head_eigvals: np.ndarray  # (H, d_head) complex128, each row sorted
+    residual_vec2: np.ndarray | None = None  # (d,) M = I + F: eigenvector of the next |1 + lambda| beyond the lead's pair
+    null_eig_index: int = -1  # index (in eigvals) of the random non-leading eigenvalue of the lead's type, -1 if none
+    null_eig_vec: np.ndarray | None = None  # (d,) complex128: its eigenvector (zeros if none)
+    folded_eigvals: np.ndarray | None = None  # (d,) eigenvalues of F~ = F diag(g) (pre-norm models), sorted
+    folded_vec: np.ndarray | None = None  # (d,) leading eigenvector of F~
 
     def summary(self) -> dict:
         ev = self.eigvals
@@ -79,16 +92,27 @@ class Spectrum:
         nxt = ev[2] if typ == "complex pair" and len(ev) > 2 else l2
         r = ev[self.residual_index]
         res_sorted = np.sort(np.abs(1 + ev))[::-1]
+        fold = {}
+        if self.folded_eigvals is not None and len(self.folded_eigvals):
+            fe = self.folded_eigvals
+            ft = leading_type(fe[0])
+            fn = fe[2] if ft == "complex pair" and len(fe) > 2 else fe[1]
+            fold = {"folded_leading_type": ft, "folded_abs_lambda1": abs(fe[0]),
+                    "folded_ratio_next": abs(fn) / abs(fe[0]) if abs(fe[0]) > 0 else np.nan}
         return {
             "lambda1_re": l1.real, "lambda1_im": l1.imag, "lambda2_re": l2.real, "lambda2_im": l2.imag,
             "abs_lambda1": abs(l1), "abs_lambda2": abs(l2), "gap": abs(l1) - abs(l2),
             "ratio": abs(l2) / abs(l1) if abs(l1) > 0 else np.nan,
-            "gap_beyond_pair": abs(l1) - abs(nxt), "leading_type": typ, "spectral_radius": abs(l1),
+            "gap_beyond_pair": abs(l1) - abs(nxt), "abs_lambda_next": abs(nxt),
+            "ratio_next": abs(nxt) / abs(l1) if abs(l1) > 0 else np.nan,
+            "leading_type": typ, "spectral_radius": abs(l1),
             "rel_residual": self.rel_residual,
             "residual_lambda_re": r.real, "residual_lambda_im": r.imag,
             "residual_leading_type": leading_type(r),
             "residual_same_as_F": bool(self.residual_index == 0 or (typ == "complex pair" and self.residual_index == 1)),
             "residual_ratio": res_sorted[1] / res_sorted[0] if res_sorted[0] > 0 else np.nan,
+            "null_eig_index": self.null_eig_index,
+            **fold,
         }
 
 
@@ -104,17 +128,52 @@ def head_spectra(W_V: np.ndarray, W_O: np.ndarray, n_heads: int) -> np.ndarray:
     return out
 
 
+def partner_index(vals: np.ndarray, i: int) -> int | None:
+    """Index of the conjugate partner of eigenvalue i (sorted as by :func:`sort_order`), None if real."""
+    if leading_type(complex(vals[i])) != "complex pair":
+        return None
+    cands = [j for j in (i - 1, i + 1) if 0 <= j < len(vals) and abs(vals[j] - np.conj(vals[i])) <=
+             1e-8 * max(abs(vals[i]), 1e-300)]
+    return cands[0] if cands else None
+
+
+def null_eig_choice(vals: np.ndarray, rng: np.random.Generator) -> int:
+    """A random non-leading eigenvalue of the lead's type (real for a real lead; one per conjugate pair, the
+    one with positive imaginary part, for a complex lead), drawn uniformly from the whole spectrum; -1 if
+    the spectrum has none."""
+    lead_complex = leading_type(complex(vals[0])) == "complex pair"
+    skip = {0, partner_index(vals, 0)}
+    cands = [j for j in range(len(vals)) if j not in skip
+             and (leading_type(complex(vals[j])) == "complex pair") == lead_complex
+             and (not lead_complex or vals[j].imag > 0)]
+    return int(rng.choice(cands)) if cands else -1
+
+
 def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np.ndarray | None = None,
-                   n_heads: int | None = None) -> Spectrum:
-    """Full float64 eigendecomposition of F; keeps the top-k eigenvectors (and the residual-leading one)."""
+                   n_heads: int | None = None, rng: np.random.Generator | None = None,
+                   gain: np.ndarray | None = None) -> Spectrum:
+    """Full float64 eigendecomposition of F; keeps the top-k eigenvectors, the two leading directions of
+    M = I + F, a random non-leading eigenvector of the lead's type (``rng``) and, given the pre-norm gain g,
+    the spectrum of the norm-folded F~ = F diag(g)."""
     F = np.asarray(F, dtype=np.float64)
     vals, V = np.linalg.eig(F)
     order = sort_order(vals)
     vals, V = vals[order], V[:, order]
     k = min(k, len(vals))
     vecs = canonical_phase(V[:, :k])
-    ridx = int(np.argmax(np.round(np.abs(1 + vals), 12)))
+    mod1 = np.round(np.abs(1 + vals), 12)
+    ridx = int(np.argmax(mod1))
     rvec = canonical_phase(V[:, ridx])
+    rest = np.argsort(-mod1, kind="stable")
+    rest = [j for j in rest if j not in (ridx, partner_index(vals, ridx))]
+    rvec2 = canonical_phase(V[:, rest[0]]) if rest else np.zeros(len(vals), np.complex128)
+    j = null_eig_choice(vals, rng) if rng is not None else -1
+    nvec = canonical_phase(V[:, j]) if j >= 0 else np.zeros(len(vals), np.complex128)
+    fvals = fvec = None
+    if gain is not None:
+        fv, FV = np.linalg.eig(F * np.asarray(gain, dtype=np.float64)[None, :])  # F diag(g)
+        fo = sort_order(fv)
+        fvals, fvec = fv[fo], canonical_phase(FV[:, fo[0]])
     fn = np.linalg.norm(F)
     keep = np.concatenate([vecs, rvec[:, None]], axis=1)
     lam = np.concatenate([vals[:k], vals[ridx:ridx + 1]])
@@ -124,10 +183,10 @@ def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np
     else:
         plane = np.stack([vecs[:, 0].real, np.zeros(len(vals))], axis=1)
     heads = head_spectra(W_V, W_O, n_heads) if W_V is not None else np.zeros((0, 0), np.complex128)
-    return Spectrum(vals, vecs, plane, ridx, rvec, rel, heads)
+    return Spectrum(vals, vecs, plane, ridx, rvec, rel, heads, rvec2, j, nvec, fvals, fvec)
 
 
-def model_spectra(weights, k: int = 8, threads: int = 1) -> list[Spectrum]:
+def model_spectra(weights, k: int = 8, threads: int = 1, seed: int = 0) -> list[Spectrum]:
     """Spectra of every unique layer of a :class:`~powerlens.weights.ModelWeights` (shared layers once).
 
     Layers are solved in parallel on up to ``threads`` Python threads (LAPACK releases the GIL), each
@@ -139,13 +198,17 @@ def model_spectra(weights, k: int = 8, threads: int = 1) -> list[Spectrum]:
     workers = max(1, min(threads, len(weights.layers)))
     blas = max(1, threads // workers)
 
-    def one(lw):
+    prenorm = weights.norm == "pre"
+
+    def one(u):
+        lw = weights.layers[u]
         return layer_spectrum(lw.F.numpy(), k, lw.W_V.double().numpy(), lw.W_O.double().numpy(),
-                              weights.n_heads)
+                              weights.n_heads, rng=np.random.default_rng([seed, 11, u]),
+                              gain=lw.ln_w.double().numpy() if prenorm else None)
 
     with threadpool_limits(blas):
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(one, weights.layers))
+            return list(pool.map(one, range(len(weights.layers))))
 
 
 def spectra_arrays(specs: list[Spectrum], layer_map: list[int]) -> dict[str, np.ndarray]:
@@ -158,4 +221,11 @@ def spectra_arrays(specs: list[Spectrum], layer_map: list[int]) -> dict[str, np.
         "residual_vec": np.stack([s.residual_vec for s in specs]),  # (U, d) complex128
         "head_eigvals": np.stack([s.head_eigvals for s in specs]),  # (U, H, d_head) complex128
         "layer_map": np.array(layer_map),  # (L,) depth -> unique layer
+        "residual_vec2": np.stack([s.residual_vec2 for s in specs]),  # (U, d) complex128
+        "null_eig_index": np.array([s.null_eig_index for s in specs]),  # (U,)
+        "null_eig_vec": np.stack([s.null_eig_vec for s in specs]),  # (U, d) complex128
+        "folded_eigvals": (np.stack([s.folded_eigvals for s in specs]) if specs[0].folded_eigvals is not None
+                           else np.zeros((len(specs), 0), np.complex128)),  # (U, d) or (U, 0)
+        "folded_vec": (np.stack([s.folded_vec for s in specs]) if specs[0].folded_vec is not None
+                       else np.zeros((len(specs), 0), np.complex128)),  # (U, d) or (U, 0)
     }

@@ -13,7 +13,11 @@ orthogonal complement). So alpha >= ||F||_2 (1 + 1/delta) with delta <= 1 makes 
 The change is applied to a loaded model by :func:`rank1_output_edit`, a context manager that edits the
 last layer's output projection in place and restores it byte for byte (a checksum proves it). For
 shared-weight models (ALBERT) the last layer is the shared one, so every depth sees the change (noted in
-the outputs). The baseline is activation addition: x <- x + beta u on the last layer's output.
+the outputs), in both dynamics modes and for both methods. The baseline is activation addition at the same
+site: beta u added to the output projection's output (at every depth for ALBERT, as the edit). The two are
+compared on curves over the norm of the change at the site: the edit changes it by alpha u (z^T h), whose
+mean norm alpha |z^T h| sets the baseline's beta for each kappa (matched norm of change). The edit also adds
+the constant alpha u (z^T b_V) when V has a bias (rows of A sum to one): its size is reported.
 """
 
 from __future__ import annotations
@@ -149,24 +153,34 @@ def _mean_abs_cos(x: torch.Tensor, u: torch.Tensor, stat: torch.Tensor) -> tuple
 
 @torch.no_grad()
 def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: int | None, head: bool,
-                  ref_probs: list | None = None, add: np.ndarray | None = None) -> tuple[dict, list]:
+                  ref_probs: list | None = None, add: np.ndarray | None = None, site=None,
+                  z: np.ndarray | None = None) -> tuple[dict, list]:
     """One pass over the batches: |cos| with u after the last layer and at the output; LM metrics.
 
-    ``add``: activation-addition vector added to the last layer's output (baseline)."""
+    ``site``: the last layer's output projection (the edit's site; ALBERT's is shared, so it fires at every
+    depth). ``add``: activation-addition vector added to the site's output (the baseline). ``z``: measure the
+    mean |z^T h| over counted tokens of the site's input h at its last application (the rank-1 edit changes
+    the site's output by alpha u z^T h, so its norm of change is alpha |z^T h|)."""
     ut = torch.as_tensor(u, dtype=torch.float64)
-    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0}
-    probs_out, layer_out = [], []
+    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0}
+    probs_out = []
     captured = {}
 
     def hook(mod, args, out):
-        y = out[0] if isinstance(out, (tuple, list)) else out
-        if add is not None:
-            y = y + torch.as_tensor(add, dtype=y.dtype, device=y.device)
-            out = (y, *out[1:]) if isinstance(out, tuple) else y
-        captured["y"] = y
-        return out
+        captured["y"] = out[0] if isinstance(out, (tuple, list)) else out
 
-    h = layer_module.register_forward_hook(hook)
+    def site_pre(mod, args):
+        captured["h"] = args[0]
+
+    def site_add(mod, args, out):
+        return out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
+
+    handles = [layer_module.register_forward_hook(hook)]
+    if site is not None and z is not None:
+        handles.append(site.register_forward_pre_hook(site_pre))
+    if add is not None:
+        handles.append(site.register_forward_hook(site_add))
+    zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
     try:
         for i, b in enumerate(batches):
             out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
@@ -176,7 +190,8 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
             acc["n"] += n
             last = out.hidden_states[-1]
             acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
-            layer_out.append(captured["y"][stat].double())  # (n, d): the baseline's norm match needs them
+            if zt is not None:
+                acc["hz"] += float((captured["h"][stat].double() @ zt).abs().sum())
             if head:
                 logp = torch.log_softmax(out.logits[stat].float(), dim=-1)  # (n, V)
                 probs_out.append(logp)
@@ -186,9 +201,75 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
                     ref = ref_probs[i]
                     acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
     finally:
-        h.remove()
+        for h in handles:
+            h.remove()
     n = max(acc["n"], 1)
     res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
            "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
-           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "layer_out": layer_out}
+           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "mean_abs_hz": acc["hz"] / n}
     return res, probs_out
+
+
+@torch.no_grad()
+def attention_only_steering(x0s: list, weights, batches, u: np.ndarray, z: np.ndarray, alpha: float,
+                            norm: str = "l2") -> dict:
+    """The paper's law through every layer with the rank-1 edit, and with the activation-addition baseline at
+    matched norm of change, at the same site(s): the last layer, or every depth for shared weights.
+
+    x0s: x(0) per batch (float64). Returns mean |cos(x, u)| after the last layer for both methods, the edit's
+    mean norm of change at the site (last application) and the baseline's beta (= that norm)."""
+    import dataclasses
+
+    from .attention import attention_output, layer_norm, visible_keys
+
+    L = weights.n_layers
+    wl = [dataclasses.replace(lw.to(torch.float64), scores_fp32=False) for lw in weights.layers]
+    u_t = torch.as_tensor(u, dtype=torch.float64)
+    z_t = torch.as_tensor(z, dtype=torch.float64)
+    edit_at = set(range(L)) if weights.shared else {L - 1}
+
+    def step(x, lw, mask, edit=0.0, add=None):
+        allowed = visible_keys(x.shape[1], weights.causal, lw.window, mask, device=x.device)
+        a = attention_output(x, lw, weights.n_heads, allowed)  # (B, T, d)
+        change = None
+        if edit:
+            ed = dataclasses.replace(lw, W_O=lw.W_O + edit * torch.outer(u_t, z_t))  # O' = O + alpha u z^T
+            a_ed = attention_output(x, ed, weights.n_heads, allowed)
+            change = (a_ed - a).norm(dim=-1)  # (B, T): alpha |z^T h|
+            a = a_ed
+        if add is not None:
+            a = a + add
+        y = x + a
+        if norm == "l2":
+            return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-30), change
+        return layer_norm(y, lw.ln_w, lw.ln_b, lw.ln_eps), change
+
+    def run(x, mask, stat, edit=0.0, add=None):
+        change = None
+        for t in range(L):
+            lw = wl[weights.layer_map[t]]
+            here = t in edit_at
+            x, c = step(x, lw, mask, edit if here else 0.0, add if here else None)
+            if c is not None:
+                change = c[stat]
+        return x, change
+
+    cos = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
+    changes = []
+    finals = []
+    for x0, b in zip(x0s, batches):
+        x, ch = run(x0, b.mask, b.stat_mask, edit=alpha)
+        finals.append((x0, b))
+        if ch is not None:
+            changes.append(ch)
+        a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
+        cos["rank1"][0] += float(a.sum())
+        cos["rank1"][1] += int(a.numel())
+    beta = float(torch.cat(changes).mean()) if changes else 0.0
+    for x0, b in finals:
+        x, _ = run(x0, b.mask, b.stat_mask, add=beta * u_t if beta else None)
+        a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
+        cos["actadd"][0] += float(a.sum())
+        cos["actadd"][1] += int(a.numel())
+    return {"cos_rank1": cos["rank1"][0] / max(cos["rank1"][1], 1),
+            "cos_actadd": cos["actadd"][0] / max(cos["actadd"][1], 1), "change_norm": beta, "beta": beta}

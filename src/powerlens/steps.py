@@ -115,7 +115,7 @@ def write_lock(manifest_paths: list[str], out_path: str | Path) -> dict:
 
 
 def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Path, out_csv: str | Path,
-            top_k: int = 8, threads: int = 1) -> "pd.DataFrame":
+            top_k: int = 8, threads: int = 1, seed: int = 0) -> "pd.DataFrame":
     """Eigendecomposition of every unique layer matrix F (float64, CPU): arrays + one tidy row per depth."""
     import numpy as np
     import pandas as pd
@@ -126,7 +126,7 @@ def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Pat
 
     threads = provenance.set_threads(threads)
     w = ModelWeights.load(weights_st, weights_json)
-    specs = model_spectra(w, k=top_k, threads=threads)
+    specs = model_spectra(w, k=top_k, threads=threads, seed=seed)
     arrays = spectra_arrays(specs, w.layer_map)
     with atomic_path(out_npz) as tmp:
         with open(tmp, "wb") as f:
@@ -155,14 +155,15 @@ def resolve_device(requested: str) -> str:
 
 def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path, out_npz, out_csv, out_json,
              mode: str, norm: str = "l2", steps: int = 200, batch_size: int = 16, max_tokens: int = 128,
-             seed: int = 0, device: str = "cpu", dtype: str = "float32", threads: int = 1) -> "pd.DataFrame":
+             seed: int = 0, device: str = "cpu", dtype: str = "float32", threads: int = 1, null_draws: int = 2000,
+             control: bool = True) -> "pd.DataFrame":
     """Token dynamics of one model in one mode: per-token alignments (.npz), per-layer statistics (.csv)."""
     import numpy as np
     import torch
 
     from .adapters import get_adapter
     from .corpus import batches, read_prompts, tokenize
-    from .dynamics import layer_directions, layer_stats, run_attention_only, run_model_mode
+    from .dynamics import layer_directions, layer_stats, null_sets, run_attention_only, run_model_mode
     from .io import atomic_path
     from .sources import load_model, load_tokenizer
     from .weights import ModelWeights
@@ -184,9 +185,11 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     bs = batches(ids, special, batch_size, pad)
     with np.load(spectra_npz, allow_pickle=False) as z:
         dirs = layer_directions({k: z[k] for k in z.files}, seed)
+    nulls = null_sets(int(meta["d_model"]), dirs, int(null_draws), seed, device)
     n_steps = int(meta["n_layers"])
+    n_prompts = len(prompts)
     if mode == "model":
-        arr = run_model_mode(model, adapter, dirs, bs, device=device)
+        arr = run_model_mode(model, adapter, dirs, bs, n_prompts, nulls, device=device)
         del model
     else:
         # low peak memory: x(0) of every batch first (B x T x d floats each), then free the model, then load
@@ -197,10 +200,20 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         gc.collect()
         w = ModelWeights.load(weights_st, weights_json)
         n_steps = int(steps) if w.shared else w.n_layers
-        arr = run_attention_only(x0s, w, dirs, bs, n_steps, norm=norm, device=device,
+        arr = run_attention_only(x0s, w, dirs, bs, n_steps, n_prompts, nulls, norm=norm, device=device,
                                  dtype=getattr(torch, dtype))
+        ctrl = None
+        if control:
+            ctrl = run_attention_only(x0s, w, dirs, bs, min(n_steps, w.n_layers), n_prompts, nulls, norm=norm,
+                                      device=device, dtype=getattr(torch, dtype), control=True)
         del w, x0s
     df = layer_stats(arr, dirs)
+    if mode != "model" and ctrl is not None:
+        c = layer_stats(ctrl, dirs, suffix="_nobias")
+        keep = [k for k in c.columns if k.split("_")[0] in ("gamma", "rho", "tilt") and "_M_" not in k
+                and "_Ft_" not in k and "null_eig" not in k and not k.startswith(("gamma_M", "rho_M", "tilt_M",
+                                                                                     "gamma_Ft", "rho_Ft", "tilt_Ft"))]
+        df = df.merge(c[["layer"] + keep], on="layer", how="left")
     df.insert(0, "mode", mode)
     df.insert(0, "model", man["model"])
     df["weights"] = man["weights_label"]
@@ -220,6 +233,11 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         "x0": "embedding output (ALBERT: after embedding_hidden_mapping_in)",
         "special_tokens": "kept in the forward pass, excluded from statistics (our choice)",
         "tokenizer": type(tok).__name__, "device": device, "seed": seed,
+        "null": {"draws": int(null_draws), "kind": "random subspaces of each lead's dimension (Haar), drawn once "
+                 "per model and shared by all layers; Monte Carlo p = (1 + #{null >= lead}) / (1 + R), one-sided, "
+                 "Holm across the model's depth", "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
+        "statistics_dtype": "float64",
+        "bias_free_control": bool(control and mode != "model"),
         "provenance": provenance.record(threads=threads, seed=seed, device=device),
     })
     return df
@@ -253,7 +271,7 @@ def theory(case: str, out_json: str | Path, out_npz: str | Path, d: int = 32, he
     elif case == "bipartite":
         res, curves = th.experiment_bipartite(d, sorted({1, heads}), tokens, steps, seed, runs, epsilon, residual)
         rows += res
-        arrays.update({f"left_{k}": v for k, v in curves.items()})
+        arrays.update({f"broken_{k}": v for k, v in curves.items()})
     else:
         raise PowerlensError(f"unknown theory case {case!r}", "use real, complex or bipartite")
     out = []
@@ -277,17 +295,13 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
              targets: list[dict], kappas: list[float], max_prompts: int = 64, batch_size: int = 16,
              max_tokens: int = 64, seed: int = 0, device: str = "cpu", threads: int = 1) -> "pd.DataFrame":
     """Rank-1 steering of the last layer vs activation addition, in both dynamics modes (claim C9)."""
-    import dataclasses
-
     import numpy as np
     import pandas as pd
     import torch
 
     from . import steering as st
     from .adapters import get_adapter
-    from .alignment import align
     from .corpus import batches, read_prompts, tokenize
-    from .dynamics import attention_only_step
     from .sources import load_model, load_tokenizer
     from .weights import ModelWeights
 
@@ -312,7 +326,12 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     with np.load(spectra_npz, allow_pickle=False) as z:
         lam1 = float(np.abs(z["eigvals"][w.layer_map[-1]][0]))
     layer_module = adapter.layer_modules(model)[-1]
+    site, _ = st.output_projection(model, man["arch"])
+    b_V = last.b_V.double().numpy()
     before = st.checksum(model)
+    with torch.no_grad():
+        x0s = [adapter.embed(model, b.ids.to(device)).double().cpu() for b in bs]  # (B, T, d) per batch
+    lm = "yes" if head else "no (vector alignment only)"
     rows = []
     for ti, tgt in enumerate(targets):
         u, tid = st.target_vector(model, tok, man["arch"], tgt["kind"], tgt.get("token"), tgt.get("seed", seed),
@@ -321,52 +340,36 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         z_vec = st.rank1_z(W_V, u)
         bound = st.kappa_bound(F, lam1)
         base_res, ref = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head)
-        y0 = base_res.pop("layer_out")
         for kappa in kappas:
             alpha = kappa * lam1
-            chk = st.principal_check(F, W_V, u, alpha) if kappa > 0 else st.principal_check(F, W_V, u, 0.0)
+            chk = st.principal_check(F, W_V, u, alpha)
             with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha) as _:
-                r1, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref)
-                y1 = r1.pop("layer_out")
-            beta = float(torch.cat([(a - b).norm(dim=-1) for a, b in zip(y1, y0)]).mean())
+                r1, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
+                                         site=site, z=z_vec)
+            beta = alpha * r1["mean_abs_hz"]  # the edit's mean norm of change at the site: alpha |z^T h|
             ra, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
-                                     add=beta * u)
-            ra.pop("layer_out")
-            # attention-only: the paper's law through every layer, last layer's W_O replaced by O'
-            wl = [dataclasses.replace(lw.to(torch.float64), scores_fp32=False) for lw in w.layers]
-            u_t = torch.as_tensor(u, dtype=torch.float64)
-            edited = dataclasses.replace(wl[w.layer_map[-1]], W_O=wl[w.layer_map[-1]].W_O
-                                         + alpha * torch.outer(u_t, torch.as_tensor(z_vec)))
-            ao = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
-            for b in bs:
-                x = adapter.embed(model, b.ids.to(device)).double().cpu()
-                for t in range(w.n_layers):
-                    lw = wl[w.layer_map[t]]
-                    if t == w.n_layers - 1:
-                        x_plain = attention_only_step(x, lw, w.n_heads, w.causal, b.mask, "l2")
-                        lw = edited
-                    x = attention_only_step(x, lw, w.n_heads, w.causal, b.mask, "l2")
-                beta_ao = float((x - x_plain)[b.stat_mask].norm(dim=-1).mean())
-                for meth, xx in (("rank1", x), ("actadd", x_plain + beta_ao * u_t)):
-                    a = align(xx[b.stat_mask], u_t[:, None])
-                    ao[meth][0] += float(a.sum())
-                    ao[meth][1] += int(a.numel())
+                                     add=beta * u, site=site)
+            ao = st.attention_only_steering(x0s, w, bs, u, z_vec, alpha)
             common = {"model": man["model"], "target": name, "target_token_id": tid, "kappa": kappa,
                       "alpha": alpha, "kappa_bound": bound, "u_principal": chk["u_principal"],
                       "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
-                      "lm_head": "yes" if head else "no (vector alignment only)", "weights": man["weights_label"]}
-            rows.append({**common, "method": "rank-1 (last layer O')", "beta": float("nan"),
+                      "lm_head": lm, "weights": man["weights_label"]}
+            rows.append({**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
+                         "change_norm_attention_only": ao["change_norm"],
+                         "edit_constant_norm": abs(alpha * float(z_vec @ b_V)),
                          "cos_after_layer_model": r1["cos_layer"], "cos_output_model": r1["cos_output"],
-                         "cos_after_layer_attention_only": ao["rank1"][0] / max(ao["rank1"][1], 1),
+                         "cos_after_layer_attention_only": ao["cos_rank1"],
                          "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "n_tokens": r1["n_tokens"]})
-            rows.append({**common, "method": "activation addition (beta u)", "beta": beta,
+            rows.append({**common, "method": "activation addition (beta u, matched norm)",
+                         "change_norm_model": beta, "change_norm_attention_only": ao["beta"],
+                         "edit_constant_norm": float("nan"),
                          "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
-                         "cos_after_layer_attention_only": ao["actadd"][0] / max(ao["actadd"][1], 1),
+                         "cos_after_layer_attention_only": ao["cos_actadd"],
                          "p_target": ra["p_target"], "kl_from_unsteered": ra["kl"], "n_tokens": ra["n_tokens"]})
         rows.append({"model": man["model"], "target": name, "target_token_id": tid, "kappa": -1.0,
                      "method": "unsteered", "cos_after_layer_model": base_res["cos_layer"],
                      "cos_output_model": base_res["cos_output"], "p_target": base_res["p_target"],
-                     "weights": man["weights_label"], "lm_head": "yes" if head else "no (vector alignment only)"})
+                     "weights": man["weights_label"], "lm_head": lm})
     after = st.checksum(model)
     if after != before:
         raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
@@ -379,8 +382,14 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
                           "checksum_before": before, "checksum_after": after, "n_prompts": len(prompts),
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
                           "shared_weights": w.shared,
-                          "note": ("shared-weight model: the edited output matrix is the shared layer's, so "
-                                   "every depth sees the change") if w.shared else "",
+                          "intervention_sites": (
+                              "every depth: the edited output matrix is the shared layer's, so both methods (the "
+                              "rank-1 edit and the baseline's beta u at the same output projection) act at every "
+                              "depth, in both dynamics modes" if w.shared else
+                              "the last layer's output projection only, for both methods, in both dynamics modes"),
+                          "baseline": "activation addition of beta u at the output projection's output, beta = "
+                                      "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
+                                      "methods are compared on curves over the norm of the change",
                           "delta_principal": st.DELTA,
                           "provenance": provenance.record(threads=threads, seed=seed, device=device)})
     return df
@@ -431,15 +440,28 @@ MODELLING_CHOICES = [
     "Complex leading pair: the direction is the plane span(Re v_1, Im v_1); alignment is the projection norm.",
     "Residual view: one step iterates M = I + F; F's leading eigenpair is the main result, M's is reported "
     "beside it where the two differ.",
-    "gamma_t and rho_t measured against v_{1,t} before and after layer t; one-sided sign test against 0.5 "
-    "with Holm correction across layers; null models: random subspace of the same dimension and a random "
-    "non-leading eigenvector of F_t, on the same tokens.",
+    "gamma_t, rho_t and the tilt a(t+1) - a(t) measured against v_{1,t} before and after layer t, in float64. "
+    "Verdicts use a Monte Carlo test against R >= 2000 random subspaces of the lead's dimension, drawn once per "
+    "model and measured on the same tokens (empirical p = (1 + #{null >= lead}) / (1 + R), one-sided, Holm across "
+    "the model's depth): tokens and prompts are not independent units (a corpus-wide drift between layers), so "
+    "token- and prompt-level sign tests are reported only as secondary columns. A second null: a seeded random "
+    "non-leading eigen-direction of F_t of the lead's dimension, drawn from the whole spectrum.",
+    "Every statistic is also computed against the leading direction of M = I + F and, for pre-norm models, of "
+    "the norm-folded F~ = O V diag(g) (g the pre-attention norm's gain); F's stays the main result.",
+    "Attention-only diagnostics: attention entropy relative to log(visible keys), ||W_O b_V + b_O|| / "
+    "||F x_mean|| (x_mean a prompt's mean token), and a bias-free control run (attention biases removed).",
+    "Claim criteria are those of paper.md section 4b (pre-registered); C10's criterion (C7's test in the "
+    "attention-only law) is ours.",
+    "C4: the multi-head bipartite equilibrium is found by iterating from a bipartite start on +-v_1 until it "
+    "stops moving; a perturbed run breaks when its groups are no longer antipodal (|cos| < 0.999).",
     "Special tokens kept in the forward pass and excluded from statistics; prompts truncated to max_tokens.",
     "Attention-only law: x(0) is the embedding output; N is L2 normalisation (default) or the layer's "
     "LayerNorm; shared-weight models iterate their layer for `steps` steps.",
     "Steering: alpha = kappa |lambda_1(F)|; z from least squares V^T z = u; for ALBERT the edited output "
-    "matrix is the shared layer's, so every depth sees it; the unembedding target of GPT models is "
-    "ln_f.weight * W_U[token]; the baseline adds beta u with beta matching the mean change in norm.",
+    "matrix is the shared layer's, so every depth sees it, and the baseline then acts at every depth too, in "
+    "both modes; the unembedding target of GPT models is ln_f.weight * W_U[token]; the baseline adds beta u at "
+    "the output projection's output (the edit's site), beta = the edit's mean norm of change there, so the "
+    "methods are compared at matched norm of change, kappa by kappa (a curve over the norm).",
     "Twins (source: random) share a paper model's exact architecture with seeded random weights and a "
     "byte-level tokenizer; their results say nothing about trained models and are labelled.",
     "Claims criteria are fixed in the config (claims:) before any run and never tuned afterwards.",

@@ -28,7 +28,7 @@ def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "") -> list[P
         shown.to_csv(tmp, index=False, lineterminator="\n")
     write_text(paths[1], (f"{caption}\n\n" if caption else "") + shown.to_markdown(index=False) + "\n")
     tex = shown.to_latex(index=False, escape=True, caption=caption or None, label=f"tab:{stem.name}")
-    write_text(paths[2], tex.replace("\\toprule", "\\toprule").rstrip() + "\n")
+    write_text(paths[2], tex.rstrip() + "\n")
     return paths
 
 
@@ -66,29 +66,61 @@ def spectra_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None =
             "gap range": f"[{u['gap'].min():.3g}, {u['gap'].max():.3g}]",
             "median gap beyond pair": float(u["gap_beyond_pair"].median()),
             "median |l2|/|l1|": float(u["ratio"].median()),
-            "ratio range": f"[{u['ratio'].min():.3g}, {u['ratio'].max():.3g}]",
+            "median |l_next|/|l1| (beyond the pair)": float(u["ratio_next"].median()),
+            "ratio beyond pair range": f"[{u['ratio_next'].min():.3g}, {u['ratio_next'].max():.3g}]",
             "I+F leading differs (layers)": int((~u["residual_same_as_F"].astype(bool)).sum()),
             "max rel. residual": float(u["rel_residual"].max()),
+            "F~ = F diag(g): leading (layers)": (
+                ", ".join(f"{t}: {c}" for t, c in u["folded_leading_type"].value_counts().items())
+                if "folded_leading_type" in u and u["folded_leading_type"].notna().any() else "- (post-norm)"),
+            "F~: median |l_next|/|l1|": (float(u["folded_ratio_next"].median()) if "folded_ratio_next" in u
+                                         else float("nan")),
         })
     return pd.DataFrame(rows)
 
 
 def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alpha: float = 0.05) -> pd.DataFrame:
-    """``table_alignment``: per model and mode, mean gamma vs nulls, rho > 0.5 and Holm-significant layers."""
+    """``table_alignment``: per model and mode, over the model's own depth: gamma, rho and the tilt against the
+    Monte Carlo null of random subspaces (null median and 95th percentile; layers significant after Holm),
+    the same against M = I + F's and F~'s leads, secondary token/prompt-level tests, the non-leading
+    eigenvector null, and the attention-only diagnostics."""
     labels = labels or {}
     rows = []
+
+    def sig(g, stat, above):
+        c = f"{stat}_p_holm"
+        return int(((g[stat] > above) & (g[c] < alpha)).sum()) if c in g else float("nan")
+
     for (m, mode), g in df.groupby(["model", "mode"], sort=False):
-        rows.append({
-            "model": labels.get(m, m), "weights": g["weights"].iloc[0], "mode": mode,
-            "layers (steps)": len(g), "tokens per layer": int(g["n"].median()),
+        g = g[g["rho_p_holm"].notna()]  # the model's own depth
+        row = {
+            "model": labels.get(m, m), "weights": g["weights"].iloc[0], "mode": mode, "layers": len(g),
+            "tokens": int(g["n_tokens"].median()), "prompts": int(g["n_prompts"].median()),
             "mean gamma": float(g["gamma"].mean()),
-            "null mean (random)": float(g["gamma_null_random"].mean()),
-            "null mean (non-leading eigvec)": float(g["gamma_null_eig"].mean()),
-            "layers rho > 0.5": int((g["rho"] > 0.5).sum()),
-            f"significant (Holm, {alpha})": int((g["p_holm"] < alpha).sum()),
-            "null random: rho > 0.5": int((g["rho_null_random"] > 0.5).sum()),
-            f"null random: significant": int((g["p_holm_null_random"] < alpha).sum()),
-        })
+            "gamma null median": float(g["gamma_null_median"].median()),
+            "gamma null q95": float(g["gamma_null_q95"].median()),
+            "layers gamma > null q95": int((g["gamma"] > g["gamma_null_q95"]).sum()),
+            "median rho": float(g["rho"].median()),
+            "rho null median": float(g["rho_null_median"].median()),
+            f"layers rho > 0.5, MC p_Holm < {alpha}": sig(g, "rho", 0.5),
+            f"layers tilt > 0, MC p_Holm < {alpha}": sig(g, "tilt", 0.0),
+            f"secondary: token sign p < {alpha}": int((g["rho_p_token_sign"] < alpha).sum()),
+            f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
+            "mean gamma, non-leading eigvec null": float(g["gamma_null_eig"].mean()),
+            "mean gamma, M = I+F lead": float(g["gamma_M"].mean()),
+            f"M lead: layers rho sig.": sig(g, "rho_M", 0.5),
+        }
+        if "gamma_Ft" in g and g["gamma_Ft"].notna().any():
+            row["mean gamma, F~ lead"] = float(g["gamma_Ft"].mean())
+            row["F~ lead: layers rho sig."] = sig(g, "rho_Ft", 0.5)
+        if "attn_entropy_rel" in g and g["attn_entropy_rel"].notna().any():
+            row["attention entropy / log n"] = float(g["attn_entropy_rel"].mean())
+            row["median ||b_eff|| / ||F x_mean||"] = float(g["bias_ratio"].median())
+        if "rho_nobias" in g and g["rho_nobias"].notna().any():
+            row["bias-free: mean gamma"] = float(g["gamma_nobias"].mean())
+            row["bias-free: layers rho sig."] = sig(g.rename(columns={"rho_nobias": "r", "rho_p_holm_nobias": "r_p_holm"}),
+                                                    "r", 0.5)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -99,8 +131,10 @@ def theory_table(results: list[dict]) -> pd.DataFrame:
         det = r["detail"]
         extra = ""
         if "runs" in det:
-            extra = (f"{det['left']}/{det['runs']} runs left; fixed-point residual "
-                     f"{det['fixed_point_residual']:.2g}; median steps to leave {det['median_steps_to_leave']}")
+            extra = (f"{det['broke']}/{det['runs']} runs broke; equilibrium residual "
+                     f"{det['fixed_point_residual']:.2g} after {det['equilibrium_steps']} steps, |cos(w*, v1)| "
+                     f"{det['cos_equilibrium_v1']:.3g}; epsilon = 0 control stays: {det['control_stays']}; median "
+                     f"steps to break {det['median_steps_to_break']}")
         elif "isotropic_starts_minority_fraction" in det:
             extra = (f"isotropic starts: minority on -v1 = {det['isotropic_starts_minority_fraction']:.3g}")
         verdict = "pass" if r["passed"] else "fail"
@@ -113,7 +147,8 @@ def theory_table(results: list[dict]) -> pd.DataFrame:
 
 
 def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """``table_steering``: per model, target and method, at the largest kappa and at kappa = 0."""
+    """``table_steering``: per model, target and method, at the largest kappa and at kappa = 0; the baseline
+    (activation addition at the edit's site) has the same norm of change as the rank-1 edit at each kappa."""
     labels = labels or {}
     rows = []
     for (m, tgt), g in df[df["kappa"] >= 0].groupby(["model", "target"], sort=False):
@@ -126,6 +161,8 @@ def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd
                 "model": labels.get(m, m), "weights": top["weights"], "target": tgt, "method": meth,
                 "kappa max": kmax, "stated bound": top["kappa_bound"],
                 "smallest kappa with u principal": principal.min() if len(principal) else float("nan"),
+                "norm of change (k max)": top.get("change_norm_model", float("nan")),
+                "edit constant |alpha z.b_V|": top.get("edit_constant_norm", float("nan")),
                 "|cos| after layer (k=0)": zero["cos_after_layer_model"],
                 "|cos| after layer (k max), model": top["cos_after_layer_model"],
                 "|cos| (k max), attention-only": top["cos_after_layer_attention_only"],

@@ -9,8 +9,13 @@ step is exactly a power-method step on M. Predictions checked here:
 (b) dominant complex pair: tokens converge to the plane span(Re v_1, Im v_1) and rotate in it by
     arg(mu_1) per step (a closed orbit); angles are measured in the coordinates of Re v_1, Im v_1, where M
     acts as an exact rotation-scaling;
-(c) bipartite consensus (tokens on +v and -v) is a fixed point; perturbed by epsilon it is kept or left,
-    measured with one head and with several heads.
+(c) bipartite consensus (two groups of tokens on +w and -w). With several softmax heads +-v_1 is *not* a
+    fixed point (each head weighs the two groups differently), so the equilibrium is found first: iterate
+    from a bipartite start on +-v_1 until the state stops moving (the iteration keeps the state exactly
+    bipartite, so it converges to a bipartite equilibrium +-w*, in general not on v_1). Then perturb it by
+    epsilon and count the runs whose two groups stop being antipodal; an epsilon = 0 control must stay.
+    Run with one head and with several heads. (With full attention and equal groups the attention output
+    of a bipartite state is zero, so every bipartite state is a fixed point: softmax attention only.)
 
 Then (a) and (b) are repeated with softmax attention from random W_Q, W_K to see how far the measured
 values move from the full-attention prediction.
@@ -216,9 +221,45 @@ def bipartite_state(v: np.ndarray, n_tokens: int) -> np.ndarray:
     return signs[:, None] * (v / np.linalg.norm(v))[None, :]
 
 
+def bipartite_equilibrium(X0: np.ndarray, lw: LayerWeights, n_heads: int, residual: bool, tol: float = 1e-15,
+                          max_steps: int = 100000) -> tuple[np.ndarray, float, int]:
+    """The bipartite equilibrium reached from the bipartite state X0 (tokens s_i w, s_i = +-1, equal groups).
+
+    The exact law keeps a bipartite state bipartite (the two groups see mirror-image attention), so the
+    iteration is run on w alone: one step of the law, then w <- the sign-weighted mean of the tokens, until w
+    moves by less than ``tol`` (this also finds an unstable equilibrium, where the unsymmetrised iteration
+    would drift off it on rounding errors). Returns the state, its fixed-point residual under one step of the
+    full law, max |x(t+1) - x(t)|, and the steps taken."""
+    signs = np.sign(X0 @ X0[0])
+    w = X0[0] / np.linalg.norm(X0[0])
+    for k in range(max_steps):
+        Y = iterate(signs[:, None] * w[None, :], lw, n_heads, 1, residual)[1]
+        w_new = (signs[:, None] * Y).mean(axis=0)
+        w_new /= np.linalg.norm(w_new)
+        moved = float(np.abs(w_new - w).max())
+        w = w_new
+        if moved < tol:
+            break
+    X = signs[:, None] * w[None, :]
+    res = float(np.abs(iterate(X, lw, n_heads, 1, residual)[1] - X).max())
+    return X, res, k + 1
+
+
+def antipodal(X: np.ndarray, signs: np.ndarray, tol: float = 1e-3) -> np.ndarray:
+    """Per step (X: (steps, n, d)): are the two groups still antipodal? Every token of the '+' group has
+    cos > 1 - tol with the '+' group's mean direction w, every token of the '-' group cos < -(1 - tol)."""
+    Xn = X / np.linalg.norm(X, axis=-1, keepdims=True)
+    w = Xn[:, signs > 0].mean(axis=1)  # (steps, d)
+    w = w / np.linalg.norm(w, axis=-1, keepdims=True).clip(1e-300)
+    c = np.einsum("snd,sd->sn", Xn, w) * signs[None, :]  # (steps, n): signed cosines
+    return (c > 1 - tol).all(axis=1)
+
+
 def experiment_bipartite(d, heads_list, n_tokens, steps, seed, runs, epsilon, residual=True,
-                         depart: float = 0.1) -> tuple[list[Result], dict]:
-    """(c) bipartite consensus on +-v_1: fixed-point residual, then ``runs`` perturbed starts per head count.
+                         tol: float = 1e-3) -> tuple[list[Result], dict]:
+    """(c) bipartite consensus: per head count, the multi-head equilibrium (a fixed point to 1e-10), then
+    ``runs`` perturbed starts (epsilon) and an epsilon = 0 control; a run *breaks* when its two groups stop
+    being antipodal (|cos| with the group direction below 1 - ``tol``) within ``steps`` steps.
 
     The rest of F's spectrum lies in [-0.9, -0.1], so every other eigenvalue of M = I + F is inside the
     unit disc: with one head the split can persist, which is the case the theory allows."""
@@ -227,30 +268,35 @@ def experiment_bipartite(d, heads_list, n_tokens, steps, seed, runs, epsilon, re
     vals, V = leading_pair(step_matrix(F, residual))
     v = V[:, 0].real
     X0 = bipartite_state(v, n_tokens)
+    signs = np.where(np.arange(n_tokens) % 2 == 0, 1.0, -1.0)
     results, curves = [], {}
-    for attention in ("full", "softmax"):
-        for H in heads_list:
-            lrng = np.random.default_rng([seed, 3, H, attention == "softmax"])
-            lw = synthetic_layer(F, H, lrng, attention, qk_scale=2.0)
-            one = iterate(X0, lw, H, 1, residual)
-            fp = float(np.abs(one[1] - X0).max())
-            left, times = 0, []
-            frac_curve = np.zeros(steps + 1)
-            for r in range(runs):
-                prng = np.random.default_rng([seed, 30, H, r, attention == "softmax"])
-                X = iterate(X0 + epsilon * prng.standard_normal(X0.shape), lw, H, steps, residual)
-                dist = line_distance(X, v).max(axis=1)
-                hit = np.where(dist > depart)[0]
-                if len(hit):
-                    left += 1
-                    times.append(int(hit[0]))
-                    frac_curve[hit[0]:] += 1
-            frac_curve /= runs
-            curves[f"{attention}-H{H}"] = frac_curve
-            results.append(Result(
-                "c: bipartite", attention, f"fraction leaving ({H} head{'s' if H > 1 else ''})", float("nan"),
-                left / runs, f"fixed point residual < 1e-10; left = line distance > {depart} within {steps} steps",
-                bool(fp < 1e-10) if attention == "full" else True,
-                {"heads": H, "runs": runs, "left": left, "fixed_point_residual": fp, "epsilon": epsilon,
-                 "median_steps_to_leave": float(np.median(times)) if times else None}))
+    for H in heads_list:
+        lrng = np.random.default_rng([seed, 3, H, True])
+        lw = synthetic_layer(F, H, lrng, "softmax", qk_scale=2.0)
+        Xs, fp, n_eq = bipartite_equilibrium(X0, lw, H, residual)
+        w = Xs[0] / np.linalg.norm(Xs[0])
+        ctrl = antipodal(iterate(Xs, lw, H, steps, residual), signs, tol)
+        control = bool(ctrl.all())
+        control_break = int(np.where(~ctrl)[0][0]) if not control else None
+        broke, times = 0, []
+        frac_curve = np.zeros(steps + 1)
+        for r in range(runs):
+            prng = np.random.default_rng([seed, 30, H, r])
+            X = iterate(Xs + epsilon * prng.standard_normal(Xs.shape), lw, H, steps, residual)
+            ok = antipodal(X, signs, tol)
+            hit = np.where(~ok)[0]
+            if len(hit):
+                broke += 1
+                times.append(int(hit[0]))
+                frac_curve[hit[0]:] += 1
+        frac_curve /= runs
+        curves[f"softmax-H{H}"] = frac_curve
+        results.append(Result(
+            "c: bipartite", "softmax", f"fraction breaking ({H} head{'s' if H > 1 else ''})", float("nan"),
+            broke / runs, f"equilibrium residual < 1e-10 and epsilon = 0 control stays; broken = groups no "
+            f"longer antipodal (|cos| < 1 - {tol:g}) within {steps} steps", bool(fp < 1e-10 and control),
+            {"heads": H, "runs": runs, "broke": broke, "fixed_point_residual": fp, "equilibrium_steps": n_eq,
+             "control_stays": control, "control_breaks_at_step": control_break, "epsilon": epsilon,
+             "cos_equilibrium_v1": float(abs(w @ v) / np.linalg.norm(v)),
+             "median_steps_to_break": float(np.median(times)) if times else None}))
     return results, curves

@@ -1,37 +1,74 @@
 #!/usr/bin/env bash
-# Determinism: two runs of the offline config from scratch (separate directories) must produce
-# byte-identical tables and identical numeric arrays. Seeds come from the config and are recorded.
-# Usage: bash tests/determinism/check_offline_twice.sh   (.ci/run calls it; about 20 minutes on 2 cores)
+# Determinism of the offline config, at about half the cost of two full runs:
+#   run A: the whole offline config from scratch (every figure and table; also proves the offline run builds);
+#   run B: from scratch in another folder, with --cores 1 (another job order and thread layout), the chain of
+#          the trained model (fetch, extract, check, spectra, both dynamics modes, steering) and the theory
+#          checks: every output B makes must equal A's (tables byte for byte, arrays exactly).
+# The random-weight twins' chains are not run twice here: the same code paths are run twice from scratch on
+# the tiny twins by the SLURM test (SLURM vs local run, tables and arrays compared), and twins are never
+# evidence for a claim.
+#   BASE_REV=<commit>  run A at that commit instead (a git worktree), B at the working tree: the check that a
+#                      change leaves the trained model's outputs byte-identical.
+#   FULL=1             run B over the whole config as well (both runs complete; about twice the time).
+# Usage: bash tests/determinism/check_offline_twice.sh   (.ci/run calls it through `make test`)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-$REPO/.venv/bin/python}
 WORK=$(mktemp -d /tmp/powerlens-determinism.XXXXXX)
-for run in a b; do
-  echo "[determinism] offline run $run from scratch in $WORK/$run"
-  timeout 2400 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$REPO/config/offline.yaml" \
-    --directory "$WORK/$run" --cores 2 > "$WORK/$run.log" 2>&1 || { tail -40 "$WORK/$run.log"; exit 1; }
-done
-"$PY" - "$WORK/a" "$WORK/b" <<'PY'
+TRAINED=minilm-l6
+RUN=offline
+SRC_A=$REPO
+if [ -n "${BASE_REV:-}" ]; then
+  git -C "$REPO" worktree add --detach "$WORK/base" "$BASE_REV" >/dev/null
+  SRC_A=$WORK/base
+fi
+targets_b=()
+if [ -z "${FULL:-}" ]; then
+  for f in extraction_check.json spectra.npz spectra.csv dynamics-model.npz dynamics-model.csv \
+           dynamics-attention-only.npz dynamics-attention-only.csv steering.csv; do
+    targets_b+=("results/$RUN/$TRAINED/$f")
+  done
+  for c in real complex bipartite; do targets_b+=("results/$RUN/theory/$c.json" "results/$RUN/theory/$c.npz"); done
+fi
+start=$(date +%s)
+echo "[determinism] run A (whole offline config, from scratch) in $WORK/a"
+timeout 2400 "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "$SRC_A/config/$RUN.yaml" \
+  --directory "$WORK/a" --cores 2 > "$WORK/a.log" 2>&1 || { tail -40 "$WORK/a.log"; exit 1; }
+mid=$(date +%s)
+echo "[determinism] run A took $((mid - start)) s; run B (${FULL:+whole config}${FULL:-$TRAINED chain + theory}, --cores 1) in $WORK/b"
+timeout 2400 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$REPO/config/$RUN.yaml" \
+  --directory "$WORK/b" --cores 1 "${targets_b[@]}" > "$WORK/b.log" 2>&1 || { tail -40 "$WORK/b.log"; exit 1; }
+echo "[determinism] run B took $(( $(date +%s) - mid )) s"
+"$PY" - "$WORK/a" "$WORK/b" "$RUN" <<'PY'
 import sys
 from pathlib import Path
 
 import numpy as np
 
-a, b = Path(sys.argv[1]), Path(sys.argv[2])
-tables = sorted((a / "paper_tables/offline").iterdir())
-assert tables, "no tables"
-for t in tables:
-    assert t.read_bytes() == (b / t.relative_to(a)).read_bytes(), f"table differs: {t.name}"
-arrays = sorted((a / "results/offline").rglob("*.npz"))
+a, b, run = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+n_tab = n_arr = n_csv = 0
+for t in sorted((b / "paper_tables" / run).glob("*")) if (b / "paper_tables" / run).exists() else []:
+    assert t.read_bytes() == (a / t.relative_to(b)).read_bytes(), f"table differs: {t.name}"
+    n_tab += 1
+arrays = sorted((b / "results" / run).rglob("*.npz"))
+assert arrays, "run B made no array file"
 for f in arrays:
-    with np.load(f) as x, np.load(b / f.relative_to(a)) as y:
+    with np.load(f) as y, np.load(a / f.relative_to(b)) as x:
         assert x.files == y.files, f
         for k in x.files:
             assert np.array_equal(x[k], y[k], equal_nan=True), (f, k)
-csvs = sorted((a / "results/offline").rglob("*.csv"))
-for f in csvs:
-    assert f.read_bytes() == (b / f.relative_to(a)).read_bytes(), f"per-model table differs: {f}"
-print(f"[determinism] PASSED: {len(tables)} table files, {len(csvs)} per-model tables and {len(arrays)} array "
-      "files identical across two runs from scratch")
+    n_arr += 1
+for f in sorted((b / "results" / run).rglob("*.csv")):
+    assert f.read_bytes() == (a / f.relative_to(b)).read_bytes(), f"per-model table differs: {f}"
+    n_csv += 1
+import json
+
+for f in sorted((b / "results" / run / "theory").glob("*.json")):
+    x, y = json.loads((a / f.relative_to(b)).read_text()), json.loads(f.read_text())
+    assert x["results"] == y["results"], f"theory results differ: {f.name}"
+assert (a / "paper_tables" / run / "table_claims.csv").is_file(), "run A did not build table_claims"
+print(f"[determinism] PASSED: {n_tab} paper tables, {n_csv} per-model tables and {n_arr} array files of run B "
+      "identical to run A's")
 PY
+if [ -n "${BASE_REV:-}" ]; then git -C "$REPO" worktree remove --force "$WORK/base"; fi
 rm -rf "$WORK"

@@ -25,17 +25,39 @@ def test_b_closed_orbit_in_the_leading_plane(seed):
     assert angle.detail["angle_spread_last20"] < 1e-9
 
 
-def test_c_bipartite_fixed_point_and_table():
+def test_c_multi_head_bipartite_equilibrium_is_a_fixed_point_before_it_is_perturbed():
+    """With 4 softmax heads +-v_1 is not a fixed point (the old test's artefact: the state moved at step 1);
+    the equilibrium found by iterating is one to 1e-10, and the epsilon = 0 control stays antipodal."""
+    d, n = 24, 12
+    rng = np.random.default_rng([0, 3])
+    F = th.prescribed_matrix(d, [3.0], rest_radius=-0.1, rng=rng, rest_min=-0.9)
+    v = th.leading_pair(th.step_matrix(F, True))[1][:, 0].real
+    lw = th.synthetic_layer(F, 4, np.random.default_rng([0, 3, 4, True]), "softmax", qk_scale=2.0)
+    X0 = th.bipartite_state(v, n)
+    moved = np.abs(th.iterate(X0, lw, 4, 1, True)[1] - X0).max()
+    assert moved > 1e-6  # +-v_1 is not an equilibrium with several softmax heads
+    Xs, res, steps = th.bipartite_equilibrium(X0, lw, 4, True)
+    assert res < 1e-10 and steps > 1
+    signs = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    assert th.antipodal(th.iterate(Xs, lw, 4, 50, True), signs).all()
+    # a state that is not antipodal is seen as broken
+    Xb = Xs.copy()
+    Xb[1] = Xs[0]
+    assert not th.antipodal(Xb[None], signs)[0]
+
+
+def test_c_bipartite_experiment_and_table():
     res, curves = th.experiment_bipartite(d=24, heads_list=[1, 4], n_tokens=12, steps=60, seed=0, runs=8,
                                           epsilon=1e-3)
-    full = [r for r in res if r.attention == "full"]
-    assert len(full) == 2 and all(r.detail["fixed_point_residual"] < 1e-10 for r in full)
-    soft1 = next(r for r in res if r.attention == "softmax" and r.detail["heads"] == 1)
-    assert soft1.detail["fixed_point_residual"] < 1e-10  # one head: still a fixed point with softmax
+    assert [r.detail["heads"] for r in res] == [1, 4]
     for r in res:
-        assert r.detail["runs"] == 8 and 0 <= r.measured <= 1 and r.detail["left"] == round(r.measured * 8)
+        assert r.detail["fixed_point_residual"] < 1e-10  # the perturbed runs start at an equilibrium
+        # an epsilon = 0 control that breaks (rounding errors grow: unstable) must fail the row
+        assert r.passed == r.detail["control_stays"]
+        assert r.detail["runs"] == 8 and 0 <= r.measured <= 1 and r.detail["broke"] == round(r.measured * 8)
+    assert set(curves) == {"softmax-H1", "softmax-H4"}
     t = theory_table([{**r.__dict__, "rel_error": r.rel_error} for r in res])
-    assert t["notes"].str.contains("/8 runs left").all()
+    assert t["notes"].str.contains("/8 runs broke").all()
 
 
 def test_prescribed_spectrum():

@@ -23,6 +23,8 @@ rule dynamics:
         dtype=config["dynamics"]["dtype"],
         seed=config["seed"],
         device=config["device"],
+        null_draws=config["dynamics"]["null_draws"],
+        control="yes" if config["dynamics"]["bias_free_control"] else "no",
     log:
         f"logs/{RUN}/dynamics/{{model}}-{{mode}}.log",
     benchmark:
@@ -40,7 +42,8 @@ rule dynamics:
         "--out-npz {output.npz:q} --out-csv {output.csv:q} --out-json {output.json:q} "
         "--mode {wildcards.mode} --norm {params.norm} --steps {params.steps} "
         "--batch-size {params.batch_size} --max-tokens {params.max_tokens} --dtype {params.dtype} "
-        "--seed {params.seed} --device {params.device} --threads {threads} > {log:q} 2>&1"
+        "--seed {params.seed} --device {params.device} --threads {threads} "
+        "--null-draws {params.null_draws} --control {params.control} > {log:q} 2>&1"
 
 
 rule plot_dynamics:

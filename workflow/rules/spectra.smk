@@ -13,6 +13,7 @@ rule spectra:
         script=os.path.join(SCRIPTS, "spectra.py"),
         py=PY,
         top_k=config["spectra"]["top_k"],
+        seed=config["seed"],
     log:
         f"logs/{RUN}/spectra/{{model}}.log",
     benchmark:
@@ -26,7 +27,7 @@ rule spectra:
     shell:
         "{params.py:q} {params.script:q} --tensors {input.tensors:q} --meta {input.meta:q} "
         "--out-npz {output.npz:q} --out-csv {output.csv:q} --top-k {params.top_k} "
-        "--threads {threads} > {log:q} 2>&1"
+        "--seed {params.seed} --threads {threads} > {log:q} 2>&1"
 
 
 rule plot_spectra:
