@@ -116,7 +116,8 @@ class Accumulator:
     ``final_depth``: the last depth of the run, where the consensus subspace is tested against its null."""
 
     def __init__(self, dirs: list[LayerDirections], layer_of, stat_depths: int, final_depth: int, n_prompts: int,
-                 nulls: dict[int, torch.Tensor], device, n_traj: int = 12, keep_tokens: bool = True):
+                 nulls: dict[int, torch.Tensor], device, n_traj: int = 12, keep_tokens: bool = True,
+                 leads: tuple = LEADS):
         self.dirs = dirs
         self.layer_of = layer_of  # depth -> unique layer
         f64 = dict(dtype=torch.float64, device=device)
@@ -125,6 +126,7 @@ class Accumulator:
         self.nulls = nulls  # r -> (d, R * r) float64
         self.stat_depths, self.final_depth, self.n_prompts = stat_depths, final_depth, n_prompts
         self.keep_tokens = keep_tokens
+        self.leads = leads  # the leads tested against the Monte Carlo null
         self.tok: dict[tuple, list] = {}  # (name, in/out, t) -> per-token float32 alignments
         self.sums: dict[tuple, float] = {}  # (quantity, t) -> float64 sum
         self.mc: dict[tuple, np.ndarray] = {}  # (name, quantity, t) -> (R,) per-draw sums
@@ -192,7 +194,7 @@ class Accumulator:
         self._add(("dtheta", t), dth.sum())
         # Monte Carlo null: the same statistics for R random subspaces of each lead's dimension
         mc_here = t < self.stat_depths
-        need = {_dim(self.T[name][u]) for name in LEADS if self.T[name][u] is not None} if mc_here else set()
+        need = {_dim(self.T[name][u]) for name in self.leads if self.T[name][u] is not None} if mc_here else set()
         first = self.T["lead"][self.layer_of(0)]
         if t == self.stat_depths - 1:
             need.add(_dim(first))  # no accumulation (C6): last output against the first layer's lead
@@ -247,7 +249,7 @@ class Accumulator:
         for q in ("inc", "dec", "tilt", "n"):
             out[f"prompt_{q}"] = np.stack([self.prompt[(q, t)] for t in range(S)])  # (S, n_prompts)
         # per-draw null sums for each lead's dimension at each stat depth: (S, R) per (quantity, lead)
-        for name in LEADS:
+        for name in self.leads:
             dims = [_dim(self.T[name][self.layer_of(t)]) for t in range(S)]
             if not any(dims):
                 continue
@@ -345,7 +347,7 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
     L = weights.n_layers
     depth = min(L, steps)
     acc = Accumulator(dirs, lambda t: weights.layer_map[t % L], depth, steps - 1, n_prompts, nulls, device,
-                      keep_tokens=not control)
+                      keep_tokens=not control, leads=("lead",) if control else LEADS)
     # scores in the dynamics' own dtype (GPT-Neo's float32 scores are a detail of its module, mirrored only
     # by the extraction proof)
     layers = [dataclasses.replace(lw.to(dtype, device), scores_fp32=False) for lw in weights.layers]

@@ -10,6 +10,7 @@
 #   BASE_REV=<commit>  run A at that commit instead (a git worktree), B at the working tree: the check that a
 #                      change leaves the trained model's outputs byte-identical.
 #   FULL=1             run B over the whole config as well (both runs complete; about twice the time).
+#   KEEP=1             keep the two runs' folders (printed) instead of removing them.
 # Usage: bash tests/determinism/check_offline_twice.sh   (.ci/run calls it through `make test`)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,4 +72,4 @@ print(f"[determinism] PASSED: {n_tab} paper tables, {n_csv} per-model tables and
       "identical to run A's")
 PY
 if [ -n "${BASE_REV:-}" ]; then git -C "$REPO" worktree remove --force "$WORK/base"; fi
-rm -rf "$WORK"
+if [ -n "${KEEP:-}" ]; then echo "[determinism] runs kept in $WORK"; else rm -rf "$WORK"; fi
