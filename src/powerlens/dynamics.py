@@ -160,7 +160,8 @@ class Accumulator:
         rows = prompt_of_row if prompt_of_row.dim() == 2 else prompt_of_row[:, None].expand_as(stat)
         pid = rows[stat].to(xi.device)  # (n,) prompt of each token
         self._add(("n", t), n)
-        for name in NAMED:
+        in_depth = t < self.stat_depths  # past the model's depth (long runs): the lead only
+        for name in NAMED if in_depth else ("lead",):
             D = self.T[name][u]
             if D is None:
                 continue
@@ -170,7 +171,7 @@ class Accumulator:
             self._add((f"{name}:tilt", t), (a1 - a0).sum())
             self._add((f"{name}:inc", t), inc.sum())
             self._add((f"{name}:dec", t), dec.sum())
-            if name == "lead":
+            if name == "lead" and in_depth:
                 P = self.n_prompts
                 for q, v in (("inc", inc.double()), ("dec", dec.double()), ("tilt", a1 - a0),
                              ("n", torch.ones_like(a1))):

@@ -48,6 +48,24 @@ def _file_table(path: Path) -> dict[str, dict[str, Any]]:
     return files
 
 
+def refuse_remote_code(path: Path, what: str) -> None:
+    """A model folder whose config.json maps classes to its own code (``auto_map``) is refused before any
+    loading: transformers would otherwise ask on stdin whether to run that code, and a "y" would run it.
+    A config.json that is not JSON is refused too (its text is data, never code)."""
+    import json
+
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PowerlensError(f"{what}: {path / 'config.json'} is not valid JSON ({type(e).__name__})",
+                             "re-save the model with `save_pretrained(...)`, or fix `path`") from None
+    if isinstance(cfg, dict) and "auto_map" in cfg:
+        raise PowerlensError(
+            f"{what}: {path} ships its own model code (config.json has `auto_map`); powerlens never runs a "
+            "model's own code",
+            "use a checkpoint of a supported architecture saved by transformers itself (no `auto_map`)")
+
+
 def _check_model_dir(path: Path, what: str) -> None:
     if not path.is_dir():
         raise PowerlensError(f"{what}: directory {path} does not exist",
@@ -55,6 +73,7 @@ def _check_model_dir(path: Path, what: str) -> None:
     if not (path / "config.json").is_file():
         raise PowerlensError(f"{what}: {path} has no config.json",
                              "point `path` at a folder made by `model.save_pretrained(...)`")
+    refuse_remote_code(path, what)
     if not list(path.glob("*.safetensors")):
         bins = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt*")]
         hint = (f" (found {', '.join(bins)}: pickle-based files are never loaded)" if bins else "")
@@ -260,7 +279,8 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
     if verify:
         verify_files(manifest)
     path = manifest["path"]
-    cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+    refuse_remote_code(Path(path), f"model {manifest['model']!r}")
+    cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     want = ARCH_MODEL_TYPE[manifest["arch"]]
     if cfg.model_type != want:
         raise PowerlensError(
@@ -272,7 +292,8 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
     if head:
         cls = (transformers.AutoModelForCausalLM if manifest["arch"] in ("gpt2", "gpt_neo")
                else transformers.AutoModelForMaskedLM)
-    kw = dict(dtype=dtype, attn_implementation="eager", use_safetensors=True, local_files_only=True)
+    kw = dict(dtype=dtype, attn_implementation="eager", use_safetensors=True, local_files_only=True,
+              trust_remote_code=False)
     try:
         model = cls.from_pretrained(path, **kw)
     except Exception as e:  # safetensors header errors, truncated files, shape mismatches
@@ -288,4 +309,6 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
 def load_tokenizer(manifest: dict):
     import transformers
 
-    return transformers.AutoTokenizer.from_pretrained(manifest["path"], local_files_only=True)
+    refuse_remote_code(Path(manifest["path"]), f"model {manifest['model']!r}")
+    return transformers.AutoTokenizer.from_pretrained(manifest["path"], local_files_only=True,
+                                                      trust_remote_code=False)

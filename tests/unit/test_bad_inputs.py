@@ -62,8 +62,76 @@ def test_truncated_safetensors_refused(tmp_path):
 
 
 def test_no_remote_code_anywhere():
+    """Every from_pretrained call passes trust_remote_code=False explicitly (never True)."""
+    import re
+
     for p in list((REPO / "src").rglob("*.py")) + list(SCRIPTS.glob("*.py")):
-        assert "trust_remote_code" not in p.read_text(), p
+        text = p.read_text()
+        assert "trust_remote_code=True" not in text, p
+        for call in re.finditer(r"\.from_pretrained\(([^()]|\([^()]*\))*\)", text):
+            if "**kw" in call.group(0):
+                assert "trust_remote_code=False" in text, p
+            else:
+                assert "trust_remote_code=False" in call.group(0), (p, call.group(0))
     for p in (REPO / "src").rglob("*.py"):
         text = p.read_text()
         assert "torch.load(" not in text and "pickle.load" not in text, p
+
+
+def test_model_folder_with_its_own_code_is_refused_even_when_stdin_says_yes(tmp_path):
+    """A folder whose config.json has an auto_map (and an unknown model_type) is refused before loading, with
+    stdin answering "y" to transformers' question; the folder's code never runs (no marker file)."""
+    import json
+    import subprocess
+    import sys
+
+    src = tmp_path / "evil"
+    src.mkdir()
+    marker = tmp_path / "ran"
+    (src / "config.json").write_text(json.dumps({"model_type": "evil-net", "architectures": ["EvilModel"],
+                                                 "auto_map": {"AutoConfig": "code.EvilConfig",
+                                                              "AutoModel": "code.EvilModel"}}))
+    (src / "code.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (src / "model.safetensors").write_bytes(b"")
+    code = ("from powerlens.steps import fetch_model; "
+            f"fetch_model('evil', {{'arch': 'bert', 'source': 'local', 'path': {str(src)!r}}}, "
+            f"{str(tmp_path / 'm.json')!r})")
+    r = subprocess.run([sys.executable, "-c", code], input="y\ny\ny\n", capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0 and "ships its own model code" in r.stderr, r.stderr[-1500:]
+    assert not marker.exists()
+    from powerlens.errors import PowerlensError as Err
+    from powerlens.sources import load_model
+
+    with pytest.raises(Err, match="auto_map"):
+        load_model({"model": "evil", "arch": "bert", "path": str(src), "files": {}}, verify=False)
+    assert not marker.exists()
+
+
+def test_hostile_description_renders_as_text_in_the_report():
+    """config["description"] goes into the report's reStructuredText as a literal block: `raw` and `include`
+    directives in it stay text (rendered the way Snakemake renders workflow.rst: Jinja, then docutils with its
+    default settings, raw and file insertion on)."""
+    import socket
+
+    import jinja2
+    import yaml
+    from docutils.core import publish_parts
+
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    cfg.update({"claims": {"C1_share_layers": 0.5, "C5_consensus_abs_cos": 0.99, "C6_weak_below": 0.5,
+                           "C7_share_layers": 0.5, "C9_alignment": 0.9},
+                "dynamics": {"null_draws": 2000, "alpha": 0.05, "max_tokens": 32, "norm": "l2", "steps": 40}})
+    cfg["description"] = ("hello\n\n.. raw:: html\n\n   <img src='http://example.invalid/x.png'><script>alert(1)"
+                          "</script>\n\n.. include:: /etc/hostname\n")
+
+    class Snakemake:
+        config = cfg
+
+    text = (REPO / "workflow/report/workflow.rst").read_text()
+    html = publish_parts(jinja2.Environment().from_string(text).render(snakemake=Snakemake),
+                         writer_name="html")["html_body"]
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;" in html and ".. include:: /etc/hostname" in html  # shown as text
+    host = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").is_file() else socket.gethostname()
+    assert not host or f"<p>{host}</p>" not in html  # an active include would insert the file as a paragraph
