@@ -1,7 +1,9 @@
 """File helpers: every output is written atomically (temporary file, then rename).
 
 A job killed half-way leaves only ``*.tmp-*`` files behind, never a truncated file with the final name, so
-Snakemake (and a user) never mistakes a partial output for a finished one.
+Snakemake (and a user) never mistakes a partial output for a finished one. The finished file gets the mode a
+plain ``open(path, "w")`` would give it (0666 less the umask: group- and world-readable under umask 022),
+not mkstemp's private 0600, so collaborators on a shared cluster can read the results.
 """
 
 from __future__ import annotations
@@ -30,10 +32,18 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             import time
 
             time.sleep(pause)
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -36,3 +36,20 @@ def test_allocator_threshold_is_fixed_on_glibc():
 
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert fixed_mmap_threshold() is True  # mallopt accepted M_MMAP_THRESHOLD
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_outputs_get_the_mode_a_plain_write_would(tmp_path, umask, mode):
+    """Atomic writes respect the umask like open(path, 'w'): group/world readable under 022 (mkstemp alone
+    gives 0600, which collaborators on a shared cluster cannot read)."""
+    import os
+
+    old = os.umask(umask)
+    try:
+        write_json(tmp_path / "sub" / "out.json", {"a": 1})
+        with open(tmp_path / "plain.txt", "w") as f:
+            f.write("x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "sub" / "out.json").stat().st_mode & 0o777 == mode
+    assert (tmp_path / "plain.txt").stat().st_mode & 0o777 == mode
