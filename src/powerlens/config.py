@@ -71,3 +71,30 @@ def model_params(name: str, m: dict) -> int:
     except KeyError:
         return 350_000_000
 
+
+
+def check_no_duplicate_keys(path: str | Path) -> None:
+    """Refuse a YAML config with a key given twice in one mapping (PyYAML, and so Snakemake, silently keep the
+    last one: a second `tiny-bert:` entry would replace the first)."""
+    import yaml
+
+    class Strict(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = {}
+        for k, _ in node.value:
+            key = loader.construct_object(k, deep=deep)
+            if key in seen:
+                raise PowerlensError(
+                    f"config file {path}: key {key!r} appears twice in one mapping (lines {seen[key] + 1} and "
+                    f"{k.start_mark.line + 1}); YAML would silently keep the last one",
+                    "keep one entry per key (rename one of them if both are wanted)")
+            seen[key] = k.start_mark.line
+        return loader.construct_mapping(node, deep=deep)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        yaml.load(Path(path).read_text(encoding="utf-8"), Loader=Strict)
+    except yaml.YAMLError:
+        return  # Snakemake reports malformed YAML itself

@@ -16,7 +16,12 @@ from .errors import PowerlensError
 
 
 def read_prompts(path: str | Path) -> list[str]:
+    """Prompts, one per line ("\n" ends a line; a trailing "\r" is dropped). Control characters other than tab
+    (NUL, vertical tab, form feed, file separators, ...) are refused, naming the line: Python's splitlines()
+    would cut a line at some of them and silently turn one prompt into several."""
     path = Path(path)
+    if path.is_dir():
+        raise PowerlensError(f"prompt file {path} is a directory", "set `prompts:` to a UTF-8 text file, one prompt per line")
     if not path.is_file():
         raise PowerlensError(f"prompt file {path} does not exist", "set `prompts:` to a UTF-8 text file, one prompt per line")
     try:
@@ -24,7 +29,15 @@ def read_prompts(path: str | Path) -> list[str]:
     except UnicodeDecodeError as e:
         raise PowerlensError(f"prompt file {path} is not UTF-8 (byte {e.start})",
                              "re-save it as UTF-8 (e.g. iconv -t utf-8)") from None
-    prompts = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    prompts = []
+    for i, ln in enumerate(text.split("\n"), start=1):
+        ln = ln.removesuffix("\r")
+        bad = [c for c in ln if (ord(c) < 32 and c != "\t") or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029\x85"]
+        if bad:
+            raise PowerlensError(f"prompt file {path}, line {i}: control character {bad[0]!r}",
+                                 "remove control characters (NUL, vertical tab, form feed, separators) from the prompts")
+        if ln.strip():
+            prompts.append(ln.strip())
     if not prompts:
         raise PowerlensError(f"prompt file {path} holds no prompts", "write one natural-language prompt per line")
     return prompts

@@ -252,7 +252,7 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
                 bot.plot(x1, aa["p_target"], ":", color=f"C{i}", label=f"{tgt}: act. addition")
         for ax in (top, bot):
             ax.set_xscale("log")
-            ax.set_xlabel(r"mean norm of the change at the output projection ($\alpha |z^T h|$ = $\beta$)")
+            ax.set_xlabel("norm of the change at the site")
         top.set_ylim(0, 1.02)
         top.set_ylabel(r"mean $|\cos(x_i, u)|$ after last layer")
         top.set_title(_name(labels, weights, m))
@@ -264,6 +264,8 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
             bot.legend(fontsize=5)
         bot.set_ylabel("mean P(target token)")
     fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the "
-                 "same site, over the norm of the change (one point per kappa > 0)", y=1.0, fontsize=9)
+                 "same site (the output projection), over the mean norm of the change there: "
+                 r"$\alpha |z^T h|$ for the edit, $\beta$ for the baseline (one point per $\kappa > 0$)", y=1.0,
+                 fontsize=9)
     fig.tight_layout()
     return save(fig, stem, dpi)

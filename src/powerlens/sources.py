@@ -66,13 +66,12 @@ def refuse_remote_code(path: Path, what: str) -> None:
             "use a checkpoint of a supported architecture saved by transformers itself (no `auto_map`)")
 
 
-def _check_model_dir(path: Path, what: str) -> None:
+def _check_model_dir(path: Path, what: str,
+                     where: str = "point `path` at a folder made by `model.save_pretrained(...)`") -> None:
     if not path.is_dir():
-        raise PowerlensError(f"{what}: directory {path} does not exist",
-                             "point `path` at a folder made by `model.save_pretrained(...)`")
+        raise PowerlensError(f"{what}: directory {path} does not exist", where)
     if not (path / "config.json").is_file():
-        raise PowerlensError(f"{what}: {path} has no config.json",
-                             "point `path` at a folder made by `model.save_pretrained(...)`")
+        raise PowerlensError(f"{what}: {path} has no config.json", where)
     refuse_remote_code(path, what)
     if not list(path.glob("*.safetensors")):
         bins = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt*")]
@@ -160,7 +159,8 @@ def fetch_package(name: str, entry: dict) -> dict:
             "-e '.[models]')",
         )
     path = Path(list(spec.submodule_search_locations)[0]) / entry.get("subdir", "model")
-    _check_model_dir(path, f"model {name!r} (package {module})")
+    _check_model_dir(path, f"model {name!r} (package {module})",
+                     f"set `subdir` to the folder inside package {module} that holds config.json and *.safetensors")
     try:
         version = importlib.metadata.version(pkg.replace("_", "-"))
     except importlib.metadata.PackageNotFoundError:
@@ -280,7 +280,14 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
         verify_files(manifest)
     path = manifest["path"]
     refuse_remote_code(Path(path), f"model {manifest['model']!r}")
-    cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    try:
+        cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    except (ValueError, KeyError, OSError) as e:  # unknown model_type, malformed config.json
+        raise PowerlensError(
+            f"model {manifest['model']!r}: transformers cannot read {Path(path) / 'config.json'} "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})",
+            f"use a checkpoint of a supported architecture ({', '.join(sorted(ARCH_MODEL_TYPE))}) saved by "
+            "transformers' save_pretrained") from None
     want = ARCH_MODEL_TYPE[manifest["arch"]]
     if cfg.model_type != want:
         raise PowerlensError(

@@ -27,7 +27,15 @@ def fetch_model(name: str, entry: dict, manifest_path: str | Path, lock_path: st
         if not p.is_file():
             raise PowerlensError(f"lock file {lock_path} does not exist",
                                  "set `lock_file` to a models.lock.yaml written by an earlier run, or remove it")
-        lock = (yaml.safe_load(p.read_text()) or {}).get("models", {})
+        try:
+            lock = yaml.safe_load(p.read_text())
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise PowerlensError(f"lock file {lock_path} is not YAML ({type(e).__name__})",
+                                 "point `lock_file` at a models.lock.yaml written by an earlier run") from None
+        if not isinstance(lock, dict) or not isinstance(lock.get("models", {}), dict):
+            raise PowerlensError(f"lock file {lock_path} has no `models:` mapping",
+                                 "point `lock_file` at a models.lock.yaml written by an earlier run")
+        lock = lock.get("models", {})
     manifest_path = Path(manifest_path)
     rec = fetch(name, entry, manifest_path.parent, lock=lock)
     rec["provenance"] = provenance.record()
@@ -92,6 +100,14 @@ def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_
     result["provenance"] = provenance.record(threads=threads)
     if not result["passed"]:
         bad = {k: v["max_abs_error"] for k, v in result["checks"].items()}
+        floor = {"float32": 1e-6, "float64": 1e-13}  # round-off of a rebuilt sublayer: below this, no adapter passes
+        tiny = [k for k, c in result["checks"].items() if not c["passed"] and c["tolerance"] < floor[k]]
+        if tiny:
+            raise PowerlensError(
+                f"model {man['model']!r}: the extraction check's tolerance for {', '.join(tiny)} "
+                f"({', '.join(str(result['checks'][k]['tolerance']) for k in tiny)}) is below that dtype's "
+                f"round-off (max errors {bad})",
+                "raise extraction_check.tol_float32 / tol_float64 in the config (defaults 1e-5 and 1e-10)")
         raise PowerlensError(f"model {man['model']!r}: extraction does not reproduce the real attention "
                              f"module (max errors {bad})",
                              "the adapter for this architecture is wrong for this checkpoint: report it")

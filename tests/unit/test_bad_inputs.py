@@ -135,3 +135,42 @@ def test_hostile_description_renders_as_text_in_the_report():
     assert "&lt;script&gt;" in html and ".. include:: /etc/hostname" in html  # shown as text
     host = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").is_file() else socket.gethostname()
     assert not host or f"<p>{host}</p>" not in html  # an active include would insert the file as a paragraph
+
+
+def test_impossible_tolerance_is_named_as_such(tmp_path):
+    """A tolerance below float32 round-off is the config's problem, not the adapter's."""
+    from powerlens.errors import PowerlensError
+    from powerlens.steps import check_extraction, extract, fetch_model
+
+    rec = fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
+    extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json")
+    with pytest.raises(PowerlensError, match="below that dtype's round-off") as e:
+        check_extraction(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json",
+                         tmp_path / "c.json", tol32=1e-15)
+    assert "tol_float32" in e.value.fix and "report" not in e.value.fix
+    assert rec["source"] == "random"
+
+
+def test_unknown_model_type_and_bad_lock_file_get_the_projects_message(tmp_path):
+    from powerlens.errors import PowerlensError
+    from powerlens.sources import load_model
+    from powerlens.steps import fetch_model
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "no-such-arch"}))
+    with pytest.raises(PowerlensError, match="transformers cannot read") as e:
+        load_model({"model": "m", "arch": "bert", "path": str(folder), "files": {}}, verify=False)
+    assert "supported architecture" in e.value.fix
+    (folder / "config.json").write_text("{not json")
+    with pytest.raises(PowerlensError, match="not valid JSON"):
+        load_model({"model": "m", "arch": "bert", "path": str(folder), "files": {}}, verify=False)
+    lock = tmp_path / "lock.yaml"
+    lock.write_text("models: [unclosed\n")
+    with pytest.raises(PowerlensError, match="is not YAML"):
+        fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "x.json",
+                    lock_path=str(lock))
+    lock.write_text("- a list\n")
+    with pytest.raises(PowerlensError, match="no `models:` mapping"):
+        fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "x.json",
+                    lock_path=str(lock))

