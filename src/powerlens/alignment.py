@@ -27,28 +27,10 @@ def eig_direction(vec: np.ndarray, complex_tol: float = 1e-9) -> np.ndarray:
     return orthonormal_basis(np.stack([vec.real, vec.imag], axis=1))
 
 
-def random_subspace(d: int, r: int, rng: np.random.Generator) -> np.ndarray:
-    Q, _ = np.linalg.qr(rng.standard_normal((d, r)))
-    return Q
-
-
 def align(x: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
     """Alignment (..., ) of tokens x (..., d) with the subspace of orthonormal basis D (d, r)."""
     proj = x @ D  # (..., r)
     return proj.norm(dim=-1) / x.norm(dim=-1).clamp_min(1e-30)
-
-
-def mean_pairwise_cosine(x: torch.Tensor, mask: torch.Tensor) -> tuple[float, int]:
-    """Sum of cos(x_i, x_j) over distinct pairs within each row, and the number of pairs.
-
-    x: (B, T, d); mask: (B, T) bool of the tokens that count."""
-    xn = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-    xn = xn * mask[..., None]
-    G = xn @ xn.transpose(-1, -2)  # (B, T, T)
-    n = mask.sum(-1).double()  # (B,)
-    total = (G.sum((-1, -2)).double() - n).sum()  # remove the diagonal (cos = 1)
-    pairs = (n * (n - 1)).sum()
-    return float(total), int(pairs)
 
 
 def plane_angle(x: torch.Tensor, P: torch.Tensor) -> torch.Tensor:

@@ -58,8 +58,3 @@ def mc_test(lead: float, null: np.ndarray) -> dict:
             "pct": float(100.0 * np.mean(null < lead)), "p": float((1 + np.sum(null >= lead)) / (1 + R)),
             "R": R}
 
-
-def null_quantile(null: np.ndarray, q: float) -> float:
-    null = np.asarray(null, dtype=np.float64)
-    null = null[~np.isnan(null)]
-    return float(np.quantile(null, q)) if len(null) else float("nan")

@@ -256,17 +256,15 @@ def attention_only_steering(x0s: list, weights, batches, u: np.ndarray, z: np.nd
 
     cos = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
     changes = []
-    finals = []
     for x0, b in zip(x0s, batches):
         x, ch = run(x0, b.mask, b.stat_mask, edit=alpha)
-        finals.append((x0, b))
         if ch is not None:
             changes.append(ch)
         a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
         cos["rank1"][0] += float(a.sum())
         cos["rank1"][1] += int(a.numel())
     beta = float(torch.cat(changes).mean()) if changes else 0.0
-    for x0, b in finals:
+    for x0, b in zip(x0s, batches):  # the baseline, at the edit's mean norm of change
         x, _ = run(x0, b.mask, b.stat_mask, add=beta * u_t if beta else None)
         a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
         cos["actadd"][0] += float(a.sum())
