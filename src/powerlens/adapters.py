@@ -14,10 +14,19 @@ gpt2       ``h[t].attn.c_attn`` (Conv1D, stored        ``h[t].attn.c_proj`` (Con
            (in, out), fused Q|K|V): split, transposed
 gpt_neo    ``h[t].attn.attention.{q,k,v}_proj``        ``...attention.out_proj``                 pre
            (no biases, no 1/sqrt(d_head) scaling)
+llama      ``layers[t].self_attn.{q,k,v}_proj``         ``...self_attn.o_proj``                   pre
+           (grouped-query: k, v have H_kv heads; RoPE)                                           (RMS)
+gemma3     as llama, plus ``q_norm``/``k_norm`` and     ``...self_attn.o_proj``, then             pre +
+           scale ``query_pre_attn_scalar**-0.5``;       ``post_attention_layernorm``              post
+           sliding-window layers                                                                 (RMS)
 =========  ==========================================  ========================================  ======
 
-Each adapter also names the modules whose inputs and outputs :mod:`powerlens.verify` records to prove
-the extraction against the real forward pass (``sites``).
+Everything the pipeline knows about an architecture lives in its adapter (one class each, as
+TransformerLens has one conversion per architecture): where the attention weights are, the observation
+sites that prove the extraction (``sites``), the layer modules of model-mode dynamics, x(0), the steering
+site (``output_projection``), token vectors (``token_vector``), the transformers classes of twins and heads,
+the size terms used for resource estimates (``size_terms``) and checks specific to the family. Adding an
+architecture is adding one class to ``ADAPTERS``.
 """
 
 from __future__ import annotations
@@ -25,31 +34,43 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Callable
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from .errors import PowerlensError
-from .weights import LayerWeights, ModelWeights
+
+if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
+    import torch
+    from torch import nn
+
+    from .weights import LayerWeights, ModelWeights
 
 
-def _t(x: torch.Tensor) -> torch.Tensor:
+def _t(x: "torch.Tensor") -> "torch.Tensor":
     return x.detach().clone()
 
 
-def _bias(lin: nn.Module, d: int, like: torch.Tensor) -> tuple[torch.Tensor, bool]:
+def _bias(lin: "nn.Module", d: int, like: "torch.Tensor") -> tuple["torch.Tensor", bool]:
+    import torch
+
     b = getattr(lin, "bias", None)
     if b is None:
         return torch.zeros(d, dtype=like.dtype), False
     return _t(b), True
 
 
-def _linear(lin: nn.Linear, d: int) -> tuple[torch.Tensor, torch.Tensor, bool]:
+def _linear(lin: "nn.Linear", d_out: int, d_in: int | None = None) -> tuple["torch.Tensor", "torch.Tensor", bool]:
+    """Weight (d_out, d_in or d_out), bias (zeros when the module has none) and whether it has one."""
     W = _t(lin.weight)  # (out, in): already y = W x
-    assert W.shape == (d, d), f"expected ({d}, {d}), got {tuple(W.shape)}"
-    b, has = _bias(lin, d, W)
+    want = (d_out, d_in or d_out)
+    assert tuple(W.shape) == want, f"expected {want}, got {tuple(W.shape)}"
+    b, has = _bias(lin, d_out, W)
     return W, b, has
+
+
+def _layer(*args, **kw) -> "LayerWeights":
+    from .weights import LayerWeights
+
+    return LayerWeights(*args, **kw)
 
 
 @dataclass(frozen=True)
@@ -102,6 +123,12 @@ class Adapter:
     model_type: str
     norm: str
     causal: bool
+    config_class: str  # the transformers config class of twins
+
+    @property
+    def head_class(self) -> str:
+        """The transformers auto class that loads the model with its LM head."""
+        return "AutoModelForCausalLM" if self.causal else "AutoModelForMaskedLM"
 
     def base(self, model: nn.Module) -> nn.Module:
         """The bare transformer (strips LM/MLM heads)."""
@@ -137,6 +164,46 @@ class Adapter:
     def max_positions(self, cfg) -> int:
         return cfg.max_position_embeddings
 
+    def depth_to_unique(self, cfg) -> list[int]:
+        """Depth t -> index of its unique layer (ALBERT: all zeros)."""
+        keys = self.layer_map(cfg)
+        uniq = list(dict.fromkeys(keys))
+        return [uniq.index(k) for k in keys]
+
+    def output_projection(self, model) -> tuple["nn.Module", str]:
+        """(module, layout) of the last layer's output projection W_O (the steering site); layout 'linear'
+        (weight stored (out, in)) or 'conv1d' ((in, out))."""
+        raise NotImplementedError
+
+    def input_embeddings(self, model) -> "torch.Tensor":
+        """The token embedding matrix (vocab, d) in the residual stream's space."""
+        return self.base(model).get_input_embeddings().weight
+
+    def token_vector(self, model, tid: int, kind: str) -> "torch.Tensor":
+        """A token's direction in the residual stream (float64): ``embedding``, its input embedding row;
+        ``unembedding``, its LM-head row seen through the final norm's gain (the logit of the token is
+        W_U[tid] . (g * n(x)), so the direction in x that raises it is g * W_U[tid])."""
+        if kind == "embedding":
+            return self.input_embeddings(model)[tid].detach().double()
+        head = getattr(model, "lm_head", None)
+        if head is None or not self.causal:
+            raise PowerlensError(f"target kind 'unembedding' needs a causal LM head (model has arch {self.arch!r})",
+                                 "use kind: embedding or random for this model")
+        return head.weight[tid].detach().double() * self.final_norm_gain(model)
+
+    def final_norm_gain(self, model) -> "torch.Tensor":
+        raise NotImplementedError
+
+    def size_terms(self, k: dict[str, Any]) -> dict[str, int]:
+        """From a config's keyword arguments alone (no weights): ``params`` (base model, no LM head),
+        ``d_model``, ``n_layers``, ``n_unique_layers``, ``attention_params`` (one layer's attention
+        weights and biases) and ``layer_params`` (one layer)."""
+        raise NotImplementedError
+
+    def extraction_checks(self, w: "ModelWeights") -> dict[str, Any]:
+        """Family-specific facts recorded by the proof of extraction."""
+        return {}
+
     def n_heads(self, cfg) -> int:
         return cfg.num_attention_heads
 
@@ -145,6 +212,8 @@ class Adapter:
 
     def extract(self, model: nn.Module) -> ModelWeights:
         """All attention sublayers of ``model`` (weights copied; the model is not modified)."""
+        from .weights import ModelWeights
+
         self.check(model)
         cfg = model.config
         keys = self.layer_map(cfg)
@@ -156,8 +225,22 @@ class Adapter:
         )
 
 
+def _encoder_layer_params(h: int, inter: int) -> int:
+    return 4 * (h * h + h) + 2 * h + (h * inter + inter) + (inter * h + h) + 2 * h
+
+
 class BertAdapter(Adapter):
-    arch, model_type, norm, causal = "bert", "bert", "post", False
+    arch, model_type, norm, causal, config_class = "bert", "bert", "post", False, "BertConfig"
+
+    def output_projection(self, model):
+        return self.base(model).encoder.layer[-1].attention.output.dense, "linear"
+
+    def size_terms(self, k):
+        h, v, f, n = k["hidden_size"], k["vocab_size"], k["intermediate_size"], k["num_hidden_layers"]
+        emb = (v + k["max_position_embeddings"] + k["type_vocab_size"]) * h + 2 * h
+        layer = _encoder_layer_params(h, f)
+        return {"params": emb + n * layer + (h * h + h), "d_model": h, "n_layers": n, "n_unique_layers": n,
+                "attention_params": 4 * h * h + 4 * h, "layer_params": layer}
 
     def layer_map(self, cfg):
         return [(t,) for t in range(cfg.num_hidden_layers)]
@@ -173,7 +256,7 @@ class BertAdapter(Adapter):
         W_V, b_V, hv = _linear(att.self.value, d)
         W_O, b_O, ho = _linear(att.output.dense, d)
         ln = att.output.LayerNorm
-        return LayerWeights(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
                             float(ln.eps), 1.0 / math.sqrt(d // H), None,
                             {"Q": hq, "K": hk, "V": hv, "O": ho})
 
@@ -192,7 +275,29 @@ class AlbertAdapter(Adapter):
     ``int(i / (L / num_hidden_groups))``. Released v2 checkpoints have one group of one layer, so every
     depth applies the same F."""
 
-    arch, model_type, norm, causal = "albert", "albert", "post", False
+    arch, model_type, norm, causal, config_class = "albert", "albert", "post", False, "AlbertConfig"
+
+    def output_projection(self, model):
+        return self.base(model).encoder.albert_layer_groups[-1].albert_layers[-1].attention.dense, "linear"
+
+    def token_vector(self, model, tid, kind):
+        if kind == "embedding":  # factorised embeddings, projected into the hidden space
+            base = self.base(model)
+            e = base.embeddings.word_embeddings.weight[tid].detach().double()
+            return base.encoder.embedding_hidden_mapping_in.weight.detach().double() @ e
+        return super().token_vector(model, tid, kind)
+
+    def size_terms(self, k):
+        h, e, v, f, n = (k["hidden_size"], k["embedding_size"], k["vocab_size"], k["intermediate_size"],
+                         k["num_hidden_layers"])
+        emb = v * e + k["max_position_embeddings"] * e + k["type_vocab_size"] * e + 2 * e
+        layer = _encoder_layer_params(h, f)
+        unique = k["num_hidden_groups"] * k["inner_group_num"]
+        return {"params": emb + (e * h + h) + unique * layer + (h * h + h), "d_model": h, "n_layers": n,
+                "n_unique_layers": unique, "attention_params": 4 * h * h + 4 * h, "layer_params": layer}
+
+    def extraction_checks(self, w):
+        return {"albert_single_F": len(w.layers) == 1}
 
     def layer_map(self, cfg):
         L, G = cfg.num_hidden_layers, cfg.num_hidden_groups
@@ -210,7 +315,7 @@ class AlbertAdapter(Adapter):
         W_V, b_V, hv = _linear(att.value, d)
         W_O, b_O, ho = _linear(att.dense, d)
         ln = att.LayerNorm
-        return LayerWeights(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
                             float(ln.eps), 1.0 / math.sqrt(d // H), None,
                             {"Q": hq, "K": hk, "V": hv, "O": ho})
 
@@ -236,15 +341,33 @@ class _DecoderAdapter(Adapter):
         return list(self.base(model).h)
 
     def embed(self, model, ids):
+        import torch
+
         base = self.base(model)
         pos = torch.arange(ids.shape[1], device=ids.device)[None]
         return base.wte(ids) + base.wpe(pos)
+
+    def final_norm_gain(self, model):
+        return self.base(model).ln_f.weight.detach().double()
+
+    def _size(self, h, v, n, positions, attn):
+        f = 4 * h
+        layer = 2 * h + attn + 2 * h + (h * f + f) + (f * h + h)
+        return {"params": (v + positions) * h + n * layer + 2 * h, "d_model": h, "n_layers": n,
+                "n_unique_layers": n, "attention_params": attn, "layer_params": layer}
 
 
 class GPT2Adapter(_DecoderAdapter):
     """GPT-2 stores ``Conv1D`` weights as (in, out) and fuses Q|K|V along the output dimension."""
 
-    arch, model_type, norm, causal = "gpt2", "gpt2", "pre", True
+    arch, model_type, norm, causal, config_class = "gpt2", "gpt2", "pre", True, "GPT2Config"
+
+    def output_projection(self, model):
+        return self.base(model).h[-1].attn.c_proj, "conv1d"
+
+    def size_terms(self, k):
+        h = k["n_embd"]
+        return self._size(h, k["vocab_size"], k["n_layer"], k["n_positions"], 4 * h * h + 4 * h)
 
     def n_heads(self, cfg):
         return cfg.n_head
@@ -271,7 +394,7 @@ class GPT2Adapter(_DecoderAdapter):
         if getattr(cfg, "scale_attn_by_inverse_layer_idx", False):
             scale /= float(t + 1)
         ln = block.ln_1
-        return LayerWeights(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
                             float(ln.eps), scale, None, {"Q": True, "K": True, "V": True, "O": True})
 
     def max_positions(self, cfg):
@@ -282,7 +405,14 @@ class GPTNeoAdapter(_DecoderAdapter):
     """GPT-Neo: separate q/k/v projections without bias, **no** 1/sqrt(d_head) scaling, and layers
     alternating global and local (window) attention."""
 
-    arch, model_type, norm, causal = "gpt_neo", "gpt_neo", "pre", True
+    arch, model_type, norm, causal, config_class = "gpt_neo", "gpt_neo", "pre", True, "GPTNeoConfig"
+
+    def output_projection(self, model):
+        return self.base(model).h[-1].attn.attention.out_proj, "linear"
+
+    def size_terms(self, k):
+        h = k["hidden_size"]  # no q, k, v biases
+        return self._size(h, k["vocab_size"], k["num_layers"], k["max_position_embeddings"], 4 * h * h + h)
 
     def n_heads(self, cfg):
         return cfg.num_heads
@@ -302,12 +432,141 @@ class GPTNeoAdapter(_DecoderAdapter):
         W_O, b_O, ho = _linear(att.out_proj, d)
         window = cfg.window_size if cfg.attention_layers[t] == "local" else None
         ln = block.ln_1
-        return LayerWeights(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
                             float(ln.eps), 1.0, window, {"Q": hq, "K": hk, "V": hv, "O": ho},
                             scores_fp32=True)
 
 
-ADAPTERS: dict[str, Adapter] = {a.arch: a for a in (AlbertAdapter(), BertAdapter(), GPT2Adapter(), GPTNeoAdapter())}
+class LlamaAdapter(Adapter):
+    """Llama (SmolLM2): pre-RMSNorm, grouped-query attention (head h reads key-value group h // (H / H_kv)),
+    rotary position embeddings, no biases by default, scores scaled by d_head**-0.5."""
+
+    arch, model_type, norm, causal, config_class = "llama", "llama", "pre", True, "LlamaConfig"
+    norm_kind = "rms"
+
+    def layer_map(self, cfg):
+        return [(t,) for t in range(cfg.num_hidden_layers)]
+
+    def _rope(self, model, t: int):
+        rot = self.base(model).rotary_emb
+        return _t(rot.inv_freq).float(), float(rot.attention_scaling)
+
+    def _gains(self, layer):
+        return _t(layer.input_layernorm.weight), None, float(layer.input_layernorm.variance_epsilon)
+
+    def _qk_norm(self, att):
+        return None, None
+
+    def _window(self, att, cfg, t):
+        return getattr(att, "sliding_window", None)
+
+    def extract_unique(self, model, key):
+        import torch
+
+        t = key[0]
+        cfg = model.config
+        layer = self.base(model).layers[t]
+        att = layer.self_attn
+        d, H, Hkv = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads
+        dh = att.head_dim
+        W_Q, b_Q, hq = _linear(att.q_proj, H * dh, d)  # (H dh, d)
+        W_K, b_K, hk = _linear(att.k_proj, Hkv * dh, d)  # (H_kv dh, d)
+        W_V, b_V, hv = _linear(att.v_proj, Hkv * dh, d)  # (H_kv dh, d)
+        W_O, b_O, ho = _linear(att.o_proj, d, H * dh)  # (d, H dh)
+        ln_w, post_w, eps = self._gains(layer)
+        q_norm, k_norm = self._qk_norm(att)
+        inv_freq, rscale = self._rope(model, t)
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, ln_w, torch.zeros_like(ln_w), eps,
+                      float(att.scaling), self._window(att, cfg, t), {"Q": hq, "K": hk, "V": hv, "O": ho},
+                      d_head=dh, norm_kind=self.norm_kind, q_norm=q_norm, k_norm=k_norm, post_w=post_w,
+                      rope_inv_freq=inv_freq, rope_scale=rscale, softmax_fp32=True, norm_fp32=True)
+
+    def sites(self, model):
+        return [Site(layer, layer.self_attn) for layer in self.base(model).layers]
+
+    def layer_modules(self, model):
+        return list(self.base(model).layers)
+
+    def embed(self, model, ids):
+        return self.base(model).embed_tokens(ids)
+
+    def output_projection(self, model):
+        return self.base(model).layers[-1].self_attn.o_proj, "linear"
+
+    def final_norm_gain(self, model):
+        return self.base(model).norm.weight.detach().double()
+
+    def _attn_size(self, k):
+        h, H = k["hidden_size"], k["num_attention_heads"]
+        Hkv, dh = k.get("num_key_value_heads") or H, k.get("head_dim") or h // H
+        attn = 2 * h * H * dh + 2 * h * Hkv * dh
+        if k.get("attention_bias"):
+            attn += H * dh + 2 * Hkv * dh + h
+        return attn, dh
+
+    def size_terms(self, k):
+        h, n, v, f = k["hidden_size"], k["num_hidden_layers"], k["vocab_size"], k["intermediate_size"]
+        attn, _ = self._attn_size(k)
+        layer = attn + 3 * h * f + (2 * f + h if k.get("mlp_bias") else 0) + 2 * h
+        return {"params": v * h + n * layer + h, "d_model": h, "n_layers": n, "n_unique_layers": n,
+                "attention_params": attn, "layer_params": layer}
+
+
+class Gemma3Adapter(LlamaAdapter):
+    """Gemma 3 (text): as Llama, plus RMSNorms of each query and key head (``q_norm``, ``k_norm``), scores
+    scaled by ``query_pre_attn_scalar**-0.5``, local layers attending within a sliding window (with their own
+    RoPE base), and a post-attention RMSNorm applied to the attention output before the residual add. Gemma's
+    RMSNorm multiplies by ``1 + w`` in float32; the extracted gains are ``1 + w``. The embedding is scaled by
+    sqrt(d_model) inside ``embed_tokens``. F = sum_h W_O^h W_V^{g(h)} is the linear map between the two
+    norms; the norm-folded F~ = diag(p) F diag(g) includes both gains (spectra)."""
+
+    arch, model_type, config_class = "gemma3", "gemma3_text", "Gemma3TextConfig"
+    norm_kind = "rms_gemma"
+
+    def check(self, model):
+        super().check(model)
+        cfg = model.config
+        if getattr(cfg, "attn_logit_softcapping", None) is not None:
+            raise PowerlensError("Gemma checkpoint with attention logit soft-capping: not supported by the "
+                                 "gemma3 adapter", "use a Gemma 3 checkpoint (soft-capping is Gemma 2's)")
+        if getattr(cfg, "use_bidirectional_attention", False):
+            raise PowerlensError("Gemma 3 checkpoint with bidirectional attention: not supported",
+                                 "use a causal Gemma 3 language model")
+
+    @staticmethod
+    def _one_plus(norm) -> "torch.Tensor":
+        return (1.0 + norm.weight.detach().float()).clone()  # as Gemma3RMSNorm forms it, in float32
+
+    def _gains(self, layer):
+        assert layer.input_layernorm.eps == layer.self_attn.q_norm.eps == layer.post_attention_layernorm.eps
+        return (self._one_plus(layer.input_layernorm), self._one_plus(layer.post_attention_layernorm),
+                float(layer.input_layernorm.eps))
+
+    def _qk_norm(self, att):
+        return self._one_plus(att.q_norm), self._one_plus(att.k_norm)
+
+    def _rope(self, model, t):
+        rot = self.base(model).rotary_emb
+        kind = model.config.layer_types[t]
+        return _t(getattr(rot, f"{kind}_inv_freq")).float(), float(getattr(rot, f"{kind}_attention_scaling"))
+
+    def sites(self, model):
+        return [Site(layer, layer.post_attention_layernorm) for layer in self.base(model).layers]
+
+    def final_norm_gain(self, model):
+        return self._one_plus(self.base(model).norm).double()
+
+    def size_terms(self, k):
+        h, n, v, f = k["hidden_size"], k["num_hidden_layers"], k["vocab_size"], k["intermediate_size"]
+        attn, dh = self._attn_size(k)
+        attn += 2 * dh  # q_norm, k_norm
+        layer = attn + 3 * h * f + 4 * h
+        return {"params": v * h + n * layer + h, "d_model": h, "n_layers": n, "n_unique_layers": n,
+                "attention_params": attn, "layer_params": layer}
+
+
+ADAPTERS: dict[str, Adapter] = {a.arch: a for a in (AlbertAdapter(), BertAdapter(), GPT2Adapter(), GPTNeoAdapter(),
+                                                    LlamaAdapter(), Gemma3Adapter())}
 
 
 def get_adapter(arch: str) -> Adapter:

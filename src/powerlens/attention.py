@@ -9,8 +9,14 @@ For tokens ``x_1..x_n`` (rows of ``x``), head ``h`` with ``d_head`` rows of each
 
 With uniform attention the linear part is ``F x`` with ``F = W_O W_V``: one power-method step.
 
-:func:`sublayer` returns what the real module returns: ``attn(LN(x))`` for pre-LN models (GPT-2, GPT-Neo;
-the residual is added by the block) and ``LN(x + attn(x))`` for post-LN models (BERT, ALBERT).
+Decoder families add, all inside the softmax's arguments (so F is unchanged): grouped-query attention (head
+h reads key-value group h // (H / H_kv), so F = sum_h W_O^h W_V^{g(h)}), rotary position embeddings of q and
+k at the tokens' positions 0..T-1 (right padding), and for Gemma 3 RMSNorms of each query and key head and
+the scale ``query_pre_attn_scalar ** -0.5``.
+
+:func:`sublayer` returns what the real module returns: ``attn(N(x))`` for pre-norm models (GPT-2, GPT-Neo,
+Llama; the residual is added by the block), ``P(attn(N(x)))`` for Gemma 3 (P its post-attention RMSNorm,
+applied before the residual add) and ``LN(x + attn(x))`` for post-LN models (BERT, ALBERT).
 """
 
 from __future__ import annotations
@@ -24,6 +30,38 @@ def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, eps: float) ->
     mu = x.mean(-1, keepdim=True)
     var = ((x - mu) ** 2).mean(-1, keepdim=True)
     return (x - mu) / torch.sqrt(var + eps) * w + b
+
+
+def rms_norm(x: torch.Tensor, g: torch.Tensor, eps: float, kind: str, fp32: bool) -> torch.Tensor:
+    """RMSNorm x / sqrt(mean(x^2) + eps) times the gain g, as Llama (``rms``: gain applied in the input
+    dtype) or Gemma (``rms_gemma``: gain, stored as 1 + w, applied in the normalisation's dtype) compute it;
+    ``fp32`` mirrors the modules' float32 normalisation whatever the input dtype."""
+    xs = x.float() if fp32 else x
+    n = xs * torch.rsqrt(xs.pow(2).mean(-1, keepdim=True) + eps)
+    if kind == "rms":
+        return g * n.to(x.dtype)
+    return (n * (g.float() if fp32 else g)).to(x.dtype)
+
+
+def input_norm(x: torch.Tensor, lw: LayerWeights) -> torch.Tensor:
+    """The layer's own norm (LayerNorm or RMSNorm, by ``lw.norm_kind``)."""
+    if lw.norm_kind == "layer":
+        return layer_norm(x, lw.ln_w, lw.ln_b, lw.ln_eps)
+    return rms_norm(x, lw.ln_w, lw.ln_eps, lw.norm_kind, lw.norm_fp32)
+
+
+def rope(x: torch.Tensor, inv_freq: torch.Tensor, scale: float) -> torch.Tensor:
+    """Rotary embedding of x (B, T, heads, dh) at positions 0..T-1, cos and sin formed in float32 as the
+    models' rotary modules form them (rotate-half layout)."""
+    T = x.shape[1]
+    pos = torch.arange(T, device=x.device, dtype=torch.float32)
+    freqs = pos[:, None] * inv_freq.to(device=x.device, dtype=torch.float32)[None, :]  # (T, dh/2)
+    emb = torch.cat((freqs, freqs), dim=-1)  # (T, dh)
+    cos = (emb.cos() * scale).to(x.dtype)[None, :, None, :]  # (1, T, 1, dh)
+    sin = (emb.sin() * scale).to(x.dtype)[None, :, None, :]
+    half = x.shape[-1] // 2
+    rot = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rot * sin
 
 
 def visible_keys(T: int, causal: bool, window: int | None, pad_mask: torch.Tensor | None,
@@ -45,9 +83,16 @@ def visible_keys(T: int, causal: bool, window: int | None, pad_mask: torch.Tenso
 def attention_pattern(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: torch.Tensor) -> torch.Tensor:
     """Softmax attention weights A (B, H, T, T) for normalised inputs h (B, T, d)."""
     B, T, d = h.shape
-    dh = d // n_heads
-    q = (h @ lw.W_Q.T + lw.b_Q).view(B, T, n_heads, dh).transpose(1, 2)  # (B, H, T, dh)
-    k = (h @ lw.W_K.T + lw.b_K).view(B, T, n_heads, dh).transpose(1, 2)  # (B, H, T, dh)
+    dh = lw.d_head or d // n_heads
+    q = (h @ lw.W_Q.T + lw.b_Q).view(B, T, -1, dh)  # (B, T, H, dh)
+    k = (h @ lw.W_K.T + lw.b_K).view(B, T, -1, dh)  # (B, T, H_kv, dh)
+    if lw.q_norm is not None:
+        q = rms_norm(q, lw.q_norm, lw.ln_eps, lw.norm_kind, lw.norm_fp32)
+        k = rms_norm(k, lw.k_norm, lw.ln_eps, lw.norm_kind, lw.norm_fp32)
+    if lw.rope_inv_freq is not None:
+        q, k = rope(q, lw.rope_inv_freq, lw.rope_scale), rope(k, lw.rope_inv_freq, lw.rope_scale)
+    q = q.transpose(1, 2)  # (B, H, T, dh)
+    k = k.transpose(1, 2).repeat_interleave(lw.groups, dim=1)  # (B, H, T, dh): head h reads group h // groups
     if lw.scores_fp32:
         # GPT-Neo forms q.k in float32 whatever the model dtype; its additive mask (model dtype) then
         # promotes the scores back before the softmax. Mirrored so float64 checks are exact.
@@ -55,6 +100,8 @@ def attention_pattern(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: 
     else:
         scores = (q @ k.transpose(-1, -2)) * lw.attn_scale  # (B, H, T, T)
     scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    if lw.softmax_fp32:
+        return torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
     return torch.softmax(scores, dim=-1)
 
 
@@ -63,12 +110,13 @@ def attention_output(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: t
     """Multi-head attention output (B, T, d): W_O concat_h(A^h V^h) + b_O (``pattern``: a list that
     receives the attention weights A, for diagnostics)."""
     B, T, d = h.shape
-    dh = d // n_heads
+    dh = lw.d_head or d // n_heads
     A = attention_pattern(h, lw, n_heads, allowed)  # (B, H, T, T)
     if pattern is not None:
         pattern.append(A)
-    v = (h @ lw.W_V.T + lw.b_V).view(B, T, n_heads, dh).transpose(1, 2)  # (B, H, T, dh)
-    ctx = (A @ v).transpose(1, 2).reshape(B, T, d)  # (B, T, d)
+    v = (h @ lw.W_V.T + lw.b_V).view(B, T, -1, dh).transpose(1, 2)  # (B, H_kv, T, dh)
+    v = v.repeat_interleave(lw.groups, dim=1)  # (B, H, T, dh)
+    ctx = (A @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, H dh)
     return ctx @ lw.W_O.T + lw.b_O  # (B, T, d)
 
 
@@ -77,5 +125,8 @@ def sublayer(x: torch.Tensor, lw: LayerWeights, n_heads: int, norm: str, causal:
     """The attention sublayer as the real module computes it (see module docstring)."""
     allowed = visible_keys(x.shape[1], causal, lw.window, pad_mask, device=x.device)
     if norm == "pre":
-        return attention_output(layer_norm(x, lw.ln_w, lw.ln_b, lw.ln_eps), lw, n_heads, allowed)
-    return layer_norm(x + attention_output(x, lw, n_heads, allowed), lw.ln_w, lw.ln_b, lw.ln_eps)
+        y = attention_output(input_norm(x, lw), lw, n_heads, allowed)
+        if lw.post_w is not None:  # Gemma 3: post-attention RMSNorm before the residual add
+            y = rms_norm(y, lw.post_w, lw.ln_eps, lw.norm_kind, lw.norm_fp32)
+        return y
+    return input_norm(x + attention_output(x, lw, n_heads, allowed), lw)

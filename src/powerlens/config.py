@@ -23,6 +23,10 @@ def check_models(config: dict) -> None:
                     f"models.{name}.arch is {m['arch']!r} but twin_of {m['twin_of']!r} is a {twin.arch!r} model",
                     f"set models.{name}.arch: {twin.arch}",
                 )
+        if m["source"] == "gguf" and m.get("path") and not (Path(m["path"]).expanduser() / m["file"]).is_file():
+            raise PowerlensError(
+                f"models.{name}: GGUF file {Path(m['path']) / m['file']} does not exist",
+                "set `path` to the folder holding the GGUF and `file` to its name")
         if m["source"] == "local" and not Path(m["path"]).expanduser().is_dir():
             raise PowerlensError(
                 f"models.{name}.path: directory {m['path']} does not exist",
@@ -51,6 +55,10 @@ def model_arch(name: str, m: dict) -> ArchConfig | None:
         arch = next((a for a in PAPER_MODELS.values() if a.hub_id == m.get("repo_id")), None)
     elif m["source"] == "local":
         arch = _arch_from_config_json(Path(m["path"]).expanduser(), m["arch"])
+    elif m["source"] == "gguf":
+        from .archs import GGUF_ARCHS
+
+        arch = twin_config(GGUF_ARCHS[m["file"]]) if m.get("file") in GGUF_ARCHS else None
     elif m["source"] == "package":
         import importlib.util
 

@@ -282,7 +282,7 @@ def run_model_mode(model, adapter, dirs, batches, n_prompts: int, nulls, device=
     """The real forward pass; alignments read by hooks on every layer."""
     modules = adapter.layer_modules(model)
     L = len(modules)
-    lmap = layer_map_of(adapter, model)
+    lmap = adapter.depth_to_unique(model.config)
     acc = Accumulator(dirs, lambda t: lmap[t], L, L - 1, n_prompts, nulls, device)
     for b in tqdm(batches, desc="model mode (batches)", disable=not progress, mininterval=5):
         stat, rows = b.stat_mask.to(device), b.prompt_index.to(device)
@@ -292,12 +292,6 @@ def run_model_mode(model, adapter, dirs, batches, n_prompts: int, nulls, device=
         assert count[0] == L, (count[0], L)
         acc.first_batch = False
     return acc.arrays()
-
-
-def layer_map_of(adapter, model) -> list[int]:
-    keys = adapter.layer_map(model.config)
-    uniq = list(dict.fromkeys(keys))
-    return [uniq.index(k) for k in keys]
 
 
 @torch.no_grad()
@@ -351,7 +345,7 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
                       keep_tokens=not control, leads=("lead",) if control else LEADS)
     # scores in the dynamics' own dtype (GPT-Neo's float32 scores are a detail of its module, mirrored only
     # by the extraction proof)
-    layers = [dataclasses.replace(lw.to(dtype, device), scores_fp32=False) for lw in weights.layers]
+    layers = [lw.to(dtype, device).exact() for lw in weights.layers]
     if control:
         layers = [bias_free(lw) for lw in layers]
     if not callable(embed):

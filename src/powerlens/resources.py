@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .archs import ArchConfig, count_params
+from .archs import ArchConfig
 
 #: Safety margin applied to fitted lines: memory x1.2 + 300 MB, time x1.5 + 60 s (then whole minutes).
 MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
@@ -57,21 +57,14 @@ class Size:
 
 
 def size_of(arch: ArchConfig) -> Size:
-    """Size terms from the config alone (no weights built)."""
+    """Size terms from the config alone (no weights built): the architecture's adapter knows them."""
+    from .adapters import get_adapter
+
     k = arch.kwargs
-    params = count_params(arch)
-    if arch.arch in ("albert", "bert"):
-        h, n = k["hidden_size"], k["num_hidden_layers"]
-    elif arch.arch == "gpt2":
-        h, n = k["n_embd"], k["n_layer"]
-    else:
-        h, n = k["hidden_size"], k["num_layers"]
-    attn = 4 * h * h + (h if arch.arch == "gpt_neo" else 4 * h)  # GPT-Neo: no q, k, v biases
-    inter = k.get("intermediate_size") or k.get("n_inner") or 4 * h
-    layer = attn + 2 * h * inter + inter + h + 4 * h  # attention + FFN + two LayerNorms
-    unique = k.get("num_hidden_groups", 1) * k.get("inner_group_num", 1) if arch.arch == "albert" else n
-    return Size(params=params, forward_params=n * layer, attention_params=attn, n_layers=n,
-                n_unique_layers=unique, d_model=h)
+    t = get_adapter(arch.arch).size_terms(k)
+    return Size(params=t["params"], forward_params=t["n_layers"] * t["layer_params"],
+                attention_params=t["attention_params"], n_layers=t["n_layers"],
+                n_unique_layers=t["n_unique_layers"], d_model=t["d_model"])
 
 
 def corpus_tokens(prompts: list[str], max_tokens: int) -> int:

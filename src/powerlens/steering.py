@@ -70,16 +70,9 @@ def checksum(module: torch.nn.Module) -> str:
 
 def output_projection(model, arch: str):
     """(module, layout) of the last layer's output projection; layout 'linear' (out, in) or 'conv1d' (in, out)."""
-    base = getattr(model, "base_model", model)
-    if arch == "bert":
-        return base.encoder.layer[-1].attention.output.dense, "linear"
-    if arch == "albert":
-        return base.encoder.albert_layer_groups[-1].albert_layers[-1].attention.dense, "linear"
-    if arch == "gpt2":
-        return base.h[-1].attn.c_proj, "conv1d"
-    if arch == "gpt_neo":
-        return base.h[-1].attn.attention.out_proj, "linear"
-    raise PowerlensError(f"no steering site for arch {arch!r}", "supported: albert, bert, gpt2, gpt_neo")
+    from .adapters import get_adapter
+
+    return get_adapter(arch).output_projection(model)
 
 
 @contextlib.contextmanager
@@ -105,9 +98,8 @@ def target_vector(model, tokenizer, arch: str, kind: str, token: str | None = No
     """A unit target u in token space and the token id it stands for (None for random targets).
 
     embedding: the token's input embedding row (ALBERT: mapped by embedding_hidden_mapping_in's matrix);
-    unembedding: the LM head row of the token seen through the final LayerNorm gain (GPT-2/Neo: ln_f
-    weight * W_U[token]); random: a seeded Gaussian unit vector."""
-    base = getattr(model, "base_model", model)
+    unembedding: the LM head row of the token seen through the final norm's gain (g * W_U[token]; Gemma's
+    gain is 1 + w); random: a seeded Gaussian unit vector. The architecture's adapter knows where each is."""
     if kind == "random":
         rng = np.random.default_rng([seed, 7])
         u = rng.standard_normal(d)
@@ -121,22 +113,11 @@ def target_vector(model, tokenizer, arch: str, kind: str, token: str | None = No
                              "choose a token that is a single vocabulary entry (for GPT-2 often with a leading "
                              "space, e.g. ' the'), or use kind: random")
     tid = ids[0]
-    if kind == "embedding":
-        if arch in ("gpt2", "gpt_neo"):
-            u = base.wte.weight[tid].detach().double().cpu().numpy()
-        elif arch == "bert":
-            u = base.embeddings.word_embeddings.weight[tid].detach().double().cpu().numpy()
-        else:  # albert: factorised embeddings, projected into the hidden space
-            e = base.embeddings.word_embeddings.weight[tid].detach().double()
-            u = (base.encoder.embedding_hidden_mapping_in.weight.detach().double() @ e).cpu().numpy()
-    elif kind == "unembedding":
-        head = getattr(model, "lm_head", None)
-        if head is None or arch not in ("gpt2", "gpt_neo"):
-            raise PowerlensError(f"target kind 'unembedding' needs a causal LM head (model has arch {arch!r})",
-                                 "use kind: embedding or random for this model")
-        u = (head.weight[tid].detach().double() * base.ln_f.weight.detach().double()).cpu().numpy()
-    else:
+    if kind not in ("embedding", "unembedding"):
         raise PowerlensError(f"unknown steering target kind {kind!r}", "use embedding, unembedding or random")
+    from .adapters import get_adapter
+
+    u = get_adapter(arch).token_vector(model, tid, kind).cpu().numpy()
     return u / np.linalg.norm(u), tid
 
 
@@ -223,7 +204,7 @@ def attention_only_steering(x0s: list, weights, batches, u: np.ndarray, z: np.nd
     from .attention import attention_output, layer_norm, visible_keys
 
     L = weights.n_layers
-    wl = [dataclasses.replace(lw.to(torch.float64), scores_fp32=False) for lw in weights.layers]
+    wl = [lw.to(torch.float64).exact() for lw in weights.layers]
     u_t = torch.as_tensor(u, dtype=torch.float64)
     z_t = torch.as_tensor(z, dtype=torch.float64)
     edit_at = set(range(L)) if weights.shared else {L - 1}

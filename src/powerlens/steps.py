@@ -94,8 +94,7 @@ def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_
         result["checks"][name] = {"max_abs_error": max(errs), "per_layer": errs, "tolerance": tol,
                                   "passed": max(errs) <= tol}
     result["shared_weights"] = w.shared
-    if w.arch == "albert":
-        result["albert_single_F"] = len(w.layers) == 1
+    result.update(adapter.extraction_checks(w))
     result["passed"] = all(c["passed"] for c in result["checks"].values())
     result["provenance"] = provenance.record(threads=threads)
     if not result["passed"]:
@@ -338,12 +337,12 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     bs = batches(ids, special, batch_size, pad)
     last = w.layer(w.n_layers - 1)
     F = last.F.numpy()
-    W_V = last.W_V.double().numpy()
+    W_V = last.v_per_head().double().numpy()  # (H dh, d): one block per query head (GQA: repeated per group)
     with np.load(spectra_npz, allow_pickle=False) as z:
         lam1 = float(np.abs(z["eigvals"][w.layer_map[-1]][0]))
     layer_module = adapter.layer_modules(model)[-1]
     site, _ = st.output_projection(model, man["arch"])
-    b_V = last.b_V.double().numpy()
+    b_V = last.b_v_per_head().double().numpy()
     before = st.checksum(model)
     with torch.no_grad():
         x0s = [adapter.embed(model, b.ids.to(device)).double().cpu() for b in bs]  # (B, T, d) per batch

@@ -2,18 +2,29 @@
 
 Conventions (TransformerLens names, column vectors as in ``nn.Linear``: ``y = W x + b``):
 
-* ``W_Q, W_K, W_V, W_O``: ``(d_model, d_model)``; heads are stacked by rows of ``W_Q/W_K/W_V``
-  (head ``h`` owns rows ``h*d_head:(h+1)*d_head``) and by columns of ``W_O``.
-* ``F = W_O @ W_V = sum_h W_O[:, h] @ W_V[h, :]`` is the layer matrix of the paper (biases dropped from
-  ``F``, kept in the dynamics: the attention output is ``sum_j A_ij F x_j + W_O b_V + b_O``).
-* ``ln_w, ln_b, ln_eps``: the LayerNorm that belongs to the attention sublayer: ``ln_1`` *before*
-  attention in pre-LN models (GPT-2, GPT-Neo), the LayerNorm *after* the residual add in post-LN models
-  (BERT, ALBERT).
+* ``W_Q``: ``(H d_head, d_model)``, ``W_K, W_V``: ``(H_kv d_head, d_model)``, ``W_O``: ``(d_model, H d_head)``;
+  heads are stacked by rows of ``W_Q/W_K/W_V`` (head ``h`` owns rows ``h*d_head:(h+1)*d_head``) and by
+  columns of ``W_O``. Without grouped-query attention ``H_kv = H`` and ``H d_head = d_model``.
+* Grouped-query attention (Llama, Gemma 3): query head ``h`` reads key-value group
+  ``g(h) = h // (H / H_kv)``.
+* ``F = sum_h W_O^h W_V^{g(h)}`` (``= W_O W_V`` without GQA) is the layer matrix of the paper (biases
+  dropped from ``F``, kept in the dynamics: the attention output is ``sum_j A_ij F x_j + W_O b_V + b_O``).
+* ``ln_w, ln_b, ln_eps``: the norm that belongs to the attention sublayer: ``ln_1`` / ``input_layernorm``
+  *before* attention in pre-norm models (GPT-2, GPT-Neo, Llama, Gemma 3), the LayerNorm *after* the
+  residual add in post-LN models (BERT, ALBERT). ``norm_kind`` says which norm: ``layer`` (LayerNorm),
+  ``rms`` (Llama's RMSNorm: gain applied in the model dtype) or ``rms_gemma`` (Gemma's RMSNorm: gain
+  ``1 + w``, stored as ``ln_w`` already added, applied in float32). ``ln_b`` is zero for RMS norms.
+* Gemma 3 extras: ``q_norm``/``k_norm`` (RMSNorm gains over d_head applied to queries and keys),
+  ``post_w`` (the post-attention RMSNorm's gain, applied to the attention output before the residual add).
+* ``rope_inv_freq`` (d_head/2,) and ``rope_scale``: rotary position embedding of queries and keys.
+* ``*_fp32`` flags mirror steps the real module computes in float32 whatever the model dtype, so the float64
+  proof of extraction is exact; the dynamics switch them off (:meth:`LayerWeights.exact`).
 """
 
 from __future__ import annotations
 
 import json
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,19 +33,21 @@ import torch
 
 MATRICES = ("W_Q", "W_K", "W_V", "W_O")
 VECTORS = ("b_Q", "b_K", "b_V", "b_O", "ln_w", "ln_b")
+OPTIONAL = ("q_norm", "k_norm", "post_w", "rope_inv_freq")  # tensors only some architectures have
+FP32_FLAGS = ("scores_fp32", "softmax_fp32", "norm_fp32")
 
 
 @dataclass
 class LayerWeights:
     """One attention sublayer, in the column-vector convention."""
 
-    W_Q: torch.Tensor  # (d, d)
-    W_K: torch.Tensor  # (d, d)
-    W_V: torch.Tensor  # (d, d)
-    W_O: torch.Tensor  # (d, d)
-    b_Q: torch.Tensor  # (d,)
-    b_K: torch.Tensor  # (d,)
-    b_V: torch.Tensor  # (d,)
+    W_Q: torch.Tensor  # (H dh, d)
+    W_K: torch.Tensor  # (H_kv dh, d)
+    W_V: torch.Tensor  # (H_kv dh, d)
+    W_O: torch.Tensor  # (d, H dh)
+    b_Q: torch.Tensor  # (H dh,)
+    b_K: torch.Tensor  # (H_kv dh,)
+    b_V: torch.Tensor  # (H_kv dh,)
     b_O: torch.Tensor  # (d,)
     ln_w: torch.Tensor  # (d,)
     ln_b: torch.Tensor  # (d,)
@@ -43,21 +56,59 @@ class LayerWeights:
     window: int | None = None  # local attention: key j visible from query i iff 0 <= i - j < window
     has_bias: dict[str, bool] = field(default_factory=dict)
     scores_fp32: bool = False  # GPT-Neo computes q.k and the softmax in float32 whatever the model dtype
+    d_head: int | None = None  # None: d_model / n_heads (no grouped-query attention)
+    norm_kind: str = "layer"  # layer | rms | rms_gemma (see the module docstring)
+    q_norm: torch.Tensor | None = None  # (dh,) Gemma 3: RMSNorm gain (1 + w) on each query head
+    k_norm: torch.Tensor | None = None  # (dh,) Gemma 3: RMSNorm gain (1 + w) on each key head
+    post_w: torch.Tensor | None = None  # (d,) Gemma 3: post-attention RMSNorm gain (1 + w)
+    rope_inv_freq: torch.Tensor | None = None  # (dh/2,) rotary inverse frequencies (float32, as the model's)
+    rope_scale: float = 1.0  # multiplies cos and sin (the model's attention_scaling)
+    softmax_fp32: bool = False  # Llama, Gemma 3 (eager): softmax in float32 whatever the model dtype
+    norm_fp32: bool = False  # RMSNorm computed in float32 whatever the model dtype
+
+    @property
+    def groups(self) -> int:
+        """Query heads per key-value head, H / H_kv (1 without grouped-query attention)."""
+        return self.W_O.shape[1] // self.W_V.shape[0]
+
+    def v_per_head(self) -> torch.Tensor:
+        """W_V with each key-value group's rows repeated for its query heads: (H dh, d)."""
+        g = self.groups
+        if g == 1:
+            return self.W_V
+        dh = self.d_head
+        assert dh is not None and self.W_V.shape[0] % dh == 0, "grouped-query attention needs d_head"
+        return self.W_V.view(-1, dh, self.W_V.shape[1]).repeat_interleave(g, dim=0).reshape(-1, self.W_V.shape[1])
+
+    def b_v_per_head(self) -> torch.Tensor:
+        g = self.groups
+        return self.b_V if g == 1 else self.b_V.view(-1, self.d_head).repeat_interleave(g, dim=0).reshape(-1)
 
     @property
     def F(self) -> torch.Tensor:
-        """Layer matrix F = W_O W_V (d, d), in float64."""
-        return self.W_O.double() @ self.W_V.double()
+        """Layer matrix F = sum_h W_O^h W_V^{g(h)} (d, d), in float64 (= W_O W_V without GQA)."""
+        return self.W_O.double() @ self.v_per_head().double()
 
     @property
     def b_eff(self) -> torch.Tensor:
         """Constant term of the attention output: W_O b_V + b_O (rows of A sum to one)."""
-        return self.W_O.double() @ self.b_V.double() + self.b_O.double()
+        return self.W_O.double() @ self.b_v_per_head().double() + self.b_O.double()
+
+    def folded_gains(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(input gain g, output gain p) of the norm-folded F~ = diag(p) F diag(g) of a pre-norm layer: g the
+        pre-attention norm's gain, p Gemma 3's post-attention norm gain (None: identity)."""
+        return self.ln_w, self.post_w
+
+    def exact(self) -> "LayerWeights":
+        """The same layer with every float32-mirroring flag off (the dynamics' exact float64 arithmetic)."""
+        return dataclasses.replace(self, **{f: False for f in FP32_FLAGS})
 
     def to(self, dtype: torch.dtype, device: str | torch.device = "cpu") -> "LayerWeights":
         kw = {k: getattr(self, k).to(device=device, dtype=dtype) for k in MATRICES + VECTORS}
-        return LayerWeights(**kw, ln_eps=self.ln_eps, attn_scale=self.attn_scale, window=self.window,
-                            has_bias=dict(self.has_bias), scores_fp32=self.scores_fp32)
+        opt = {k: (None if getattr(self, k) is None else getattr(self, k).to(device=device, dtype=dtype))
+               for k in OPTIONAL if k != "rope_inv_freq"}
+        inv = None if self.rope_inv_freq is None else self.rope_inv_freq.to(device=device)  # stays float32
+        return dataclasses.replace(self, **kw, **opt, rope_inv_freq=inv, has_bias=dict(self.has_bias))
 
 
 @dataclass
@@ -75,7 +126,7 @@ class ModelWeights:
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        return self.layers[0].d_head or self.d_model // self.n_heads
 
     @property
     def n_layers(self) -> int:
@@ -100,8 +151,9 @@ class ModelWeights:
 
         tensors: dict[str, torch.Tensor] = {}
         for u, lw in enumerate(self.layers):
-            for k in MATRICES + VECTORS:
-                tensors[f"layers.{u}.{k}"] = getattr(lw, k).detach().cpu().contiguous()
+            for k in MATRICES + VECTORS + OPTIONAL:
+                if getattr(lw, k) is not None:
+                    tensors[f"layers.{u}.{k}"] = getattr(lw, k).detach().cpu().contiguous()
             tensors[f"layers.{u}.F"] = lw.F.detach().cpu().contiguous()
         meta = self.metadata(extra_meta)
         st_meta = {"format": "pt", "powerlens": json.dumps({k: meta[k] for k in (
@@ -118,12 +170,16 @@ class ModelWeights:
             "n_unique_layers": len(self.layers), "layer_map": self.layer_map, "shared_weights": self.shared,
             "layers": [
                 {"attn_scale": lw.attn_scale, "window": lw.window, "ln_eps": lw.ln_eps,
-                 "has_bias": lw.has_bias, "scores_fp32": lw.scores_fp32}
+                 "has_bias": lw.has_bias, "scores_fp32": lw.scores_fp32, "softmax_fp32": lw.softmax_fp32,
+                 "norm_fp32": lw.norm_fp32, "d_head": lw.d_head, "norm_kind": lw.norm_kind,
+                 "rope_scale": lw.rope_scale, "groups": lw.groups,
+                 "optional": [k for k in OPTIONAL if getattr(lw, k) is not None]}
                 for lw in self.layers
             ],
             "convention": "column vectors, y = W x + b; heads stacked by rows of W_Q/W_K/W_V and "
-                          "columns of W_O; F = W_O W_V (float64), biases dropped from F (our choice)",
-            "ln_role": "ln_1 before attention" if self.norm == "pre" else "LayerNorm after residual add",
+                          "columns of W_O; F = sum_h W_O^h W_V^g(h) (= W_O W_V without grouped-query "
+                          "attention; float64), biases dropped from F (our choice)",
+            "ln_role": "norm before attention" if self.norm == "pre" else "LayerNorm after residual add",
         }
         meta.update(self.meta)
         meta.update(extra or {})
@@ -142,12 +198,18 @@ class ModelWeights:
         layers = []
         # only the tensors a LayerWeights holds (the stored float64 F is for users; F is recomputed)
         with safe_open(str(st_path), framework="pt") as f:
-            tensors = {k: f.get_tensor(k) for k in f.keys() if k.rsplit(".", 1)[-1] in MATRICES + VECTORS}
+            tensors = {k: f.get_tensor(k) for k in f.keys()
+                       if k.rsplit(".", 1)[-1] in MATRICES + VECTORS + OPTIONAL}
         for u, lm in enumerate(meta["layers"]):
             kw = {k: tensors.pop(f"layers.{u}.{k}") for k in MATRICES + VECTORS}
+            kw.update({k: tensors.pop(f"layers.{u}.{k}") for k in lm.get("optional", [])})
             layers.append(LayerWeights(**kw, ln_eps=lm["ln_eps"], attn_scale=lm["attn_scale"],
                                        window=lm["window"], has_bias=lm["has_bias"],
-                                       scores_fp32=lm.get("scores_fp32", False)))
+                                       scores_fp32=lm.get("scores_fp32", False),
+                                       softmax_fp32=lm.get("softmax_fp32", False),
+                                       norm_fp32=lm.get("norm_fp32", False), d_head=lm.get("d_head"),
+                                       norm_kind=lm.get("norm_kind", "layer"),
+                                       rope_scale=lm.get("rope_scale", 1.0)))
         core = {"arch", "norm", "causal", "d_model", "n_heads", "layer_map"}
         return cls(arch=meta["arch"], norm=meta["norm"], causal=meta["causal"], d_model=meta["d_model"],
                    n_heads=meta["n_heads"], layers=layers, layer_map=meta["layer_map"],

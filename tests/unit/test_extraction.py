@@ -5,7 +5,7 @@ import torch
 import transformers
 
 from powerlens.adapters import ADAPTERS, get_adapter
-from powerlens.archs import PAPER_MODELS, TINY_MODELS, count_params
+from powerlens.archs import ALL_TWINS, TINY_MODELS, count_params
 from powerlens.errors import PowerlensError
 from powerlens.verify import reconstruction_errors
 
@@ -53,13 +53,60 @@ def test_corrupted_extraction_is_caught(name, corruption, dtype):
     model = build_tiny(name, dtype)
     adapter = ADAPTERS[TINY_MODELS[name].arch]
     w = adapter.extract(model)
+    square = True
     for lw in w.layers:
         if corruption == "swap_heads_W_O":
             lw.W_O = _swap_heads(lw.W_O, w.n_heads)
         else:
             key = corruption.split("_", 1)[1]
+            square &= getattr(lw, key).shape[0] == getattr(lw, key).shape[1]
             setattr(lw, key, getattr(lw, key).T.contiguous())
+    if not square:  # grouped-query / d_head != d / H: a transposed matrix cannot even be applied
+        with pytest.raises(RuntimeError):
+            reconstruction_errors(model, adapter, w)
+        return
     errs = reconstruction_errors(model, adapter, w)
+    assert max(errs) > 100 * TOL[dtype], (corruption, errs)
+
+
+def _swap_kv_groups(W: torch.Tensor, dh: int) -> torch.Tensor:
+    """Swap the row blocks of key-value groups 0 and 1: a query head reads the wrong group."""
+    out = W.clone()
+    out[:dh], out[dh:2 * dh] = W[dh:2 * dh], W[:dh]
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
+@pytest.mark.parametrize("corruption", ["swap_kv_groups", "rope_off", "wrong_window", "no_qk_norm", "no_post_norm",
+                                        "head_dim_scale"])
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gemma3"])
+def test_decoder_corruptions_are_caught(name, corruption, dtype):
+    """Grouped-query attention, RoPE, the sliding window and Gemma's norms all matter: each wrong breaks the
+    proof by more than 100x its tolerance."""
+    import dataclasses
+
+    model = build_tiny(name, dtype)
+    adapter = ADAPTERS[TINY_MODELS[name].arch]
+    w = adapter.extract(model)
+    gemma = name == "tiny-gemma3"
+    if corruption in ("no_qk_norm", "no_post_norm", "wrong_window") and not gemma:
+        pytest.skip("Gemma 3 only")
+    for u, lw in enumerate(w.layers):
+        if corruption == "swap_kv_groups":
+            assert lw.groups == 2 and lw.W_K.shape[0] == 2 * lw.d_head
+            lw.W_K, lw.W_V = _swap_kv_groups(lw.W_K, lw.d_head), _swap_kv_groups(lw.W_V, lw.d_head)
+        elif corruption == "rope_off":
+            lw.rope_inv_freq = None
+        elif corruption == "wrong_window":
+            lw.window = None if lw.window else 2  # local layer made global, global made local
+        elif corruption == "no_qk_norm":
+            lw.q_norm = lw.k_norm = None
+        elif corruption == "no_post_norm":
+            lw.post_w = None
+        elif corruption == "head_dim_scale":
+            lw.attn_scale = 1.0 / (w.d_model // w.n_heads) ** 0.5 if gemma else 1.0
+        w.layers[u] = dataclasses.replace(lw)
+    errs = reconstruction_errors(model, adapter, w, n_batch=3, seq_len=12)
     assert max(errs) > 100 * TOL[dtype], (corruption, errs)
 
 
@@ -91,8 +138,11 @@ def test_F_is_sum_of_head_products(name):
     model = build_tiny(name, torch.float64)
     w = ADAPTERS[TINY_MODELS[name].arch].extract(model)
     lw, dh = w.layers[0], w.d_head
-    F_heads = sum(lw.W_O[:, h * dh:(h + 1) * dh] @ lw.W_V[h * dh:(h + 1) * dh, :] for h in range(w.n_heads))
+    g = lw.groups  # query head h reads key-value group h // g
+    F_heads = sum(lw.W_O[:, h * dh:(h + 1) * dh] @ lw.W_V[(h // g) * dh:(h // g + 1) * dh, :]
+                  for h in range(w.n_heads))
     assert torch.allclose(lw.F, F_heads, atol=1e-12)
+    assert g == (2 if TINY_MODELS[name].arch in ("llama", "gemma3") else 1)
 
 
 def test_gpt_neo_has_no_scaling_and_local_windows():
@@ -108,13 +158,14 @@ def test_arch_mismatch_is_refused():
     with pytest.raises(PowerlensError, match="model_type 'bert' does not match arch 'gpt2'"):
         ADAPTERS["gpt2"].extract(model)
     with pytest.raises(PowerlensError, match="unknown architecture"):
-        get_adapter("llama")
+        get_adapter("mamba")
 
 
-@pytest.mark.parametrize("name", list(PAPER_MODELS) + list(TINY_MODELS))
+@pytest.mark.parametrize("name", list(ALL_TWINS))
 def test_twin_configs_build_and_count(name):
-    """Every paper architecture builds (on the meta device: no memory) and count_params is exact."""
-    arch = {**PAPER_MODELS, **TINY_MODELS}[name]
+    """Every paper (and trained-decoder) architecture builds (on the meta device: no memory) and
+    count_params is exact."""
+    arch = ALL_TWINS[name]
     with torch.device("meta"):
         model = transformers.AutoModel.from_config(arch.hf_config())
     assert sum(p.numel() for p in model.parameters()) == count_params(arch)
