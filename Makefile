@@ -9,8 +9,8 @@ setup: .venv/.installed
 	$(PY) -m pip install --quiet -c requirements.lock -e ".[models,test]"
 	touch $@
 
-offline: setup          ## trained MiniLM + random-weight twins, no network
-	$(SNAKEMAKE) --cores 2 --configfile config/offline.yaml
+offline: setup          ## trained MiniLM, SmolLM2, Gemma 3 + random-weight twins, no network
+	$(SNAKEMAKE) --cores 2 --configfile config/offline.yaml config/offline-decoders.yaml
 
 paper: setup            ## the 13 paper checkpoints (needs the Hugging Face hub)
 	$(SNAKEMAKE) --cores 8

@@ -2,6 +2,7 @@
 # rebuilt as a Snakemake workflow. Default: the paper's 13 checkpoints (config/config.yaml).
 #   snakemake --cores 8                                      # the paper (needs the Hugging Face hub)
 #   snakemake --cores 2 --configfile config/offline.yaml     # offline: trained MiniLM + random twins
+#   make offline      # the same plus the trained 4-bit decoders (config/offline-decoders.yaml)
 # Logic lives in src/powerlens/, one thin CLI per step in scripts/, one concern per workflow/rules/*.smk.
 
 import os
@@ -28,6 +29,7 @@ include: "workflow/rules/spectra.smk"
 include: "workflow/rules/dynamics.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/steering.smk"
+include: "workflow/rules/quantization.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/report.smk"
 

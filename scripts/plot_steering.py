@@ -12,6 +12,8 @@ def main():
     ap.add_argument("--labels", default="{}")
     ap.add_argument("--fig", required=True)
     ap.add_argument("--table", required=True)
+    ap.add_argument("--continuations", nargs="+", default=[])
+    ap.add_argument("--continuations-table", default=None)
     ap.add_argument("--dpi", type=int, default=150)
     a = ap.parse_args()
     import json
@@ -28,6 +30,14 @@ def main():
     write_table(t, a.table, caption="Rank-1 steering of the last layer vs activation addition (same mean change "
                 "in norm): alignment with the target u and target-token probability.")
     print(t.to_string(index=False))
+    if a.continuations_table:
+        from powerlens.tables import continuations_table
+
+        c = continuations_table([pd.read_csv(p, keep_default_na=False) for p in a.continuations], labels)
+        write_table(c, a.continuations_table, caption="Greedy continuations of fixed prompts with the last layer "
+                    "steered towards a token's unembedding direction (rank-1 edit of O, and activation addition "
+                    "at the same site with the same mean norm of change), per kappa: does the model start saying "
+                    "the target?")
 
 
 if __name__ == "__main__":

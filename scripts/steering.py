@@ -19,6 +19,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out-continuations", default=None, help="CSV of greedy continuations (causal LMs)")
+    ap.add_argument("--continuation-prompts", default="[]", help="JSON list of prompts to continue")
+    ap.add_argument("--continuation-tokens", type=int, default=12)
     a = ap.parse_args()
     import json
 
@@ -26,7 +29,8 @@ def main():
 
     df = steering(a.manifest, a.tensors, a.meta, a.spectra, a.prompts, a.out_csv, a.out_json,
                   json.loads(a.targets), json.loads(a.kappas), a.max_prompts, a.batch_size, a.max_tokens, a.seed,
-                  a.device, a.threads)
+                  a.device, a.threads, a.out_continuations, json.loads(a.continuation_prompts),
+                  a.continuation_tokens)
     print(df[["target", "kappa", "method", "u_principal", "cos_after_layer_model", "p_target"]].to_string(index=False))
 
 

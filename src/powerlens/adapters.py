@@ -124,6 +124,7 @@ class Adapter:
     norm: str
     causal: bool
     config_class: str  # the transformers config class of twins
+    family: str  # display name in tables and figures
 
     @property
     def head_class(self) -> str:
@@ -230,6 +231,7 @@ def _encoder_layer_params(h: int, inter: int) -> int:
 
 
 class BertAdapter(Adapter):
+    family = "BERT"
     arch, model_type, norm, causal, config_class = "bert", "bert", "post", False, "BertConfig"
 
     def output_projection(self, model):
@@ -275,6 +277,7 @@ class AlbertAdapter(Adapter):
     ``int(i / (L / num_hidden_groups))``. Released v2 checkpoints have one group of one layer, so every
     depth applies the same F."""
 
+    family = "ALBERT"
     arch, model_type, norm, causal, config_class = "albert", "albert", "post", False, "AlbertConfig"
 
     def output_projection(self, model):
@@ -360,6 +363,7 @@ class _DecoderAdapter(Adapter):
 class GPT2Adapter(_DecoderAdapter):
     """GPT-2 stores ``Conv1D`` weights as (in, out) and fuses Q|K|V along the output dimension."""
 
+    family = "GPT-2"
     arch, model_type, norm, causal, config_class = "gpt2", "gpt2", "pre", True, "GPT2Config"
 
     def output_projection(self, model):
@@ -405,6 +409,7 @@ class GPTNeoAdapter(_DecoderAdapter):
     """GPT-Neo: separate q/k/v projections without bias, **no** 1/sqrt(d_head) scaling, and layers
     alternating global and local (window) attention."""
 
+    family = "GPT-Neo"
     arch, model_type, norm, causal, config_class = "gpt_neo", "gpt_neo", "pre", True, "GPTNeoConfig"
 
     def output_projection(self, model):
@@ -441,7 +446,7 @@ class LlamaAdapter(Adapter):
     """Llama (SmolLM2): pre-RMSNorm, grouped-query attention (head h reads key-value group h // (H / H_kv)),
     rotary position embeddings, no biases by default, scores scaled by d_head**-0.5."""
 
-    arch, model_type, norm, causal, config_class = "llama", "llama", "pre", True, "LlamaConfig"
+    arch, model_type, norm, causal, config_class, family = "llama", "llama", "pre", True, "LlamaConfig", "Llama"
     norm_kind = "rms"
 
     def layer_map(self, cfg):
@@ -520,7 +525,7 @@ class Gemma3Adapter(LlamaAdapter):
     sqrt(d_model) inside ``embed_tokens``. F = sum_h W_O^h W_V^{g(h)} is the linear map between the two
     norms; the norm-folded F~ = diag(p) F diag(g) includes both gains (spectra)."""
 
-    arch, model_type, config_class = "gemma3", "gemma3_text", "Gemma3TextConfig"
+    arch, model_type, config_class, family = "gemma3", "gemma3_text", "Gemma3TextConfig", "Gemma 3"
     norm_kind = "rms_gemma"
 
     def check(self, model):

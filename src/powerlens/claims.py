@@ -15,7 +15,14 @@ import re
 import numpy as np
 import pandas as pd
 
-FAMILY = {"albert": "ALBERT", "bert": "BERT", "gpt2": "GPT-2", "gpt_neo": "GPT-Neo"}
+def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
+    """Display name of an architecture's family (its adapter's), with the precision of quantized trained
+    weights when every trained model of the family has it: "Llama (trained, 4-bit)"."""
+    from .adapters import ADAPTERS
+
+    fam = ADAPTERS[arch].family if arch in ADAPTERS else arch
+    q = {lab.split(" (")[0] for lab in (weights_labels or []) if lab.startswith("trained, ")}
+    return f"{fam} ({q.pop()})" if len(q) == 1 and all(lab.startswith("trained, ") for lab in weights_labels) else fam
 FIG = {"C1": "fig_gamma, fig_rho", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (c)",
        "C5": "fig_spectra, fig_albert_consensus, fig_albert_rotation", "C6": "fig_gamma", "C7": "fig_rho",
        "C8": "fig_gap", "C9": "fig_steering", "C10": "fig_rho"}
@@ -177,8 +184,12 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
                      "verdict": verdict if tested else f"{verdict} ({why})", "figure": FIG[claim]})
 
     fams: dict[str, list[str]] = {}
+    by_arch: dict[str, list[str]] = {}
     for m, x in meta.items():
-        fams.setdefault(FAMILY.get(x["arch"], x["arch"]), []).append(m)
+        by_arch.setdefault(x["arch"], []).append(m)
+    for arch, ms in by_arch.items():
+        trained_labels = [meta[m]["weights_label"] for m in ms if not meta[m]["random_weights"]]
+        fams.setdefault(family_of(arch, trained_labels), []).extend(ms)
     for family, ms in sorted(fams.items()):
         trained = [m for m in ms if not meta[m]["random_weights"]]
         use, tested = (trained, True) if trained else (ms, False)

@@ -15,6 +15,15 @@ from .errors import PowerlensError
 
 
 def check_models(config: dict) -> None:
+    for q in config.get("quantization", {}).get("models", []):
+        m = config["models"].get(q)
+        if m is None:
+            raise PowerlensError(f"quantization.models names {q!r}, which is not a model of this run",
+                                 f"use model keys of this config: {', '.join(config['models'])}")
+        if m["source"] in ("random", "gguf"):
+            raise PowerlensError(
+                f"quantization.models: {q!r} has {'random' if m['source'] == 'random' else 'already quantized'} "
+                "weights", "list full-precision trained models (source hf, local or package)")
     for name, m in config["models"].items():
         if m["source"] == "random":
             twin = twin_config(m["twin_of"])

@@ -252,3 +252,34 @@ def attention_only_steering(x0s: list, weights, batches, u: np.ndarray, z: np.nd
         cos["actadd"][1] += int(a.numel())
     return {"cos_rank1": cos["rank1"][0] / max(cos["rank1"][1], 1),
             "cos_actadd": cos["actadd"][0] / max(cos["actadd"][1], 1), "change_norm": beta, "beta": beta}
+
+
+@torch.no_grad()
+def greedy_continuations(model, tokenizer, prompts: list[str], new_tokens: int, site=None,
+                         add: np.ndarray | None = None) -> list[str]:
+    """Greedy continuations (``new_tokens`` each, no sampling) of each prompt, one at a time (no padding).
+    ``site`` + ``add``: activation addition of ``add`` to the site's output at every step (the baseline); a
+    rank-1 edit is applied by the caller (:func:`rank1_output_edit`) around this call."""
+    handles = []
+    if add is not None:
+        vec = torch.as_tensor(add)
+
+        def site_add(mod, args, out):
+            return out + vec.to(dtype=out.dtype, device=out.device)
+
+        handles.append(site.register_forward_hook(site_add))
+    device = next(model.parameters()).device
+    texts = []
+    try:
+        for p in prompts:
+            enc = tokenizer(p, return_tensors="pt")
+            ids = enc["input_ids"].to(device)
+            out = model.generate(input_ids=ids, attention_mask=enc["attention_mask"].to(device),
+                                 max_new_tokens=int(new_tokens), do_sample=False, num_beams=1,
+                                 pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None
+                                 else tokenizer.eos_token_id)
+            texts.append(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+    finally:
+        for h in handles:
+            h.remove()
+    return texts

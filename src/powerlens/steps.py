@@ -308,8 +308,11 @@ def theory(case: str, out_json: str | Path, out_npz: str | Path, d: int = 32, he
 
 def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path, out_csv, out_json,
              targets: list[dict], kappas: list[float], max_prompts: int = 64, batch_size: int = 16,
-             max_tokens: int = 64, seed: int = 0, device: str = "cpu", threads: int = 1) -> "pd.DataFrame":
-    """Rank-1 steering of the last layer vs activation addition, in both dynamics modes (claim C9)."""
+             max_tokens: int = 64, seed: int = 0, device: str = "cpu", threads: int = 1,
+             out_continuations: str | Path | None = None, continuation_prompts: list[str] | None = None,
+             continuation_tokens: int = 12) -> "pd.DataFrame":
+    """Rank-1 steering of the last layer vs activation addition, in both dynamics modes (claim C9); for
+    causal LMs and token targets, greedy continuations of fixed prompts at each kappa (both methods)."""
     import numpy as np
     import pandas as pd
     import torch
@@ -347,7 +350,8 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     with torch.no_grad():
         x0s = [adapter.embed(model, b.ids.to(device)).double().cpu() for b in bs]  # (B, T, d) per batch
     lm = "yes" if head else "no (vector alignment only)"
-    rows = []
+    rows, cont = [], []
+    generates = bool(head and adapter.causal and continuation_prompts)
     for ti, tgt in enumerate(targets):
         u, tid = st.target_vector(model, tok, man["arch"], tgt["kind"], tgt.get("token"), tgt.get("seed", seed),
                                   w.d_model)
@@ -365,6 +369,17 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
             ra, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
                                      add=beta * u, site=site)
             ao = st.attention_only_steering(x0s, w, bs, u, z_vec, alpha)
+            if generates and tid is not None:
+                with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha):
+                    t1 = st.greedy_continuations(model, tok, continuation_prompts, continuation_tokens)
+                ta = st.greedy_continuations(model, tok, continuation_prompts, continuation_tokens, site=site,
+                                             add=beta * u if beta else None)
+                for pi, p in enumerate(continuation_prompts):
+                    cont.append({"model": man["model"], "target": name, "kappa": kappa, "prompt": p,
+                                 "rank-1 (last layer O')": t1[pi], "activation addition (matched norm)": ta[pi],
+                                 "target_in_rank1": tgt["token"].strip().lower() in t1[pi].lower(),
+                                 "target_in_actadd": tgt["token"].strip().lower() in ta[pi].lower(),
+                                 "weights": man["weights_label"]})
             common = {"model": man["model"], "target": name, "target_token_id": tid, "kappa": kappa,
                       "alpha": alpha, "kappa_bound": bound, "u_principal": chk["u_principal"],
                       "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
@@ -393,6 +408,11 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
 
     with atomic_path(out_csv) as tmp:
         df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+    if out_continuations is not None:
+        cols = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')", "activation addition (matched norm)",
+                "target_in_rank1", "target_in_actadd", "weights"]
+        with atomic_path(out_continuations) as tmp:
+            pd.DataFrame(cont, columns=cols).to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
     write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
                           "checksum_before": before, "checksum_after": after, "n_prompts": len(prompts),
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
@@ -406,7 +426,69 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
                                       "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
                                       "methods are compared on curves over the norm of the change",
                           "delta_principal": st.DELTA,
+                          "continuations": ({"prompts": continuation_prompts, "new_tokens": continuation_tokens,
+                                             "decoding": "greedy (no sampling), one prompt at a time, both methods "
+                                                         "at every decoding step"} if generates else
+                                            "none: the model is not a causal LM with a head"),
                           "provenance": provenance.record(threads=threads, seed=seed, device=device)})
+    return df
+
+
+def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv, out_json, qtypes: list[str],
+                 batch_size: int = 16, max_tokens: int = 128, seed: int = 0, top_k: int = 8, null_draws: int = 2000,
+                 threads: int = 1) -> "pd.DataFrame":
+    """Quantization sensitivity of one full-precision model: spectra and model-mode dynamics of copies
+    quantized with the gguf package's quantizers, compared per layer with the full-precision results."""
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from . import quantization as qz
+    from .adapters import get_adapter
+    from .corpus import batches, read_prompts, tokenize
+    from .dynamics import layer_directions, layer_stats, null_sets, run_model_mode
+    from .io import atomic_path
+    from .sources import load_model, load_tokenizer
+    from .spectra import model_spectra, spectra_arrays
+
+    threads = provenance.set_threads(threads)
+    torch.manual_seed(seed)
+    man = read_json(manifest_path)
+    if man["random_weights"] or str(man["weights_label"]).startswith("trained, "):
+        raise PowerlensError(
+            f"model {man['model']!r}: quantization sensitivity needs full-precision trained weights (it has "
+            f"{man['weights_label']})", "list only full-precision trained models in `quantization.models`")
+    adapter = get_adapter(man["arch"])
+    with np.load(spectra_npz, allow_pickle=False) as z:
+        full = {k: z[k] for k in z.files}
+    dyn_full = pd.read_csv(dynamics_csv)
+    prompts = read_prompts(prompts_path)
+    tok = load_tokenizer(man)
+    rows, counts = [], {}
+    for qtype in qtypes:
+        model = load_model(man, dtype=torch.float32)
+        counts[qtype] = qz.quantize_model(model, adapter, qtype)
+        w = adapter.extract(model)
+        specs = model_spectra(w, k=top_k, threads=threads, seed=seed)
+        arrays = spectra_arrays(specs, w.layer_map)
+        dirs = layer_directions(arrays, seed)
+        ids, special, _ = tokenize(prompts, tok, min(int(max_tokens), adapter.max_positions(model.config)))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+        bs = batches(ids, special, batch_size, pad)
+        nulls = null_sets(w.d_model, dirs, int(null_draws), seed, "cpu")
+        arr = run_model_mode(model, adapter, dirs, bs, len(prompts), nulls)
+        dyn_q = layer_stats(arr, dirs)
+        del model
+        gc.collect()
+        for r in qz.compare_layers(full, arrays, w.layer_map, dyn_full, dyn_q):
+            rows.append({"model": man["model"], "quantization": qtype, **r})
+    df = pd.DataFrame(rows)
+    with atomic_path(out_csv) as tmp:
+        df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+    write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "types": qtypes,
+                          "tensors_quantized": counts, "method": qz.__doc__.split("\n\n")[1].replace("\n", " "),
+                          "n_prompts": len(prompts), "max_tokens": max_tokens, "null_draws": null_draws,
+                          "provenance": provenance.record(threads=threads, seed=seed)})
     return df
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pandas as pd
@@ -169,4 +171,40 @@ def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd
                 "P(target) k=0": zero["p_target"], "P(target) k max": top["p_target"],
                 "KL k max": top["kl_from_unsteered"], "LM head": top["lm_head"],
             })
+    return pd.DataFrame(rows)
+
+
+def continuations_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """Greedy continuations per model, target, kappa and prompt, both methods (text as generated)."""
+    labels = labels or {}
+    cols = ["model", "weights", "target", "kappa", "prompt", "rank-1 (last layer O')",
+            "activation addition (matched norm)"]
+    frames = [d for d in per_model if len(d)]
+    if not frames:
+        return pd.DataFrame([{c: "-" for c in cols} | {"model": "no causal LM with a token target in this run"}],
+                            columns=cols)
+    df = pd.concat(frames, ignore_index=True)
+    df["model"] = df["model"].map(lambda m: labels.get(m, m))
+    for c in ("prompt", "rank-1 (last layer O')", "activation addition (matched norm)"):
+        # generated text is data: newlines and control characters shown as escapes, table pipes escaped
+        df[c] = df[c].astype(str).map(lambda t: json.dumps(t, ensure_ascii=False)[1:-1].replace("|", "\\|"))
+    return df[cols].reset_index(drop=True)
+
+
+def quantization_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per model and quantization type: summaries over layers of the per-layer comparison."""
+    labels = labels or {}
+    rows = []
+    for df in per_model:
+        for (m, q), g in df.groupby(["model", "quantization"], sort=False):
+            changed = g.loc[g["leading_type_changed"].astype(bool), "layer"].tolist()
+            rows.append({"model": labels.get(m, m), "quantization": q, "layers": len(g),
+                         "median |dlambda_1|/|lambda_1|": g["rel_change_lambda1"].median(),
+                         "max |dlambda_1|/|lambda_1|": g["rel_change_lambda1"].max(),
+                         "leading type changed (layers)": ", ".join(map(str, changed)) or "none",
+                         "min |cos(v_1, v_1q)|": g["abs_cos_v1"].min(),
+                         "max |delta gamma|": g["delta_gamma"].abs().max(),
+                         "max |delta rho|": g["delta_rho"].abs().max()})
+    if not rows:
+        return pd.DataFrame([{"model": "no model listed in `quantization.models` in this run"}])
     return pd.DataFrame(rows)

@@ -191,7 +191,7 @@ def test_lint_is_clean(tmp_path):
 
 BAD = {
     "misspelled key": ({"sead": 1}, None, "sead"),
-    "unknown architecture": ({}, {"arch": "llama"}, "llama"),
+    "unknown architecture": ({}, {"arch": "mamba"}, "mamba"),
     "bad source": ({}, {"source": "ftp"}, "ftp"),
     "twin arch mismatch": ({}, {"arch": "gpt2"}, "models.tiny-bert.arch"),
 }

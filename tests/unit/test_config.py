@@ -46,7 +46,7 @@ def bad(mutate):
 CASES = {
     "misspelled top-level key": (lambda c: c.update(sead=1), "sead"),
     "misspelled model key": (lambda c: c["models"]["tiny-bert"].update(twin_off="tiny-bert"), "twin_off"),
-    "unknown architecture": (lambda c: c["models"]["tiny-bert"].update(arch="llama"), "llama"),
+    "unknown architecture": (lambda c: c["models"]["tiny-bert"].update(arch="mamba"), "mamba"),
     "bad source": (lambda c: c["models"]["tiny-bert"].update(source="s3"), "s3"),
     "wrong type": (lambda c: c.update(seed="zero"), "zero"),
     "out of range": (lambda c: c.update(seed=-1), "-1"),

@@ -25,9 +25,10 @@ def test_size_terms_match_the_built_model(name):
     s = size_of(arch)
     assert s.params == sum(p.numel() for p in model.parameters())
     # forward_params: every parameter a token meets per layer, times the depth (ALBERT's shared layer too)
-    layers = model.encoder.albert_layer_groups if arch.arch == "albert" else (
-        model.encoder.layer if arch.arch == "bert" else model.h)
-    per_layer = sum(p.numel() for p in layers.parameters()) // s.n_unique_layers
+    from powerlens.adapters import get_adapter
+
+    unique = {id(m): m for m in get_adapter(arch.arch).layer_modules(model)}.values()
+    per_layer = sum(p.numel() for m in unique for p in m.parameters()) // s.n_unique_layers
     assert s.forward_params == per_layer * s.n_layers
     assert s.n_unique_layers == (1 if arch.arch == "albert" else s.n_layers)
 

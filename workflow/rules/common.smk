@@ -171,6 +171,8 @@ def get_final_output():
         tables("table_theory"),
         figures("fig_steering"),
         tables("table_steering"),
+        tables("table_continuations"),
+        tables("table_quantization"),
         tables("table_claims"),
         results("provenance.json"),
     ]

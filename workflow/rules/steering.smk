@@ -12,6 +12,7 @@ rule steering:
     output:
         csv=results("{model}/steering.csv"),
         json=results("{model}/steering.json"),
+        continuations=results("{model}/steering_continuations.csv"),
     params:
         script=os.path.join(SCRIPTS, "steering.py"),
         py=PY,
@@ -21,6 +22,8 @@ rule steering:
         max_tokens=config["steering"]["max_tokens"],
         seed=config["seed"],
         device=config["device"],
+        cont_prompts=json.dumps(config["steering"]["continuations"]["prompts"]),
+        cont_tokens=config["steering"]["continuations"]["new_tokens"],
     log:
         f"logs/{RUN}/steering/{{model}}.log",
     benchmark:
@@ -37,16 +40,21 @@ rule steering:
         "--meta {input.meta:q} --spectra {input.spectra:q} --prompts {input.prompts:q} "
         "--out-csv {output.csv:q} --out-json {output.json:q} --targets {params.targets:q} "
         "--kappas {params.kappas:q} --max-prompts {params.max_prompts} --max-tokens {params.max_tokens} "
-        "--seed {params.seed} --device {params.device} --threads {threads} > {log:q} 2>&1"
+        "--seed {params.seed} --device {params.device} --threads {threads} "
+        "--out-continuations {output.continuations:q} --continuation-prompts {params.cont_prompts:q} "
+        "--continuation-tokens {params.cont_tokens} > {log:q} 2>&1"
 
 
 rule plot_steering:
     """fig_steering and table_steering."""
     input:
         csv=expand(rules.steering.output.csv, model=MODELS),
+        continuations=expand(rules.steering.output.continuations, model=MODELS),
     output:
         fig=report(figures("fig_steering"), caption="../report/fig_steering.rst", category="6 Steering"),
         table=report(tables("table_steering"), caption="../report/table_steering.rst", category="6 Steering"),
+        continuations=report(tables("table_continuations"), caption="../report/table_continuations.rst",
+                             category="6 Steering"),
     params:
         script=os.path.join(SCRIPTS, "plot_steering.py"),
         py=PY,
@@ -54,6 +62,7 @@ rule plot_steering:
         dpi=config["plot"]["dpi"],
         fig=stem_of("fig"),
         table=stem_of("table"),
+        continuations=stem_of("continuations"),
     log:
         f"logs/{RUN}/plot_steering.log",
     benchmark:
@@ -66,4 +75,5 @@ rule plot_steering:
         ENV
     shell:
         "{params.py:q} {params.script:q} --csv {input.csv:q} --labels {params.labels:q} --fig {params.fig:q} "
-        "--table {params.table:q} --dpi {params.dpi} > {log:q} 2>&1"
+        "--table {params.table:q} --continuations {input.continuations:q} "
+        "--continuations-table {params.continuations:q} --dpi {params.dpi} > {log:q} 2>&1"
