@@ -269,6 +269,8 @@ def fetch_gguf(name: str, entry: dict, out_dir: Path) -> dict[str, Any]:
     del model
     if len(loc["pieces"]) > 1:
         gpath.unlink(missing_ok=True)  # the assembled copy: its sha256 is recorded, the chunks stay installed
+        if not any(gpath.parent.iterdir()):
+            gpath.parent.rmdir()
     label = weights_label(info["file_type"], info["tensor_types"])
     return {"source": "gguf", "gguf_file": fname, "gguf_sha256": digest, "gguf_size": size,
             "gguf_sha256_checked": ("against the package's SHA256SUMS" if expected_sha256(loc["sums"], fname)
