@@ -308,8 +308,7 @@ def attention_only_step(x, lw, n_heads, causal, pad_mask, norm: str, pattern: li
 
 def bias_free(lw):
     """The same layer with its attention biases removed (b_Q = b_K = b_V = b_O = 0): the control run."""
-    z = torch.zeros_like(lw.b_O)
-    return dataclasses.replace(lw, b_Q=z, b_K=z, b_V=z, b_O=z)
+    return dataclasses.replace(lw, **{k: torch.zeros_like(getattr(lw, k)) for k in ("b_Q", "b_K", "b_V", "b_O")})
 
 
 def l2_law_diagnostics(x, pattern, lw, stat) -> tuple[float, int, float, int, float]:
@@ -325,7 +324,7 @@ def l2_law_diagnostics(x, pattern, lw, stat) -> tuple[float, int, float, int, fl
     cnt = stat.sum(-1)  # (B,)
     xs = x.double() * stat[..., None]
     xm = xs.sum(1)[cnt > 0] / cnt[cnt > 0, None]  # (P, d)
-    fx = (xm @ lw.W_V.double().T) @ lw.W_O.double().T  # (P, d): F x_mean
+    fx = (xm @ lw.v_per_head().double().T) @ lw.W_O.double().T  # (P, d): F x_mean
     return (float(rel.sum()), int(ok.expand_as(rel).sum()), float(fx.norm(dim=-1).sum()), int(xm.shape[0]),
             float(lw.b_eff.norm()))
 

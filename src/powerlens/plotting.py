@@ -21,7 +21,13 @@ def style() -> None:
 
 
 def panel_title(label: str, weights_label: str) -> str:
-    return f"{label} (random weights)" if weights_label == "random weights" else label
+    """The model's label, with "(random weights)" for twins and the precision of quantized trained weights
+    ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)")."""
+    if weights_label == "random weights":
+        return f"{label} (random weights)"
+    if weights_label.startswith("trained, "):
+        return f"{label} ({weights_label[len('trained, '):].replace(' (', ' ').rstrip(')')})"
+    return label
 
 
 def save(fig, stem: str | Path, dpi: int = 150) -> list[Path]:

@@ -531,7 +531,9 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
 
 
 MODELLING_CHOICES = [
-    "F_t = W_O W_V with biases dropped from F and kept in the dynamics (paper.md section 4, our choice).",
+    "F_t = W_O W_V (grouped-query attention: sum_h W_O^h W_V^g(h)) with biases dropped from F and kept in the "
+    "dynamics (paper.md section 4, our choice). Gemma 3: F is the map between its pre- and post-attention norms, "
+    "F~ = diag(p) F diag(g) beside it, and the attention-only law leaves the post-attention norm out (our choice).",
     "Eigenvalues ordered by modulus, ties by argument; eigenvectors of unit norm with the largest-magnitude "
     "component real and positive; a conjugate pair counts as a complex leading eigenvalue.",
     "Complex leading pair: the direction is the plane span(Re v_1, Im v_1); alignment is the projection norm.",
@@ -556,9 +558,12 @@ MODELLING_CHOICES = [
     "LayerNorm; shared-weight models iterate their layer for `steps` steps.",
     "Steering: alpha = kappa |lambda_1(F)|; z from least squares V^T z = u; for ALBERT the edited output "
     "matrix is the shared layer's, so every depth sees it, and the baseline then acts at every depth too, in "
-    "both modes; the unembedding target of GPT models is ln_f.weight * W_U[token]; the baseline adds beta u at "
-    "the output projection's output (the edit's site), beta = the edit's mean norm of change there, so the "
+    "both modes; the unembedding target of causal LMs is the final norm's gain times W_U[token] (Gemma: 1 + w); "
+    "causal LMs with a token target also get greedy continuations of fixed prompts per kappa, both methods; "
+    "the baseline adds beta u at the output projection's output (the edit's site), beta = the edit's mean norm of change there, so the "
     "methods are compared at matched norm of change, kappa by kappa (a curve over the norm).",
+    "GGUF models (source: gguf) are trained but quantized (e.g. 4-bit Q4_1): dequantized to float32 once and "
+    "labelled with their quantization; quantization sensitivity is measured on a full-precision model.",
     "Twins (source: random) share a paper model's exact architecture with seeded random weights and a "
     "byte-level tokenizer; their results say nothing about trained models and are labelled.",
     "Claims criteria are fixed in the config (claims:) before any run and never tuned afterwards.",
