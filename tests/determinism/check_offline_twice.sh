@@ -26,7 +26,7 @@ fi
 targets_b=()
 if [ -z "${FULL:-}" ]; then
   for f in extraction_check.json spectra.npz spectra.csv dynamics-model.npz dynamics-model.csv \
-           dynamics-attention-only.npz dynamics-attention-only.csv steering.csv; do
+           dynamics-attention-only.npz dynamics-attention-only.csv steering.csv quantization.csv; do
     targets_b+=("results/$RUN/$TRAINED/$f")
   done
   for c in real complex bipartite; do targets_b+=("results/$RUN/theory/$c.json" "results/$RUN/theory/$c.npz"); done
