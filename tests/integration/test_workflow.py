@@ -32,7 +32,7 @@ def test_run(tmp_path_factory):
 
 def test_end_to_end_outputs(test_run):
     res = test_run / "results/test"
-    for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-llama", "tiny-gemma3"):
+    for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"):
         check = json.loads((res / m / "extraction_check.json").read_text())
         assert check["passed"] and check["checks"]["float64"]["max_abs_error"] < 1e-10
         meta = json.loads((res / m / "weights.json").read_text())
@@ -41,9 +41,9 @@ def test_end_to_end_outputs(test_run):
         assert (test_run / f"benchmarks/test/extract_weights/{m}.tsv").exists()
     assert json.loads((res / "tiny-albert/extraction_check.json").read_text())["albert_single_F"]
     lock = yaml.safe_load((res / "models.lock.yaml").read_text())
-    assert set(lock["models"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-llama", "tiny-gemma3"}
+    assert set(lock["models"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"}
     md = (test_run / "paper_tables/test/table_models.md").read_text()
-    assert md.count("random weights") == 6
+    assert md.count("random weights") == 5
     for ext in ("csv", "tex"):
         assert (test_run / f"paper_tables/test/table_models.{ext}").stat().st_size > 0
 
@@ -51,12 +51,12 @@ def test_end_to_end_outputs(test_run):
 def test_spectra_outputs_and_byte_identical_rerun(test_run):
     tables = [test_run / f"paper_tables/test/table_spectra.{e}" for e in ("csv", "md", "tex")]
     per_model = sorted((test_run / "results/test").glob("*/spectra.csv"))
-    assert len(per_model) == 6
+    assert len(per_model) == 5
     before = [p.read_bytes() for p in tables + per_model]
     for f in ("fig_spectra", "fig_gap"):
         for e in ("pdf", "png"):
             assert (test_run / f"figures/test/{f}.{e}").stat().st_size > 1000
-    assert tables[1].read_text().count("random weights") == 6
+    assert tables[1].read_text().count("random weights") == 5
     r = smk("--cores", "2", "--configfile", str(REPO / "config/test.yaml"), "--directory", str(test_run),
             "--forcerun", "spectra", "plot_spectra", cwd=test_run)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -67,7 +67,7 @@ def test_dynamics_and_theory_outputs(test_run):
     import pandas as pd
 
     t = pd.read_csv(test_run / "paper_tables/test/table_alignment.csv")
-    assert len(t) == 12 and set(t["mode"]) == {"model", "attention-only"}
+    assert len(t) == 10 and set(t["mode"]) == {"model", "attention-only"}
     assert (t["weights"] == "random weights").all()
     albert = t[(t["model"] == "tiny-albert") & (t["mode"] == "attention-only")]
     depth = json.loads((test_run / "results/test/tiny-albert/weights.json").read_text())["n_layers"]
@@ -87,19 +87,19 @@ def test_dynamics_and_theory_outputs(test_run):
     full = th[th["attention"] == "full"]
     assert (full["verdict"] == "pass").all() and len(full) == 3
     st = pd.read_csv(test_run / "paper_tables/test/table_steering.csv")
-    assert set(st["model"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-llama", "tiny-gemma3"}
-    for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-llama", "tiny-gemma3"):
+    assert set(st["model"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"}
+    for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"):
         sj = json.loads((test_run / f"results/test/{m}/steering.json").read_text())
         assert sj["checksum_before"] == sj["checksum_after"]
     for f in ("fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation", "fig_theory", "fig_steering"):
         assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000
-    # greedy continuations: the causal LM with a token target (tiny-llama) at every kappa; none for encoders
-    c = pd.read_csv(test_run / "results/test/tiny-llama/steering_continuations.csv", keep_default_na=False)
+    # greedy continuations: the causal LMs with a token target at every kappa; none for encoders
+    c = pd.read_csv(test_run / "results/test/tiny-gemma3/steering_continuations.csv", keep_default_na=False)
     assert sorted(set(c["kappa"])) == [0, 4, 64] and set(c["prompt"]) == {"The cat"}
     assert len(pd.read_csv(test_run / "results/test/tiny-bert/steering_continuations.csv")) == 0
     ct = pd.read_csv(test_run / "paper_tables/test/table_continuations.csv", keep_default_na=False)
-    assert set(ct["model"]) == {"tiny-gpt2", "tiny-gpt-neo", "tiny-llama", "tiny-gemma3"}  # the causal LMs
-    assert (ct["model"] == "tiny-llama").sum() == 3  # one token target x three kappas x one prompt
+    assert set(ct["model"]) == {"tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"}  # the causal LMs
+    assert (ct["model"] == "tiny-gemma3").sum() == 3  # one token target x three kappas x one prompt
 
 
 FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation",
