@@ -20,7 +20,7 @@ test: setup             ## everything CI runs: SLURM test, determinism (offline 
 	bash tests/determinism/check_offline_twice.sh
 	$(PY) -m pytest
 
-test-fast: setup        ## the default pytest suite only (unit + integration, about 6 minutes)
+test-fast: setup        ## the default pytest suite only (unit + integration, about 9 minutes)
 	$(PY) -m pytest
 
 test-all: setup         ## also the slow checks
