@@ -464,7 +464,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
     dyn_full = pd.read_csv(dynamics_csv)
     prompts = read_prompts(prompts_path)
     tok = load_tokenizer(man)
-    rows, counts = [], {}
+    rows, counts, bs = [], {}, None
     for qtype in qtypes:
         model = load_model(man, dtype=torch.float32)
         counts[qtype] = qz.quantize_model(model, adapter, qtype)
@@ -472,9 +472,10 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
         specs = model_spectra(w, k=top_k, threads=threads, seed=seed)
         arrays = spectra_arrays(specs, w.layer_map)
         dirs = layer_directions(arrays, seed)
-        ids, special, _ = tokenize(prompts, tok, min(int(max_tokens), adapter.max_positions(model.config)))
-        pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-        bs = batches(ids, special, batch_size, pad)
+        if bs is None:  # the corpus' batches, once: the same for every quantization type
+            ids, special, _ = tokenize(prompts, tok, min(int(max_tokens), adapter.max_positions(model.config)))
+            pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+            bs = batches(ids, special, batch_size, pad)
         nulls = null_sets(w.d_model, dirs, int(null_draws), seed, "cpu")
         arr = run_model_mode(model, adapter, dirs, bs, len(prompts), nulls)
         dyn_q = layer_stats(arr, dirs)
