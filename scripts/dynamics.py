@@ -4,37 +4,9 @@
 rho_t and the tilt against the Monte Carlo null of random subspaces (Holm), the non-leading-eigenvector null,
 secondary token- and prompt-level tests, and (attention-only) the L2-law diagnostics and a bias-free control."""
 
-import argparse
+import sys
 
-from _common import run
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    for k in ("manifest", "tensors", "meta", "spectra", "prompts", "out-npz", "out-csv", "out-json"):
-        ap.add_argument(f"--{k}", required=True)
-    ap.add_argument("--mode", required=True, choices=["model", "attention-only"])
-    ap.add_argument("--norm", default="l2", choices=["l2", "layernorm"])
-    ap.add_argument("--steps", type=int, default=200, help="attention-only steps for shared-weight models")
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--null-draws", type=int, default=2000, help="R random subspaces of the Monte Carlo null")
-    ap.add_argument("--control", choices=["yes", "no"], default="yes",
-                    help="attention-only: also run the bias-free control (attention biases removed)")
-    a = ap.parse_args()
-    from powerlens.steps import dynamics
-
-    df = dynamics(a.manifest, a.tensors, a.meta, a.spectra, a.prompts, a.out_npz, a.out_csv, a.out_json,
-                  a.mode, a.norm, a.steps, a.batch_size, a.max_tokens, a.seed, a.device, a.dtype, a.threads,
-                  a.null_draws, a.control == "yes")
-    cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p_holm", "rho", "rho_null_q95", "rho_p_holm",
-            "tilt", "tilt_p_holm"]
-    print(df[cols].head(60).to_string(index=False))
-
+from powerlens.cli import main
 
 if __name__ == "__main__":
-    run(main)
+    main(["dynamics", *sys.argv[1:]])

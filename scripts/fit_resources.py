@@ -13,7 +13,7 @@ import datetime
 import platform
 from pathlib import Path
 
-from _common import run
+from powerlens.cli import run_guarded
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,4 +90,4 @@ def main():
 
 
 if __name__ == "__main__":
-    run(main)
+    run_guarded(main)

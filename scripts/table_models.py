@@ -1,23 +1,9 @@
 #!/usr/bin/env python
 """Write table_models.{csv,md,tex} from the extracted models' metadata."""
 
-import argparse
+import sys
 
-from _common import run
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--stem", required=True, help="output path without suffix")
-    ap.add_argument("metas", nargs="+", help="weights.json files")
-    a = ap.parse_args()
-    from powerlens.io import read_json
-    from powerlens.tables import models_table, write_table
-
-    df = models_table([read_json(p) for p in a.metas])
-    write_table(df, a.stem, caption="Models: checkpoints and architecture twins used in this run.")
-    print(df.to_string(index=False))
-
+from powerlens.cli import main
 
 if __name__ == "__main__":
-    run(main)
+    main(["table-models", *sys.argv[1:]])

@@ -1,29 +1,9 @@
 #!/usr/bin/env python
 """table_quantization: per model, type and layer, how far quantized weights move lambda_1, v_1, gamma, rho."""
 
-import argparse
+import sys
 
-from _common import run
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--csv", nargs="*", default=[])
-    ap.add_argument("--labels", default="{}")
-    ap.add_argument("--table", required=True)
-    a = ap.parse_args()
-    import json
-
-    import pandas as pd
-
-    from powerlens.tables import quantization_table, write_table
-
-    t = quantization_table([pd.read_csv(p) for p in a.csv], json.loads(a.labels))
-    write_table(t, a.table, caption="Quantization sensitivity: a full-precision model's weight matrices "
-                "quantized with the gguf package's quantizers (token embedding Q8_0), spectra and model-mode "
-                "dynamics recomputed and compared per layer with full precision.")
-    print(t.to_string(index=False))
-
+from powerlens.cli import main
 
 if __name__ == "__main__":
-    run(main)
+    main(["table-quantization", *sys.argv[1:]])

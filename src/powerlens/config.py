@@ -90,6 +90,28 @@ def model_params(name: str, m: dict) -> int:
 
 
 
+def schema_error(err) -> PowerlensError:
+    """A jsonschema ValidationError as the project's problem + fix: where in the config, what is wrong, and
+    what the schema says the value means (its description), instead of a dump of the schema."""
+    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    problem = f"config value {where}: {err.message}"
+    if err.validator == "additionalProperties":
+        allowed = sorted((err.schema.get("properties") or {}).keys())
+        fix = (f"remove or correct the key; allowed here: {', '.join(allowed)}" if allowed else
+               "remove the key")
+    elif err.validator == "required":
+        missing = [k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance]
+        fix = (f"add `{missing[0]}:` under {where} (workflow/schemas/config.schema.yaml)"
+               if missing else "see workflow/schemas/config.schema.yaml")
+    elif err.validator in ("oneOf", "anyOf") and err.context:
+        best = min(err.context, key=lambda e: len(list(e.absolute_path)))
+        fix = f"{best.message}; see workflow/schemas/config.schema.yaml"
+    else:
+        desc = " ".join(str(err.schema.get("description", "")).split())
+        fix = ((desc + " " if desc else "") + "(workflow/schemas/config.schema.yaml)").strip()
+    return PowerlensError(problem, fix)
+
+
 def check_no_duplicate_keys(path: str | Path) -> None:
     """Refuse a YAML config with a key given twice in one mapping (PyYAML, and so Snakemake, silently keep the
     last one: a second `tiny-bert:` entry would replace the first)."""

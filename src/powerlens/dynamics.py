@@ -35,12 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from .adapters import Site, site_io
 from .alignment import align, eig_direction, orthonormal_basis, plane_angle
 from .attention import attention_output, layer_norm, visible_keys
 from .nulls import random_subspaces, subspace_alignments
+from .progress import progress as _progress
 from .spectra import leading_type
 
 NAMED = ("lead", "lead_M", "lead_Ft", "null_eig")  # directions measured per token
@@ -128,7 +128,9 @@ class Accumulator:
         self.keep_tokens = keep_tokens
         self.leads = leads  # the leads tested against the Monte Carlo null
         self.tok: dict[tuple, list] = {}  # (name, in/out, t) -> per-token float32 alignments
-        self.sums: dict[tuple, float] = {}  # (quantity, t) -> float64 sum
+        # quantity -> (float64 sums, seen) over depths 0..final_depth: preallocated arrays, so a long run's
+        # memory grows by what its output keeps (a few floats per step), not by a dict entry per value
+        self.sums: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.mc: dict[tuple, np.ndarray] = {}  # (name, quantity, t) -> (R,) per-draw sums
         self.prompt: dict[tuple, np.ndarray] = {}  # (quantity, t) -> (n_prompts,) per-prompt sums
         self.n_traj = n_traj
@@ -136,8 +138,22 @@ class Accumulator:
         self.first_batch = True
         self._cache: tuple | None = None  # (x_out of the previous call, {r: null alignments}) for reuse
 
+    def _slot(self, q: str) -> tuple[np.ndarray, np.ndarray]:
+        if q not in self.sums:
+            n = self.final_depth + 1
+            self.sums[q] = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool))
+        return self.sums[q]
+
     def _add(self, key, value):
-        self.sums[key] = self.sums.get(key, 0.0) + float(value)
+        (q, t) = key
+        v, seen = self._slot(q)
+        v[t] = v[t] + float(value)  # from 0.0, as a running float64 sum
+        seen[t] = True
+
+    def _set(self, key, value):
+        (q, t) = key
+        v, seen = self._slot(q)
+        v[t], seen[t] = float(value), True
 
     def _add_arr(self, store, key, value: torch.Tensor):
         v = value.detach().cpu().numpy().astype(np.float64)
@@ -231,17 +247,20 @@ class Accumulator:
         self._add(("ent_n", t), ent_n)
         self._add(("fx_sum", t), fx_sum)
         self._add(("fx_n", t), fx_n)
-        self.sums[("b_eff", t)] = b_eff
+        self._set(("b_eff", t), b_eff)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Everything the statistics need, as arrays (the .npz): per-depth sums, per-draw null sums of the
         model's depth, per-prompt sums, per-token alignments of the model's depth, trajectories."""
-        depths = sorted({t for (_, t) in self.sums})
+        any_seen = np.zeros(self.final_depth + 1, dtype=bool)
+        for _, seen in self.sums.values():
+            any_seen |= seen
+        depths = [int(t) for t in np.flatnonzero(any_seen)]
         L = len(depths)
         out = {"depth": np.array(depths), "unique_layer": np.array([self.layer_of(t) for t in depths])}
-        keys = sorted({q for (q, _) in self.sums})
-        for q in keys:
-            out["sum_" + q.replace(":", "_")] = np.array([self.sums.get((q, t), np.nan) for t in depths])
+        for q in sorted(self.sums):
+            v, seen = self.sums[q]
+            out["sum_" + q.replace(":", "_")] = np.where(seen, v, np.nan)[depths]
         S = min(self.stat_depths, L)
         for name in NAMED:
             if (name, "in", 0) in self.tok:
@@ -284,7 +303,7 @@ def run_model_mode(model, adapter, dirs, batches, n_prompts: int, nulls, device=
     L = len(modules)
     lmap = adapter.depth_to_unique(model.config)
     acc = Accumulator(dirs, lambda t: lmap[t], L, L - 1, n_prompts, nulls, device)
-    for b in tqdm(batches, desc="model mode (batches)", disable=not progress, mininterval=5):
+    for b in _progress(batches, "model mode (batches)", enabled=progress):
         stat, rows = b.stat_mask.to(device), b.prompt_index.to(device)
         acc.new_batch()
         with layer_io(modules, lambda t, xi, xo: acc(t, xi, xo, stat, rows)) as count:
@@ -350,7 +369,7 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
     if not callable(embed):
         assert len(embed) == len(batches), (len(embed), len(batches))
     desc = "attention-only, bias-free control (batches)" if control else "attention-only (batches)"
-    for i, b in enumerate(tqdm(batches, desc=desc, disable=not progress, mininterval=5)):
+    for i, b in enumerate(_progress(batches, desc, enabled=progress)):
         ids, mask, stat, rows = b.ids.to(device), b.mask.to(device), b.stat_mask.to(device), b.prompt_index.to(device)
         x = (embed(ids) if callable(embed) else embed[i].to(device)).to(dtype)  # (B, T, d)
         acc.new_batch()

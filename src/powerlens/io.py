@@ -78,9 +78,43 @@ def read_json(path: str | os.PathLike) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+@contextlib.contextmanager
+def reading_generated(path: str | os.PathLike, rule: str) -> Iterator[None]:
+    """Around the read of a file an earlier step wrote: a truncated or corrupt file (a disk that filled up,
+    a copy cut short, an edit by hand) becomes a PowerlensError that names it and the step that rebuilds it,
+    never a traceback from deep inside numpy or safetensors. Keep the block to the read itself."""
+    from .errors import PowerlensError
+
+    try:
+        yield
+    except PowerlensError:
+        raise
+    except Exception as e:
+        raise PowerlensError(
+            f"{path} (written by the {rule} step) cannot be read: {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''} (truncated or corrupt)",
+            f"rebuild it: run the same snakemake command with `--forcerun {rule}` added (it is a generated "
+            "file; deleting it also makes the pipeline write it again)") from None
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def read_generated_json(path: str | os.PathLike, rule: str) -> Any:
+    """A JSON file an earlier step (``rule``) wrote; corrupt -> PowerlensError (:func:`reading_generated`)."""
+    with reading_generated(path, rule):
+        return read_json(path)
+
+
+def read_generated_npz(path: str | os.PathLike, rule: str) -> dict:
+    """Every array of an .npz an earlier step (``rule``) wrote, loaded without pickle."""
+    import numpy as np
+
+    with reading_generated(path, rule):
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}

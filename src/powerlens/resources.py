@@ -36,6 +36,13 @@ from .archs import ArchConfig
 #: Safety margin applied to fitted lines: memory x1.2 + 300 MB, time x1.5 + 60 s (then whole minutes).
 MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
 
+#: What a size line misses in long shared-weight runs (``dynamics.steps`` past the model's depth), added on
+#: top of the fitted attention-only line (then the margin): measured on the 2-core machine on the tiny-albert
+#: twin (24 prompts in 2 batches, 2000 vs 10000 steps: 16.5 s / 471 MB vs 63.5 s / 512 MB), each step costs
+#: about 3 ms per batch whatever the model's size (Python and kernel-launch overhead) and 5.2 KB of memory
+#: (its row of per-depth sums and statistics, which the outputs keep: CSV 0.28 KB and npz 0.42 KB a step).
+LONG_RUN = {"runtime_s_per_step_batch": 0.003, "mem_mb_per_step": 0.0052}
+
 RULES = ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics_model",
          "dynamics_attention-only", "steering")
 
@@ -126,14 +133,16 @@ def fit(rows: list[dict]) -> dict:
     return out
 
 
-def predict(coeffs: dict, rule: str, params: float, term: float) -> dict[str, int]:
-    """``mem_mb`` and ``runtime`` (minutes) of one job: the fitted line times the margin. ``params`` is the
-    rule's memory term (:func:`mem_term`), ``term`` its time term (:func:`time_term`)."""
+def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[float, float] = (0.0, 0.0)
+            ) -> dict[str, int]:
+    """``mem_mb`` and ``runtime`` (minutes) of one job: the fitted line (plus ``extra`` = (MB, s), see
+    :func:`long_run_extra`) times the margin. ``params`` is the rule's memory term (:func:`mem_term`),
+    ``term`` its time term (:func:`time_term`)."""
     c = coeffs[rule]
     fm, am = MARGIN["mem_mb"]
     ft, at = MARGIN["runtime_s"]
-    mem = fm * (c["mem_mb"]["a"] + c["mem_mb"]["b"] * params) + am
-    sec = ft * (c["runtime_s"]["a"] + c["runtime_s"]["b"] * term) + at
+    mem = fm * (c["mem_mb"]["a"] + c["mem_mb"]["b"] * params + extra[0]) + am
+    sec = ft * (c["runtime_s"]["a"] + c["runtime_s"]["b"] * term + extra[1]) + at
     return {"mem_mb": int(math.ceil(mem / 100.0) * 100), "runtime": max(1, int(math.ceil(sec / 60.0)))}
 
 
@@ -154,6 +163,17 @@ def size_of_entry(name: str, m: dict) -> Size:
         return size_of(arch)
     except (KeyError, TypeError, AttributeError):
         return size_of(twin_config("gpt-neo-2.7B"))
+
+
+def long_run_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
+    """(MB, s) a shared-weight model's attention-only run costs for its steps past the model's depth
+    (:data:`LONG_RUN`); (0, 0) for models without shared weights."""
+    size = size_of_entry(name, config["models"][name])
+    dyn = config["dynamics"]
+    extra_steps = max(0, int(dyn["steps"]) - size.n_layers) if size.n_unique_layers < size.n_layers else 0
+    n_batches = math.ceil(len(prompts) / int(dyn["batch_size"]))
+    return (extra_steps * LONG_RUN["mem_mb_per_step"],
+            extra_steps * n_batches * LONG_RUN["runtime_s_per_step_batch"])
 
 
 def job_terms(config: dict, name: str, prompts: list[str]) -> dict[str, tuple[int, float]]:

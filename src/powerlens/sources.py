@@ -45,13 +45,37 @@ def _now() -> str:
 
 def _file_table(path: Path) -> dict[str, dict[str, Any]]:
     """sha256 and size of every regular file under ``path`` that a model load may read."""
-    files = {}
-    for p in sorted(path.rglob("*")):
-        if p.is_file() and not p.name.startswith(".") and "__pycache__" not in p.parts:
-            rel = p.relative_to(path).as_posix()
-            if p.suffix in {".json", ".safetensors", ".txt", ".model"}:
-                files[rel] = {"sha256": sha256_file(p), "size": p.stat().st_size}
-    return files
+    return {p.relative_to(path).as_posix(): {"sha256": sha256_file(p), "size": p.stat().st_size}
+            for p in _model_files(path)}
+
+
+def _model_files(path: Path) -> list[Path]:
+    return [p for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".")
+            and "__pycache__" not in p.parts and p.suffix in {".json", ".safetensors", ".txt", ".model"}]
+
+
+def source_files(entry: dict) -> list[str]:
+    """The user's files a model entry reads (a local folder, an installed package's weights, a GGUF), listed
+    without hashing them, so the workflow can make the fetch step depend on them: a model re-saved in place
+    (or a package reinstalled) is newer than its manifest, and its whole chain re-runs. Hub downloads and
+    twins are the run's own files ([]); a path that does not exist gives [] (the fetch step says why)."""
+    try:
+        if entry["source"] == "local":
+            return [str(p) for p in _model_files(Path(entry["path"]).expanduser().resolve())]
+        if entry["source"] == "package":
+            spec = importlib.util.find_spec(entry["package"].replace("-", "_"))
+            if spec is None or not spec.submodule_search_locations:
+                return []
+            root = Path(list(spec.submodule_search_locations)[0]) / entry.get("subdir", "model")
+            return [str(p) for p in _model_files(root)]
+        if entry["source"] == "gguf":
+            from .gguf_source import locate
+
+            loc = locate("?", entry)
+            return [str(p) for p in loc["pieces"]] + ([str(loc["sums"])] if loc["sums"] else [])
+    except (PowerlensError, ImportError, ValueError, OSError):
+        return []
+    return []
 
 
 def refuse_remote_code(path: Path, what: str) -> None:
@@ -86,6 +110,57 @@ def _check_model_dir(path: Path, what: str,
             f"{what}: {path} holds no *.safetensors weights{hint}",
             "save the model with `save_pretrained(dir, safe_serialization=True)` or convert it to safetensors",
         )
+
+
+# --------------------------------------------------------------------------------------------- the hub
+def hub_downloads_needed(models: dict, done) -> list[tuple[str, str, str]]:
+    """(name, repo_id, revision) of every hub model whose fetch step has not run (``done(name)`` is false)
+    and whose snapshot is not in the local Hugging Face cache: the models a run cannot start without."""
+    from huggingface_hub import try_to_load_from_cache
+
+    need = []
+    for name, m in models.items():
+        if m["source"] != "hf" or done(name):
+            continue
+        rev = m.get("revision") or "main"
+        cached = try_to_load_from_cache(m["repo_id"], "config.json", revision=rev,
+                                        cache_dir=os.environ.get("HF_HUB_CACHE"))
+        if not isinstance(cached, str):
+            need.append((name, m["repo_id"], rev))
+    return need
+
+
+def check_hub_reachable(need: list[tuple[str, str, str]], timeout: float = 5.0) -> None:
+    """One connectivity check before any job: a GET of the first needed model's metadata on the endpoint.
+    Unreachable (refused, no route, DNS, timeout, or HF_HUB_OFFLINE set) -> one PowerlensError naming every
+    model that needs the hub and the ways out; HTTP errors (a wrong repo_id, a gated repo) are left to the
+    fetch step, which names them exactly."""
+    import urllib.error
+    import urllib.request
+
+    if not need:
+        return
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    names = ", ".join(n for n, _, _ in need)
+    reason = None
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        reason = "HF_HUB_OFFLINE is set"
+    else:
+        url = f"{endpoint}/api/models/{need[0][1]}"
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout).close()
+        except urllib.error.HTTPError:
+            return  # the hub answered
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            reason = f"{type(getattr(e, 'reason', e)).__name__}: {getattr(e, 'reason', e)}"
+    if reason:
+        raise PowerlensError(
+            f"the Hugging Face hub ({endpoint}) is unreachable ({reason}) and {len(need)} model(s) of this run "
+            f"are neither downloaded nor cached: {names}; nothing was started",
+            "one of: (1) run the offline config: `snakemake --cores 2 --configfile config/offline.yaml`; "
+            "(2) pre-fill a Hugging Face cache where the hub is reachable (`hf download <repo_id> --revision "
+            "<rev>`), copy it here and set HF_HOME to it; (3) use `source: local` with `path:` to a saved model; "
+            "(4) set HF_ENDPOINT to a reachable mirror")
 
 
 # --------------------------------------------------------------------------------------------- sources
@@ -130,7 +205,7 @@ def fetch_hf(name: str, entry: dict, lock: dict | None = None, cache_dir: str | 
     _check_model_dir(path, f"model {name!r} ({repo_id}@{revision})")
     files = _file_table(path)
     if locked and locked.get("files"):
-        _compare_files(name, files, locked["files"], "the lock file")
+        _compare_files(name, files, locked["files"], "the lock file", "hf")
     return {
         "source": "hf", "repo_id": repo_id, "requested_revision": entry.get("revision") or "main",
         "resolved_revision": path.name, "path": str(path), "files": files, "endpoint": endpoint,
@@ -197,14 +272,12 @@ def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
             "tokenizer": "byte-level (256 byte symbols + specials), built for twins"}
 
 
-def byte_tokenizer(arch: str):
-    """A byte-level tokenizer for twins (no trained tokenizer ships offline for GPT-2/ALBERT vocabularies).
-
-    Ids 0-255 are the bytes, then the special tokens; fits any vocabulary of at least 261 entries. Causal
-    (decoder) families get one end-of-text token, encoders BERT's five specials.
-    """
+def byte_tokenizer_core(arch: str):
+    """A byte-level ``tokenizers.Tokenizer`` for twins (no trained tokenizer ships offline for GPT-2/ALBERT
+    vocabularies), and the special tokens to declare: ids 0-255 are the bytes, then the specials; fits any
+    vocabulary of at least 261 entries. Causal (decoder) families get one end-of-text token, encoders
+    BERT's five specials."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
 
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     vocab = {ch: i for i, ch in enumerate(alphabet)}
@@ -214,31 +287,54 @@ def byte_tokenizer(arch: str):
     from .adapters import get_adapter
 
     if get_adapter(arch).causal:
-        specials = {"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
         tok.add_special_tokens(["<|endoftext|>"])
     else:
-        names = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-        tok.add_special_tokens(names)
+        tok.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
         tok.post_processor = processors.TemplateProcessing(
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
             special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
         )
+    return tok
+
+
+def byte_tokenizer(arch: str):
+    """:func:`byte_tokenizer_core` wrapped as a transformers fast tokenizer (saved with each twin)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from .adapters import get_adapter
+
+    if get_adapter(arch).causal:
+        specials = {"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
+    else:
         specials = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
                     "mask_token": "[MASK]"}
-    return PreTrainedTokenizerFast(tokenizer_object=tok, **specials)
+    return PreTrainedTokenizerFast(tokenizer_object=byte_tokenizer_core(arch), **specials)
 
 
-def _compare_files(name: str, actual: dict, expected: dict, where: str) -> None:
+def _changed_files_fix(source: str | None) -> str:
+    """What to do when files differ from their record: never delete a user's own model."""
+    if source in ("local", "package"):
+        return ("these are your model's own files and they changed after the fetch step recorded them: keep "
+                "them; re-run the workflow (the fetch step re-runs when the files are newer than the manifest; "
+                "if their times were kept, add `--forcerun fetch_model`) so every result is rebuilt from them")
+    if source == "hf":
+        return ("the files are a download cache: remove that snapshot from the Hugging Face cache "
+                "(`hf cache delete`) and re-run the fetch step to download it again")
+    return ("the files were generated by this run (twin or dequantized GGUF): re-run with `--forcerun "
+            "fetch_model` to regenerate them")
+
+
+def _compare_files(name: str, actual: dict, expected: dict, where: str, source: str | None = None) -> None:
     for fname, rec in expected.items():
         got = actual.get(fname)
         if got is None:
             raise PowerlensError(f"model {name!r}: file {fname} recorded in {where} is missing",
-                                 "re-run the fetch step (delete its manifest) to download it again")
+                                 _changed_files_fix(source))
         if got["sha256"] != rec["sha256"]:
             raise PowerlensError(
                 f"model {name!r}: {fname} has sha256 {got['sha256'][:12]}..., {where} records "
-                f"{rec['sha256'][:12]}... (corrupt, truncated or swapped file)",
-                "delete the file (or the cached snapshot) and re-run the fetch step",
+                f"{rec['sha256'][:12]}... (changed, corrupt, truncated or swapped file)",
+                _changed_files_fix(source),
             )
 
 
@@ -275,7 +371,7 @@ def verify_files(manifest: dict) -> None:
         p = path / fname
         if p.is_file():
             actual[fname] = {"sha256": sha256_file(p), "size": p.stat().st_size}
-    _compare_files(manifest["model"], actual, manifest["files"], "its manifest")
+    _compare_files(manifest["model"], actual, manifest["files"], "its manifest", manifest.get("source"))
 
 
 def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = True):
@@ -319,7 +415,7 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
         raise PowerlensError(
             f"model {manifest['model']!r}: loading weights from {path} failed: {type(e).__name__}: "
             f"{str(e).splitlines()[0][:300]}",
-            "the files may be corrupt or truncated: delete them and re-run the fetch step",
+            "the files may be corrupt or truncated; " + _changed_files_fix(manifest.get("source")),
         ) from None
     model.eval()
     return model

@@ -68,7 +68,7 @@ def plane_basis(v: np.ndarray) -> np.ndarray:
     return Q
 
 
-@dataclass
+@dataclass(repr=False)
 class Spectrum:
     """The spectrum of one layer matrix F (d x d)."""
 
@@ -84,6 +84,12 @@ class Spectrum:
     null_eig_vec: np.ndarray | None = None  # (d,) complex128: its eigenvector (zeros if none)
     folded_eigvals: np.ndarray | None = None  # (d,) eigenvalues of F~ = F diag(g) (pre-norm models), sorted
     folded_vec: np.ndarray | None = None  # (d,) leading eigenvector of F~
+
+    def __repr__(self) -> str:
+        ev = self.eigvals
+        lead = ", ".join(f"{v.real:.4g}{v.imag:+.4g}j" if abs(v.imag) > 0 else f"{v.real:.4g}" for v in ev[:3])
+        return (f"Spectrum(d={len(ev)}, leading={leading_type(ev[0])}, |lambda_1|={abs(ev[0]):.4g}, "
+                f"first eigenvalues=[{lead}, ...], eigenvectors={self.vecs.shape[1]})")
 
     def summary(self) -> dict:
         ev = self.eigvals

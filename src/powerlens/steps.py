@@ -14,7 +14,8 @@ import yaml
 
 from . import provenance
 from .errors import PowerlensError
-from .io import read_json, write_json, write_text
+from .io import read_generated_json, read_generated_npz, read_json, reading_generated, write_json, write_text
+from .progress import progress
 
 
 def fetch_model(name: str, entry: dict, manifest_path: str | Path, lock_path: str | None = None) -> dict:
@@ -43,6 +44,25 @@ def fetch_model(name: str, entry: dict, manifest_path: str | Path, lock_path: st
     return rec
 
 
+def check_steering_targets(name: str, manifest_path: str | Path, targets: list[dict], out_path: str | Path
+                           ) -> list[dict]:
+    """Resolve a model's steering targets to token ids right after its fetch (hub and GGUF models, whose
+    tokenizer is not on disk before), so a bad target stops the run before extraction; write them."""
+    from .targets import check_targets, tokenizer_on_disk
+
+    found = tokenizer_on_disk(None, manifest_path)
+    if found is None:  # no tokenizer.json in the folder: transformers builds the fast tokenizer
+        from .sources import load_tokenizer
+        from .targets import has_lm_head
+
+        man = read_generated_json(manifest_path, "fetch_model")
+        cfg = read_json(Path(man["path"]) / "config.json")
+        found = (load_tokenizer(man).backend_tokenizer, has_lm_head(cfg.get("architectures")))
+    resolved = check_targets(name, targets, *found)
+    write_json(out_path, {"model": name, "targets": resolved})
+    return resolved
+
+
 def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Path, threads: int = 1) -> dict:
     """Extract every attention sublayer (W_Q, W_K, W_V, W_O, biases, LN, F) of one model."""
     import torch
@@ -51,7 +71,7 @@ def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Pat
     from .sources import load_model
 
     threads = provenance.set_threads(threads)
-    man = read_json(manifest_path)
+    man = read_generated_json(manifest_path, "fetch_model")
     model = load_model(man, dtype=torch.float32)
     adapter = get_adapter(man["arch"])
     w = adapter.extract(model)
@@ -81,7 +101,7 @@ def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_
     from .weights import ModelWeights
 
     threads = provenance.set_threads(threads)
-    man = read_json(manifest_path)
+    man = read_generated_json(manifest_path, "fetch_model")
     w = ModelWeights.load(weights_st, weights_json)
     adapter = get_adapter(man["arch"])
     result: dict[str, Any] = {"model": man["model"], "weights_label": man["weights_label"],
@@ -189,8 +209,8 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     device = resolve_device(device)
     torch.manual_seed(seed)
     prompts = read_prompts(prompts_path)
-    man = read_json(manifest_path)
-    meta = read_json(weights_json)  # n_layers, shared_weights: model mode needs no extracted tensor
+    man = read_generated_json(manifest_path, "fetch_model")
+    meta = read_generated_json(weights_json, "extract_weights")  # n_layers, shared_weights: model mode needs no extracted tensor
     adapter = get_adapter(man["arch"])
     model = load_model(man, dtype=torch.float32).to(device)
     tok = load_tokenizer(man)
@@ -198,8 +218,7 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     ids, special, truncated = tokenize(prompts, tok, max_len)
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     bs = batches(ids, special, batch_size, pad)
-    with np.load(spectra_npz, allow_pickle=False) as z:
-        dirs = layer_directions({k: z[k] for k in z.files}, seed)
+    dirs = layer_directions(read_generated_npz(spectra_npz, "spectra"), seed)
     nulls = null_sets(int(meta["d_model"]), dirs, int(null_draws), seed, device)
     n_steps = int(meta["n_layers"])
     n_prompts = len(prompts)
@@ -325,7 +344,7 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
 
     threads = provenance.set_threads(threads)
     device = resolve_device(device)
-    man = read_json(manifest_path)
+    man = read_generated_json(manifest_path, "fetch_model")
     w = ModelWeights.load(weights_st, weights_json)
     adapter = get_adapter(man["arch"])
     import transformers
@@ -341,8 +360,7 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     last = w.layer(w.n_layers - 1)
     F = last.F.numpy()
     W_V = last.v_per_head().double().numpy()  # (H dh, d): one block per query head (GQA: repeated per group)
-    with np.load(spectra_npz, allow_pickle=False) as z:
-        lam1 = float(np.abs(z["eigvals"][w.layer_map[-1]][0]))
+    lam1 = float(np.abs(read_generated_npz(spectra_npz, "spectra")["eigvals"][w.layer_map[-1]][0]))
     layer_module = adapter.layer_modules(model)[-1]
     site, _ = st.output_projection(model, man["arch"])
     b_V = last.b_v_per_head().double().numpy()
@@ -359,7 +377,7 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         z_vec = st.rank1_z(W_V, u)
         bound = st.kappa_bound(F, lam1)
         base_res, ref = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head)
-        for kappa in kappas:
+        for kappa in progress(kappas, f"steering, target {ti + 1}/{len(targets)} {name} (kappas)", every=0):
             alpha = kappa * lam1
             chk = st.principal_check(F, W_V, u, alpha)
             with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha) as _:
@@ -453,15 +471,15 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
 
     threads = provenance.set_threads(threads)
     torch.manual_seed(seed)
-    man = read_json(manifest_path)
+    man = read_generated_json(manifest_path, "fetch_model")
     if man["random_weights"] or str(man["weights_label"]).startswith("trained, "):
         raise PowerlensError(
             f"model {man['model']!r}: quantization sensitivity needs full-precision trained weights (it has "
             f"{man['weights_label']})", "list only full-precision trained models in `quantization.models`")
     adapter = get_adapter(man["arch"])
-    with np.load(spectra_npz, allow_pickle=False) as z:
-        full = {k: z[k] for k in z.files}
-    dyn_full = pd.read_csv(dynamics_csv)
+    full = read_generated_npz(spectra_npz, "spectra")
+    with reading_generated(dynamics_csv, "dynamics"):
+        dyn_full = pd.read_csv(dynamics_csv)
     prompts = read_prompts(prompts_path)
     tok = load_tokenizer(man)
     rows, counts, bs = [], {}, None

@@ -192,14 +192,21 @@ class ModelWeights:
     def load(cls, st_path: str | Path, json_path: str | Path) -> "ModelWeights":
         from safetensors import safe_open
 
-        from .io import read_json
+        from .io import read_json, reading_generated
 
-        meta = read_json(json_path)
+        with reading_generated(json_path, "extract_weights"):
+            meta = read_json(json_path)
         layers = []
         # only the tensors a LayerWeights holds (the stored float64 F is for users; F is recomputed)
-        with safe_open(str(st_path), framework="pt") as f:
-            tensors = {k: f.get_tensor(k) for k in f.keys()
-                       if k.rsplit(".", 1)[-1] in MATRICES + VECTORS + OPTIONAL}
+        with reading_generated(st_path, "extract_weights"):
+            with safe_open(str(st_path), framework="pt") as f:
+                tensors = {k: f.get_tensor(k) for k in f.keys()
+                           if k.rsplit(".", 1)[-1] in MATRICES + VECTORS + OPTIONAL}
+            for u, lm in enumerate(meta["layers"]):
+                need = [f"layers.{u}.{k}" for k in MATRICES + VECTORS + tuple(lm.get("optional", []))]
+                missing = [k for k in need if k not in tensors]
+                if missing:
+                    raise KeyError(f"tensor {missing[0]} missing")
         for u, lm in enumerate(meta["layers"]):
             kw = {k: tensors.pop(f"layers.{u}.{k}") for k in MATRICES + VECTORS}
             kw.update({k: tensors.pop(f"layers.{u}.{k}") for k in lm.get("optional", [])})

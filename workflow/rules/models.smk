@@ -3,6 +3,9 @@
 
 rule fetch_model:
     """Resolve one model entry to weights on disk and write its manifest (revision, sha256 of files)."""
+    input:
+        # a local folder's / package's / GGUF's own files: a model re-saved in place re-runs its chain
+        user_files=user_model_files,
     output:
         manifest=results("{model}/manifest.json"),
     params:
@@ -18,7 +21,6 @@ rule fetch_model:
     resources:
         mem_mb=fitted("fetch_model", "mem_mb"),
         runtime=fitted("fetch_model", "runtime"),
-    retries: 2
     localrule: True
     conda:
         ENV
@@ -31,6 +33,7 @@ rule extract_weights:
     """W_Q, W_K, W_V, W_O, biases, LayerNorm, scale, masks and F = W_O W_V of every layer."""
     input:
         manifest=rules.fetch_model.output.manifest,
+        targets_checked=targets_checked,
     output:
         tensors=results("{model}/weights.safetensors"),
         meta=results("{model}/weights.json"),
@@ -103,3 +106,28 @@ rule lock_models:
         ENV
     shell:
         "{params.py:q} {params.script:q} --out {output.lock:q} {input.manifests:q} > {log:q} 2>&1"
+
+
+rule check_steering_targets:
+    """Steering targets of a model whose tokenizer arrives with its fetch (hub, GGUF), checked before
+    extraction: single vocabulary entry, LM head for unembedding targets; token ids written."""
+    input:
+        manifest=rules.fetch_model.output.manifest,
+    output:
+        json=results("{model}/steering_targets.json"),
+    params:
+        targets=steering_targets_json,
+        script=os.path.join(SCRIPTS, "steering_targets.py"),
+        py=PY,
+    log:
+        f"logs/{RUN}/check_steering_targets/{{model}}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "{params.py:q} {params.script:q} --name {wildcards.model:q} --manifest {input.manifest:q} "
+        "--targets {params.targets:q} --out {output.json:q} > {log:q} 2>&1"

@@ -1,0 +1,216 @@
+"""The Python API: one model seen as power-method steps, in a few lines.
+
+    >>> import powerlens
+    >>> lens = powerlens.Lens.from_pretrained("path/to/saved/model")   # or a hub id, or Lens(model)
+    >>> lens.spectra().table                     # one row per unique layer: lambda_1, type, gap, ratio, ...
+    >>> lens.spectra()[3].eigvals[:4]            # layer 3's leading eigenvalues (sorted by modulus)
+    >>> lens.dynamics(["The cat sat on the mat."])   # gamma_t, rho_t, tilt per layer, with the null
+    >>> with lens.steer("water", kappa=16):     # rank-1 change of the last layer's W_O, undone on exit
+    ...     model(...)
+
+Everything here calls the functions the pipeline's steps call (the adapters' extraction,
+:func:`powerlens.spectra.model_spectra`, :func:`powerlens.dynamics.run_model_mode` /
+:func:`~powerlens.dynamics.run_attention_only` and :func:`~powerlens.dynamics.layer_stats`,
+:func:`powerlens.steering.rank1_output_edit`), so a number from the API is the number the pipeline writes.
+
+Conventions (differ from TransformerLens): matrices act on column vectors, ``y = W x``, and are stored
+whole, ``W_Q``, ``W_K``, ``W_V`` as (H d_head, d) and ``W_O`` as (d, H d_head), so ``F = W_O W_V`` is (d, d)
+and its eigenvectors are *right* eigenvectors, ``F v = lambda v``. TransformerLens stores per-head
+``W_V[h]`` as (d_model, d_head) acting on row vectors (``x @ W``): its ``OV`` matrix is ``F^T`` per head, whose
+eigenvalues are the same and whose right eigenvectors are the *left* eigenvectors of ``F``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .errors import PowerlensError
+
+
+def arch_of(model_or_config) -> str:
+    """The powerlens architecture (adapter name) of a transformers model or config, from its model_type."""
+    from .adapters import ADAPTERS
+
+    cfg = getattr(model_or_config, "config", model_or_config)
+    mt = cfg.get("model_type") if isinstance(cfg, dict) else getattr(cfg, "model_type", None)
+    for name, a in ADAPTERS.items():
+        if a.model_type == mt:
+            return name
+    raise PowerlensError(f"model_type {mt!r} has no powerlens adapter",
+                         f"supported: {', '.join(sorted(ADAPTERS))} (model types "
+                         f"{', '.join(sorted(a.model_type for a in ADAPTERS.values()))})")
+
+
+@dataclass
+class Spectra:
+    """The spectra of every unique layer of one model: ``table`` (a DataFrame, one row per unique layer),
+    ``layers[u]`` (a :class:`~powerlens.spectra.Spectrum`: eigvals sorted by modulus, eigenvectors with a
+    canonical phase), ``layer_map`` (depth -> unique layer; ALBERT's layers are one)."""
+
+    layers: list
+    layer_map: list[int]
+    table: Any
+
+    def __getitem__(self, u: int):
+        return self.layers[u]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def eigenvalues(self) -> list[np.ndarray]:
+        return [s.eigvals for s in self.layers]
+
+    @property
+    def eigenvectors(self) -> list[np.ndarray]:
+        """(d, k) complex per unique layer: right eigenvectors of the k leading eigenvalues."""
+        return [s.vecs for s in self.layers]
+
+    def __repr__(self) -> str:
+        return f"Spectra({len(self.layers)} unique layers)\n" + self.table[
+            ["layer", "leading_type", "abs_lambda1", "ratio_next", "gap_beyond_pair"]].to_string(index=False)
+
+
+class Lens:
+    """One transformers model (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3) read as power-method steps."""
+
+    def __init__(self, model, tokenizer=None, arch: str | None = None):
+        from .adapters import get_adapter
+
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.arch = arch or arch_of(model)
+        self.adapter = get_adapter(self.arch)
+        self.adapter.check(self.adapter.base(model))
+        self._weights = None
+
+    # ---------------------------------------------------------------------------------------- loading
+    @classmethod
+    def from_pretrained(cls, path_or_id: str | Path, arch: str | None = None, revision: str | None = None,
+                        head: bool = True) -> "Lens":
+        """A local folder saved by ``save_pretrained`` (config.json + *.safetensors) or a hub id (downloaded
+        with huggingface_hub at ``revision``); ``arch`` from config.json's model_type unless given. Loads
+        safetensors only, never a model's own code; with ``head`` the LM head too when the checkpoint has one."""
+        import transformers
+
+        from .adapters import get_adapter
+        from .sources import _check_model_dir, fetch_hf
+        from .targets import has_lm_head
+
+        p = Path(str(path_or_id)).expanduser()  # a str, a Path or an importlib.resources Traversable
+        if p.is_dir():
+            _check_model_dir(p.resolve(), f"model {str(path_or_id)!r}")
+            path = p.resolve()
+        elif p.exists() or str(path_or_id).startswith((".", "/", "~")):
+            raise PowerlensError(f"{path_or_id} is not a model folder",
+                                 "give a folder made by `save_pretrained(...)` or a hub id like org/name")
+        else:
+            path = Path(fetch_hf(str(path_or_id), {"repo_id": str(path_or_id), "revision": revision})["path"])
+        import json
+
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        arch = arch or arch_of(cfg)
+        cls_name = get_adapter(arch).head_class if head and has_lm_head(cfg.get("architectures")) else "AutoModel"
+        kw = dict(attn_implementation="eager", use_safetensors=True, local_files_only=True, trust_remote_code=False)
+        model = getattr(transformers, cls_name).from_pretrained(str(path), **kw)
+        tok = None
+        with contextlib.suppress(Exception):
+            tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
+                                                             trust_remote_code=False)
+        return cls(model, tok, arch)
+
+    # ---------------------------------------------------------------------------------------- matrices
+    @property
+    def weights(self):
+        """Every unique layer's matrices (:class:`~powerlens.weights.ModelWeights`: ``layers[u].W_Q``, ...,
+        ``.F``), extracted by the architecture's adapter exactly as the pipeline's extract step does."""
+        if self._weights is None:
+            self._weights = self.adapter.extract(self.adapter.base(self.model))
+        return self._weights
+
+    def F(self, layer: int) -> np.ndarray:
+        """F = W_O W_V of the layer at depth ``layer`` (float64, (d, d))."""
+        w = self.weights
+        return w.layers[w.layer_map[layer]].F.double().numpy()
+
+    # ---------------------------------------------------------------------------------------- analyses
+    def spectra(self, k: int = 8, threads: int = 1, seed: int = 0) -> Spectra:
+        """Eigenvalues (float64, sorted by modulus) and the k leading eigenvectors of every unique F."""
+        import pandas as pd
+
+        from .spectra import model_spectra
+
+        w = self.weights
+        specs = model_spectra(w, k=k, threads=threads, seed=seed)
+        rows = [{"layer": u, **s.summary()} for u, s in enumerate(specs)]
+        return Spectra(specs, list(w.layer_map), pd.DataFrame(rows))
+
+    def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int = 128, batch_size: int = 16,
+                 steps: int | None = None, null_draws: int = 200, seed: int = 0, norm: str = "l2"):
+        """Token dynamics over ``prompts``: per depth gamma_t, rho_t and the tilt towards F_t's leading
+        direction, each with the Monte Carlo null of random directions (``null_draws`` draws), in ``mode``
+        "model" (the real forward pass) or "attention-only" (the paper's law; ``steps`` for shared-weight
+        models, default the depth). Returns the per-layer DataFrame the pipeline's dynamics step writes."""
+        import torch
+
+        from .corpus import batches, tokenize
+        from .dynamics import layer_directions, layer_stats, null_sets, run_attention_only, run_model_mode
+        from .spectra import spectra_arrays
+
+        if self.tokenizer is None:
+            raise PowerlensError("this Lens has no tokenizer", "pass one: Lens(model, tokenizer)")
+        if mode not in ("model", "attention-only"):
+            raise PowerlensError(f"unknown dynamics mode {mode!r}", "use mode='model' or mode='attention-only'")
+        w = self.weights
+        specs = self.spectra(seed=seed)
+        dirs = layer_directions(spectra_arrays(specs.layers, list(w.layer_map)), seed)
+        nulls = null_sets(w.d_model, dirs, int(null_draws), seed, "cpu")
+        tok = self.tokenizer
+        max_len = min(int(max_tokens), self.adapter.max_positions(self.model.config))
+        ids, special, _ = tokenize(list(prompts), tok, max_len)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+        bs = batches(ids, special, batch_size, pad)
+        base = self.adapter.base(self.model)
+        if mode == "model":
+            arr = run_model_mode(base, self.adapter, dirs, bs, len(prompts), nulls, progress=False)
+        else:
+            with torch.no_grad():
+                x0s = [self.adapter.embed(base, b.ids) for b in bs]
+            n = int(steps or w.n_layers) if w.shared else w.n_layers
+            arr = run_attention_only(x0s, w, dirs, bs, n, len(prompts), nulls, norm=norm, progress=False)
+        return layer_stats(arr, dirs)
+
+    @contextlib.contextmanager
+    def steer(self, target, kappa: float, kind: str = "embedding", seed: int = 0) -> Iterator[dict]:
+        """Rank-1 steering of the last layer, undone on exit: W_O' = W_O + alpha u z^T with V^T z = u and
+        alpha = kappa |lambda_1(F_last)|, so u becomes F's principal eigenvector for kappa large enough.
+        ``target``: a token (its ``kind`` = embedding or unembedding row), a unit vector (d,), or "random".
+        Yields {"u", "alpha", "principal"} (the eigen-check of the edited F)."""
+        from .steering import principal_check, rank1_output_edit, rank1_z, target_vector
+
+        w = self.weights
+        last = w.layers[w.layer_map[-1]]
+        W_V = last.v_per_head().double().numpy()
+        F = last.F.double().numpy()
+        if isinstance(target, str) and target != "random":
+            u, _ = target_vector(self.model, self.tokenizer, self.arch, kind, target, seed, d=w.d_model)
+        elif isinstance(target, str):
+            u, _ = target_vector(self.model, self.tokenizer, self.arch, "random", None, seed, d=w.d_model)
+        else:
+            u = np.asarray(target, dtype=np.float64)
+            u = u / np.linalg.norm(u)
+        lam1 = float(np.abs(np.linalg.eigvals(F)).max())
+        alpha = float(kappa) * lam1
+        z = rank1_z(W_V, u)
+        with rank1_output_edit(self.model, self.arch, u, z, alpha):
+            yield {"u": u, "alpha": alpha, "principal": principal_check(F, W_V, u, alpha)}
+
+    def __repr__(self) -> str:
+        cfg = self.model.config
+        return (f"Lens({self.arch}, d_model={self.adapter.d_model(cfg)}, layers={len(self.weights.layer_map)}, "
+                f"unique={len(self.weights.layers)}, heads={self.adapter.n_heads(cfg)})")

@@ -1,0 +1,160 @@
+"""The ``powerlens`` command: a quick look at one model, and every pipeline step as a sub-command.
+
+    powerlens inspect PATH_OR_HUB_ID        # leading eigenpair of F = W_O W_V per layer, as a table
+    powerlens spectra --help                 # the step the workflow runs (scripts/spectra.py is the same)
+
+Each step's options are defined once, in ``powerlens.commands.<step>``; ``scripts/<step>.py`` (what the
+Snakemake rules call) runs the same sub-command. A user error prints ``ERROR: <problem>`` and
+``  fix: <what to do>`` and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+#: The pipeline's steps, in the order a run meets them (module names in powerlens.commands).
+STEPS = ("fetch_model", "steering_targets", "write_lock", "extract", "check_extraction", "spectra", "dynamics",
+         "steering", "quantization", "theory", "table_models", "plot_spectra", "plot_dynamics", "plot_steering",
+         "plot_theory", "table_quantization", "claims", "provenance")
+
+#: What a flag means wherever a step does not say more (every flag of every step has a help text).
+GLOSSARY = {
+    "--manifest": "manifest.json of the model, written by the fetch step (source, path, sha256 of every file)",
+    "--manifests": "manifest.json files of every model of the run (from the fetch step)",
+    "--tensors": "weights.safetensors written by the extract step (W_Q, W_K, W_V, W_O, biases, norms, F)",
+    "--meta": "weights.json written by the extract step (layer map, d_model, heads, norm placement)",
+    "--spectra": "spectra.npz written by the spectra step (eigenvalues, eigenvectors of every unique F)",
+    "--prompts": "prompt corpus: a UTF-8 text file, one prompt per line",
+    "--out": "file (or file stem, without suffix) to write",
+    "--out-npz": ".npz file to write (arrays, loaded without pickle)",
+    "--out-csv": "CSV file to write (one row per layer unless the step says otherwise)",
+    "--out-json": "JSON file to write (settings, counts and provenance)",
+    "--threads": "CPU threads for BLAS/LAPACK and torch (results do not depend on it)",
+    "--seed": "master seed (random targets, null draws, twins); recorded in the outputs",
+    "--device": "where forward passes run: cpu, cuda or auto (eigen-solves always run on the CPU)",
+    "--dpi": "resolution of the PNG figures (PDFs are vector)",
+    "--labels": "JSON object {model key: display label} for figures and tables",
+    "--table": "stem of the table to write (.csv, .md and .tex are written)",
+    "--fig": "stem of the figure to write (.pdf and .png are written)",
+    "--csv": "input CSV files written by the earlier step (one per model)",
+    "--npz": "input .npz files written by the earlier step (matching --csv / --json)",
+    "--json": "input JSON files written by the earlier step",
+    "--top-k": "number of leading eigenvectors stored per layer (all eigenvalues are stored)",
+    "--max-tokens": "truncation length of each prompt in tokens (special tokens included)",
+    "--batch-size": "prompts per forward pass",
+    "--max-prompts": "use the first N prompts of the corpus",
+    "--alpha": "significance level of the verdicts (Monte Carlo p after Holm correction)",
+    "--mode": "model: the real forward pass; attention-only: the paper's law, FFN removed",
+    "--norm": "normalisation N of the attention-only law: l2 (the paper's analysis) or the layer's layernorm",
+    "--dtype": "floating-point type of the attention-only dynamics (statistics are float64 either way)",
+    "--null-draws": "R random subspaces of the Monte Carlo null (per model, shared by all layers)",
+    "--control": "attention-only: also run the bias-free control (attention biases removed)",
+    "--theory": "theory result JSON files (real, complex, bipartite cases)",
+    "--steering": "steering.csv files of every model (from the steering step)",
+    "--dynamics": "dynamics CSV file(s) of the model(s), from the dynamics step",
+    "--case": "synthetic case: real (real leading eigenvalue), complex (complex pair) or bipartite",
+    "--epsilon": "size of the perturbation in the synthetic layer",
+    "--continuations": "steering_continuations.csv files of every model (from the steering step)",
+    "--continuations-table": "stem of table_continuations (.csv, .md, .tex)",
+    "--continuation-tokens": "new tokens generated per greedy continuation",
+}
+
+
+def run_guarded(fn, *args) -> None:
+    """Run a step: a PowerlensError becomes the problem + fix lines and exit status 2; any other error a
+    traceback and status 1 (a bug to report)."""
+    from .errors import PowerlensError
+
+    try:
+        fn(*args)
+    except PowerlensError as e:
+        print(f"ERROR: {e.problem}", file=sys.stderr)
+        if e.fix:
+            print(f"  fix: {e.fix}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted: no output was replaced (outputs are written atomically)", file=sys.stderr)
+        sys.exit(130)
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
+
+
+def inspect_model(a) -> None:
+    """powerlens inspect: the leading eigenpair of every layer's F, printed as a table."""
+    import numpy as np
+    import pandas as pd
+
+    from .api import Lens
+
+    lens = Lens.from_pretrained(a.model, arch=a.arch, revision=a.revision, head=False)
+    spec = lens.spectra(k=1, threads=a.threads)
+    w = lens.weights
+    rows = []
+    for t, u in enumerate(w.layer_map):
+        s = spec[u]
+        v = s.vecs[:, 0]
+        top = np.argsort(-np.abs(v))[:3]
+        summ = s.summary()
+        pair = summ["leading_type"] == "complex pair"  # complex v_1: moduli of its components
+        rows.append({"layer": t, "unique": u, "lambda_1": complex(s.eigvals[0]), "|lambda_1|": abs(s.eigvals[0]),
+                     "type": summ["leading_type"], "|l_next|/|l_1|": summ["ratio_next"],
+                     "v_1 largest components": ", ".join(f"{i}:{abs(v[i]):.2f}" if pair else f"{i}:{v[i].real:+.2f}"
+                                                         for i in top)})
+    df = pd.DataFrame(rows)
+    print(f"{lens}  (F = W_O W_V per layer; eigenvalues sorted by modulus; v_1 = right eigenvector, unit norm; "
+          "'complex pair' = lambda_1 and its conjugate lead together)")
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60):
+        print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}",
+                           formatters={"lambda_1": lambda z: f"{z.real:.4g}{z.imag:+.4g}j"}))
+    if a.csv:
+        df.assign(lambda_1=df["lambda_1"].astype(str)).to_csv(a.csv, index=False)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Descriptions as written, and every option's default shown after its help."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    ap = argparse.ArgumentParser(
+        prog="powerlens", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"powerlens {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("inspect", help="leading eigenpair of F = W_O W_V per layer of one model, as a table",
+                       description=inspect_model.__doc__, formatter_class=_Formatter)
+    p.add_argument("model", metavar="PATH_OR_ID",
+                   help="a folder saved by save_pretrained (config.json + *.safetensors) or a Hugging Face hub id")
+    p.add_argument("--arch", default=None, help="architecture (default: read from config.json's model_type)")
+    p.add_argument("--revision", default=None, help="hub revision (commit, branch or tag) for a hub id")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for the eigen-solves")
+    p.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    p.set_defaults(func=inspect_model)
+    for name in STEPS:
+        mod = importlib.import_module(f"powerlens.commands.{name}")
+        doc = (mod.__doc__ or "").strip()
+        p = sub.add_parser(name.replace("_", "-"), help=doc.split("\n\n")[0].replace("\n", " "), description=doc,
+                           formatter_class=_Formatter)
+        mod.add_arguments(p)
+        for act in p._actions:
+            if act.help is None and not isinstance(act, argparse._HelpAction):
+                key = act.option_strings[0] if act.option_strings else "--" + act.dest.replace("_", "-")
+                act.help = GLOSSARY.get(key)
+        p.set_defaults(func=mod.run)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    from .progress import quiet_third_party_bars
+
+    a = build_parser().parse_args(argv)
+    quiet_third_party_bars()
+    run_guarded(a.func, a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""Draw fig_spectra and fig_gap and write table_spectra from the per-model spectra outputs."""
+
+from __future__ import annotations
+
+
+def add_arguments(ap) -> None:
+    ap.add_argument("--npz", nargs="+", required=True)
+    ap.add_argument("--csv", nargs="+", required=True)
+    ap.add_argument("--labels", default="{}", help="JSON {model: display label}")
+    ap.add_argument("--fig-spectra", required=True, help="output stem (no suffix)")
+    ap.add_argument("--fig-gap", required=True, help="output stem (no suffix)")
+    ap.add_argument("--table", default="", help="table_spectra stem (no suffix); empty = skip")
+    ap.add_argument("--dpi", type=int, default=150)
+
+
+def run(a) -> None:
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from powerlens.figures import fig_gap, fig_spectra
+    from powerlens.tables import spectra_table, write_table
+
+    labels = json.loads(a.labels)
+    dfs = [pd.read_csv(p) for p in a.csv]
+    models = []
+    for p, df in zip(a.npz, dfs):
+        with np.load(p, allow_pickle=False) as z:
+            ev = z["eigvals"]
+        m = df["model"].iloc[0]
+        models.append({"label": labels.get(m, m), "weights": df["weights"].iloc[0], "eigvals": ev,
+                       "shared": ev.shape[0] < len(df)})
+    fig_spectra(models, a.fig_spectra, a.dpi)
+    allrows = pd.concat(dfs, ignore_index=True)
+    fig_gap(allrows, labels, {d["model"].iloc[0]: d["weights"].iloc[0] for d in dfs}, a.fig_gap, a.dpi)
+    if a.table:
+        t = spectra_table(dfs, labels)
+        write_table(t, a.table, caption="Spectra of F_t = O_t V_t per model (over unique layers).")
+        print(t.to_string(index=False))

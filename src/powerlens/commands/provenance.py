@@ -1,0 +1,18 @@
+"""Write the run's provenance manifest: versions, BLAS, models (revisions, weight sha256), config hash,
+seeds, threads, device, and the start and end time of the run's outputs."""
+
+from __future__ import annotations
+
+
+def add_arguments(ap) -> None:
+    ap.add_argument("--config", required=True, help="the run's config as JSON")
+    ap.add_argument("--manifests", nargs="+", required=True)
+    ap.add_argument("--records", nargs="*", default=[], help="JSON outputs whose provenance blocks are gathered")
+    ap.add_argument("--out", required=True)
+
+
+def run(a) -> None:
+    from powerlens.steps import provenance_manifest
+
+    doc = provenance_manifest(a.config, a.manifests, a.records, a.out)
+    print(f"run {doc['run']}: {len(doc['models'])} models, config sha256 {doc['config_sha256'][:12]}")

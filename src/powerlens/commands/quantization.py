@@ -1,0 +1,25 @@
+"""Quantization sensitivity of one full-precision model: quantize its weight matrices with the gguf package's
+quantizers, recompute spectra and model-mode dynamics, compare per layer with the full-precision results."""
+
+from __future__ import annotations
+
+
+def add_arguments(ap) -> None:
+    for k in ("manifest", "spectra", "dynamics", "prompts", "out-csv", "out-json"):
+        ap.add_argument(f"--{k}", required=True)
+    ap.add_argument("--types", nargs="+", required=True, help="gguf quantization types, e.g. Q4_1 Q8_0")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--top-k", type=int, default=8)
+    ap.add_argument("--null-draws", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=1)
+
+
+def run(a) -> None:
+    from powerlens.steps import quantization
+
+    df = quantization(a.manifest, a.spectra, a.dynamics, a.prompts, a.out_csv, a.out_json, a.types, a.batch_size,
+                      a.max_tokens, a.seed, a.top_k, a.null_draws, a.threads)
+    print(df[["quantization", "layer", "rel_change_lambda1", "leading_type_changed", "delta_gamma",
+              "delta_rho"]].to_string(index=False))

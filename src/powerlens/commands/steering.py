@@ -1,0 +1,32 @@
+"""Rank-1 steering of one model's last layer (O' = O + alpha u z^T) against activation addition, over a
+kappa sweep and several targets, in the real forward pass and the attention-only law."""
+
+from __future__ import annotations
+
+
+def add_arguments(ap) -> None:
+    for k in ("manifest", "tensors", "meta", "spectra", "prompts", "out-csv", "out-json"):
+        ap.add_argument(f"--{k}", required=True)
+    ap.add_argument("--targets", required=True, help="JSON list of {kind, token?, seed?}")
+    ap.add_argument("--kappas", required=True, help="JSON list of kappa values")
+    ap.add_argument("--max-prompts", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out-continuations", default=None, help="CSV of greedy continuations (causal LMs)")
+    ap.add_argument("--continuation-prompts", default="[]", help="JSON list of prompts to continue")
+    ap.add_argument("--continuation-tokens", type=int, default=12)
+
+
+def run(a) -> None:
+    import json
+
+    from powerlens.steps import steering
+
+    df = steering(a.manifest, a.tensors, a.meta, a.spectra, a.prompts, a.out_csv, a.out_json,
+                  json.loads(a.targets), json.loads(a.kappas), a.max_prompts, a.batch_size, a.max_tokens, a.seed,
+                  a.device, a.threads, a.out_continuations, json.loads(a.continuation_prompts),
+                  a.continuation_tokens)
+    print(df[["target", "kappa", "method", "u_principal", "cos_after_layer_model", "p_target"]].to_string(index=False))

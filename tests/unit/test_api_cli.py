@@ -1,0 +1,135 @@
+"""The public Python API (powerlens.Lens) and the `powerlens` command: same numbers as the pipeline steps,
+the README's example as printed, every flag explained."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powerlens.errors import PowerlensError
+
+from ..conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory):
+    """A tiny GPT-2 twin fetched, extracted and solved by the pipeline's own step functions."""
+    from powerlens.steps import extract, fetch_model, spectra
+
+    d = tmp_path_factory.mktemp("twin")
+    rec = fetch_model("t", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2", "seed": 3}, d / "m.json")
+    extract(d / "m.json", d / "w.safetensors", d / "w.json")
+    spectra(d / "w.safetensors", d / "w.json", d / "s.npz", d / "s.csv")
+    return d, rec
+
+
+def test_lens_reads_arch_from_config_and_matches_the_pipelines_spectra(twin):
+    import powerlens
+
+    d, rec = twin
+    lens = powerlens.Lens.from_pretrained(rec["path"])  # no arch given: config.json says gpt2
+    assert lens.arch == "gpt2" and "gpt2" in repr(lens)
+    sp = lens.spectra()
+    with np.load(d / "s.npz") as z:
+        assert np.array_equal(np.stack(sp.eigenvalues), z["eigvals"])  # the same function, the same numbers
+        assert np.array_equal(np.stack(sp.eigenvectors), z["vecs"])
+    csv = pd.read_csv(d / "s.csv").drop_duplicates("unique_layer")
+    assert np.allclose(sp.table["abs_lambda1"], csv["abs_lambda1"], rtol=1e-12)
+    F = lens.F(0)
+    assert F.shape == (lens.weights.d_model, lens.weights.d_model)
+    assert np.allclose(sorted(np.abs(np.linalg.eigvals(F)))[-1], sp.table["abs_lambda1"][0])
+    # printing a spectrum is one line, not every eigenvalue
+    assert len(repr(sp[0]).splitlines()) == 1 and "leading=" in repr(sp[0])
+
+
+def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
+    from powerlens.steps import dynamics
+
+    d, rec = twin
+    prompts = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g."]
+    (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n")
+    ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", d / "s.npz", tmp_path / "p.txt",
+                   tmp_path / "d.npz", tmp_path / "d.csv", tmp_path / "d.json", "model", null_draws=50,
+                   max_tokens=16, batch_size=2)
+    import powerlens
+
+    lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
+    got = lens.dynamics(prompts, null_draws=50, max_tokens=16, batch_size=2)
+    for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95"):
+        assert np.allclose(got[c].to_numpy(), ref[c].to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True), c
+
+
+def test_steer_is_reversible_and_makes_u_principal(twin):
+    import torch
+
+    import powerlens
+
+    _, rec = twin
+    lens = powerlens.Lens.from_pretrained(rec["path"])
+    before = {k: v.clone() for k, v in lens.model.state_dict().items()}
+    with lens.steer("e", kappa=64) as edit:
+        assert edit["principal"]["u_principal"]
+        changed = [k for k, v in lens.model.state_dict().items() if not torch.equal(v, before[k])]
+        assert len(changed) == 1 and "c_proj" in changed[0]  # the last layer's W_O only
+    assert all(torch.equal(v, before[k]) for k, v in lens.model.state_dict().items())
+
+
+def test_lens_from_a_loaded_model_and_bad_inputs(twin, tmp_path):
+    import transformers
+
+    import powerlens
+
+    _, rec = twin
+    model = transformers.AutoModel.from_pretrained(rec["path"], trust_remote_code=False)
+    assert powerlens.Lens(model).arch == "gpt2"
+    with pytest.raises(PowerlensError, match="no powerlens adapter"):
+        powerlens.arch_of({"model_type": "mamba"})
+    with pytest.raises(PowerlensError, match="has no config.json"):
+        powerlens.Lens.from_pretrained(tmp_path)
+
+
+def readme_block(lang: str, marker: str) -> str:
+    text = (REPO / "README.md").read_text()
+    blocks = re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+    found = [b for b in blocks if marker in b]
+    assert len(found) == 1, f"README: one ```{lang} block containing {marker!r}"
+    return found[0]
+
+
+def test_readme_api_example_runs_as_printed(minilm_path):
+    code = readme_block("python", "powerlens.Lens")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "complex pair" in r.stdout or "real positive" in r.stdout
+    assert "u_principal: True" in r.stdout, r.stdout[-2000:]
+
+
+def test_every_flag_of_every_command_is_explained():
+    from powerlens.cli import STEPS, build_parser
+
+    ap = build_parser()
+    sub = next(a for a in ap._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    assert set(sub.choices) == {"inspect"} | {s.replace("_", "-") for s in STEPS}
+    for name, p in sub.choices.items():
+        assert p.description, name
+        for act in p._actions:
+            assert act.help, (name, act.option_strings or act.dest)
+
+
+def test_powerlens_command_inspect_and_step_help(minilm_path, twin):
+    exe = [sys.executable, "-m", "powerlens.cli"]
+    r = subprocess.run(exe + ["--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "inspect" in r.stdout and "spectra" in r.stdout
+    r = subprocess.run(exe + ["spectra", "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "--top-k" in r.stdout and "(default: 8)" in r.stdout
+    r = subprocess.run(exe + ["inspect", str(minilm_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [ln for ln in r.stdout.splitlines() if re.match(r"\s+\d+\s+\d+\s", ln)]
+    assert len(rows) == 6 and "Lens(bert" in r.stdout and "\r" not in r.stdout + r.stderr
+    r = subprocess.run(exe + ["inspect", twin[1]["path"]], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "Lens(gpt2" in r.stdout
+    r = subprocess.run(exe + ["inspect", "/nonexistent/folder"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "ERROR:" in r.stderr and "fix:" in r.stderr and "Traceback" not in r.stderr
