@@ -90,11 +90,36 @@ def model_params(name: str, m: dict) -> int:
 
 
 
-def schema_error(err) -> PowerlensError:
+def _description(root: dict | None, schema_path) -> str:
+    """The description nearest to the failing keyword along the schema path (following $refs)."""
+    if root is None:
+        return ""
+    node, found = root, ""
+    for seg in list(schema_path)[:-1]:
+        while isinstance(node, dict) and "$ref" in node and seg not in node:
+            ref = node["$ref"].lstrip("#/").split("/")
+            node = root
+            for r in ref:
+                node = node[r]
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(node, dict) and node.get("description"):
+            found = node["description"]
+    return " ".join(str(found).split())
+
+
+def schema_error(err, root: dict | None = None) -> PowerlensError:
     """A jsonschema ValidationError as the project's problem + fix: where in the config, what is wrong, and
-    what the schema says the value means (its description), instead of a dump of the schema."""
+    what the schema says the value means (the nearest description; ``root`` is the whole schema), instead
+    of a dump of the schema."""
     where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
     problem = f"config value {where}: {err.message}"
+    if err.validator == "not" and isinstance(err.validator_value, dict) and "enum" in err.validator_value:
+        return PowerlensError(
+            f"config value {where}: the name {err.instance!r} is reserved for an output of the run "
+            f"({', '.join(map(str, err.validator_value['enum']))})", "choose another name")
     if err.validator == "additionalProperties":
         allowed = sorted((err.schema.get("properties") or {}).keys())
         fix = (f"remove or correct the key; allowed here: {', '.join(allowed)}" if allowed else
@@ -107,7 +132,8 @@ def schema_error(err) -> PowerlensError:
         best = min(err.context, key=lambda e: len(list(e.absolute_path)))
         fix = f"{best.message}; see workflow/schemas/config.schema.yaml"
     else:
-        desc = " ".join(str(err.schema.get("description", "")).split())
+        desc = " ".join(str(err.schema.get("description", "")).split()) or _description(
+            root, err.absolute_schema_path)
         fix = ((desc + " " if desc else "") + "(workflow/schemas/config.schema.yaml)").strip()
     return PowerlensError(problem, fix)
 

@@ -338,6 +338,27 @@ def _compare_files(name: str, actual: dict, expected: dict, where: str, source: 
             )
 
 
+def check_model_type(name: str, arch: str, path: Path) -> None:
+    """config.json's model_type must be the one the config's `arch` stands for (checked in the fetch step,
+    so a wrong or unknown architecture stops before any model-heavy job)."""
+    import json
+
+    from .adapters import ADAPTERS, get_adapter
+
+    try:
+        mt = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return  # the load names an unreadable config.json
+    want = get_adapter(arch).model_type
+    if mt != want:
+        known = {a.model_type: k for k, a in ADAPTERS.items()}
+        raise PowerlensError(
+            f"model {name!r}: {path / 'config.json'} declares model_type {mt!r}, the config says arch {arch!r} "
+            f"(model_type {want!r})",
+            f"set `arch: {known[mt]}`" if mt in known else
+            f"powerlens has no adapter for model_type {mt!r}; supported: {', '.join(sorted(ADAPTERS))}")
+
+
 def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None) -> dict:
     """Resolve a model entry to a directory of weights; return its manifest."""
     source = entry.get("source")
@@ -356,6 +377,7 @@ def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None)
     else:
         raise PowerlensError(f"model {name!r}: unknown source {source!r}",
                              "`source` must be one of: hf, local, package, gguf, random")
+    check_model_type(name, entry["arch"], Path(rec["path"]))
     random_weights = source == "random"
     rec.setdefault("weights_label", "random weights" if random_weights else "trained weights")
     rec.update({"model": name, "arch": entry["arch"], "random_weights": random_weights, "fetched_at": _now()})

@@ -46,6 +46,9 @@ def check_targets(name: str, targets: list[dict], tokenizer, head: bool) -> list
             raise PowerlensError(f"{where}: the checkpoint has no language-model head to take the unembedding "
                                  "row from", "use kind: embedding (the input embedding row) or kind: random")
         ids = tokenizer.encode(token, add_special_tokens=False).ids
+        if not ids:
+            raise PowerlensError(f"{where}: the tokenizer gives no token for it",
+                                 "choose a token of the model's vocabulary, or use kind: random")
         if len(ids) != 1:
             pieces = [tokenizer.id_to_token(j) for j in ids[:12]] + (["..."] if len(ids) > 12 else [])
             raise PowerlensError(

@@ -291,3 +291,31 @@ def test_fetch_depends_on_the_users_own_model_files(tmp_path, minilm_path):
     assert str(minilm_path / "model.safetensors") in pkg
     assert source_files({"source": "local", "path": str(tmp_path / "nope")}) == []
     assert source_files({"source": "random", "twin_of": "tiny-bert"}) == []
+
+
+def test_schema_errors_quote_the_nearest_description_and_reserved_names():
+    import jsonschema
+    import yaml
+
+    from powerlens.config import schema_error
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    v = jsonschema.Draft202012Validator(schema)
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    cfg["steering"]["kappas"] = [0, float("inf")]
+    e = schema_error(next(iter(v.iter_errors(cfg))), schema)
+    assert "steering.kappas.1" in e.problem and "each finite" in e.fix  # the list's description, not "(schema)"
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    cfg["models"]["provenance.json"] = cfg["models"].pop("tiny-bert")
+    e = schema_error(next(iter(v.iter_errors(cfg))), schema)
+    assert "reserved for an output of the run" in e.problem and e.fix == "choose another name"
+
+
+def test_unknown_model_type_stops_in_the_fetch_step(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "mamba"}')
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    r = cli("fetch_model.py", "--name", "m", "--entry", json.dumps({"arch": "bert", "source": "local",
+                                                                     "path": str(tmp_path)}),
+            "--out", tmp_path / "m.json")
+    assert r.returncode == 2 and "declares model_type 'mamba'" in r.stderr and "no adapter" in r.stderr
+    assert not (tmp_path / "m.json").exists()

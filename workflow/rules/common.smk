@@ -60,7 +60,10 @@ try:
         _v = _e.__context__  # the jsonschema ValidationError validate() caught
         if not hasattr(_v, "absolute_path"):
             raise
-        raise schema_error(_v) from None
+        import yaml
+
+        with open(os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")) as _f:
+            raise schema_error(_v, yaml.safe_load(_f)) from None
     check_models(config)
 except PowerlensError as e:
     stop(e)
