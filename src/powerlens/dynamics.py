@@ -457,6 +457,10 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
                                  "F leading pair" if row["leading_type"] == "complex pair" else "span(v1, v2)")
         row["arg_lambda1"] = float(np.angle(dirs[u].lam1))
         row["arg_mu1"] = float(np.angle(dirs[u].mu1))
+        # rotation per step predicted in the plane mean_dtheta is measured in: the argument of the eigenvalue
+        # of I + F that owns the plane (none for span(v1, v2) of a real lead)
+        row["predicted_dtheta"] = {"I+F leading pair": row["arg_mu1"],
+                                   "F leading pair": float(np.angle(1 + dirs[u].lam1))}.get(row["rotation_plane"], 0.0)
         if "sum_ent_n" in arr and i < len(arr["sum_ent_n"]) and not np.isnan(arr["sum_ent_n"][i]):
             row["attn_entropy_rel"] = col("ent_sum", i) / max(col("ent_n", i), 1)
             row["bias_ratio"] = col("b_eff", i) / max(col("fx_sum", i) / max(col("fx_n", i), 1), 1e-300)

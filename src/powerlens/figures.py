@@ -6,7 +6,7 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
-from .plotting import grid, panel_title, plt, save, style
+from .plotting import grid, legend_below, panel_title, plt, save, style, unique_handles
 from .spectra import leading_type
 
 
@@ -18,16 +18,17 @@ def fig_spectra(models: list[dict], stem, dpi: int = 150):
     The leading eigenvalue (or conjugate pair) of each layer is ringed.
     """
     style()
-    fig, axes = grid(len(models), ncols=4, size=2.8)
+    fig, axes = grid(len(models), ncols=4, size=3.3)
     for ax, m in zip(axes, models):
         ev = m["eigvals"]
         U = ev.shape[0]
         if U == 1:
-            ax.scatter(ev[0].real, ev[0].imag, s=4, color="C0", alpha=0.6, lw=0, label="eigenvalues")
+            ax.scatter(ev[0].real, ev[0].imag, s=4, color="C0", alpha=0.6, lw=0, label="eigenvalue (one shared F)")
         else:
             cmap = plt.get_cmap("viridis")
             for u in range(U):
-                ax.scatter(ev[u].real, ev[u].imag, s=3, color=cmap(u / max(U - 1, 1)), alpha=0.5, lw=0)
+                ax.scatter(ev[u].real, ev[u].imag, s=3, color=cmap(u / max(U - 1, 1)), alpha=0.5, lw=0,
+                           label="eigenvalue (colour: layer t)" if u == U // 2 else None)
             sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, U - 1))
             cb = fig.colorbar(sm, ax=ax, fraction=0.046, pad=0.02)
             cb.set_label("layer t", fontsize=7)
@@ -36,43 +37,64 @@ def fig_spectra(models: list[dict], stem, dpi: int = 150):
         for u in range(U):
             pts = ev[u, :2] if leading_type(ev[u, 0]) == "complex pair" else ev[u, :1]
             ax.scatter(pts.real, pts.imag, s=28, facecolors="none", edgecolors="C3", lw=0.8,
-                       label="leading" if u == 0 else None)
+                       label="leading eigenvalue (or conjugate pair) of a layer" if u == 0 else None)
         ax.axhline(0, color="0.6", lw=0.5)
         ax.axvline(0, color="0.6", lw=0.5)
         ax.set_aspect("equal", adjustable="datalim")
-        ax.set_title(panel_title(m["label"], m["weights"]) + (" - shared F" if m["shared"] else ""))
-        ax.set_xlabel(r"Re $\lambda$ (dimensionless)")
-        ax.set_ylabel(r"Im $\lambda$ (dimensionless)")
-        ax.legend(loc="upper left", fontsize=6, frameon=True)
-    fig.suptitle(r"Spectra of the layer matrices $F_t = O_t V_t$", y=1.0)
-    fig.tight_layout()
+        ax.set_title(panel_title(m["label"], m["weights"]) + ("\none F shared by all layers" if m["shared"] else
+                                                               f"\n{U} layers"), fontsize=8.5)
+        ax.set_xlabel(r"Re $\lambda$")
+        ax.set_ylabel(r"Im $\lambda$")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
+    fig.suptitle(r"Eigenvalues of the layer matrices $F_t = W_O W_V$ in the complex plane", y=1.0)
+    fig.tight_layout(w_pad=2.0)
+    legend_below(fig, *unique_handles(axes), ncol=3)
     return save(fig, stem, dpi)
 
 
 def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], stem, dpi: int = 150):
-    """Spectral gap |l1| - |l2| and power-method ratio |l2|/|l1| vs layer, one line per model."""
+    """Per layer and model: the relative gap beyond the lead's pair, 1 - |l_next|/|l1| (what sets the
+    power-method rate; a complex pair's partner is not "next"), and |l1| (the scale); filled markers for a
+    real leading eigenvalue, open ones for a complex pair."""
     style()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
     for i, (m, g) in enumerate(df.groupby("model", sort=False)):
         name = panel_title(labels.get(m, m), weights[m])
-        a1.plot(g["layer"], g["gap"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
-        a2.plot(g["layer"], g["ratio_next"], marker="o", ms=3, lw=1, color=f"C{i % 10}", label=name)
+        c = f"C{i % 10}"
+        pair = (g["leading_type"] == "complex pair").to_numpy()
+        rel = 1 - g["ratio_next"].to_numpy()
+        for ax, y in ((a1, rel), (a2, g["abs_lambda1"].to_numpy())):
+            ax.plot(g["layer"], y, lw=1, color=c, label=name)
+            ax.scatter(g["layer"][~pair], y[~pair], s=16, color=c, zorder=3)
+            ax.scatter(g["layer"][pair], y[pair], s=16, facecolors="white", edgecolors=c, zorder=3)
     for ax in (a1, a2):
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    a1.set_xlabel("layer t")
-    a1.set_ylabel(r"$|\lambda_1| - |\lambda_2|$ (dimensionless)")
-    a1.set_title("spectral gap of $F_t$ (0 for a complex leading pair)")
-    a2.set_xlabel("layer t")
-    a2.set_ylabel(r"$|\lambda_{next}| / |\lambda_1|$ (power-method rate)")
-    a2.set_title("ratio to the first eigenvalue beyond the lead's pair")
-    a2.axhline(1, color="0.5", lw=0.6, ls="--")
-    a2.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        ax.set_xlabel("layer t")
+        ax.set_yscale("log")
+    a1.set_ylabel(r"$1 - |\lambda_{next}| / |\lambda_1|$")
+    a1.set_title("relative gap beyond the leading eigenvalue's pair\n(larger: faster power-method alignment)")
+    a2.set_ylabel(r"$|\lambda_1|$")
+    a2.set_title(r"leading eigenvalue's modulus $|\lambda_1(F_t)|$")
     fig.tight_layout()
+    hs, ls = unique_handles([a1])
+    from matplotlib.lines import Line2D
+
+    hs += [Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", mfc="white", color="0.3")]
+    ls += ["real leading eigenvalue", "complex leading pair"]
+    legend_below(fig, hs, ls, ncol=3)
     return save(fig, stem, dpi)
 
 
 def _name(labels, weights, m):
     return panel_title(labels.get(m, m), weights.get(m, ""))
+
+
+def _depth_note(ax, g_all, g_shown):
+    """Say so when a long shared-weight run is shown over the model's own depth only."""
+    if len(g_all) > len(g_shown):
+        ax.text(0.98, 0.02, f"attention-only: steps 0-{int(g_shown['layer'].max())} of {len(g_all)} "
+                "(the model's depth;\nthe long run is in fig_albert_consensus)", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=6.5, color="0.35")
 
 
 def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
@@ -81,23 +103,23 @@ def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 15
     models = [m for m in df["model"].unique() if not df[df["model"] == m]["shared"].iloc[0]]
     if not models:
         models = list(df["model"].unique())
-    fig, axes = grid(len(models), ncols=3, size=3.2)
+    fig, axes = grid(len(models), ncols=3, size=3.3)
     for ax, m in zip(axes, models):
         for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
             ls = "-" if mode == "model" else "--"
             g = g[g["gamma_null_q95"].notna()]  # the model's own depth
-            ax.plot(g["layer"], g["gamma"], ls=ls, marker="o", ms=3, color=f"C{i}", label=f"{mode}: leading")
+            ax.plot(g["layer"], g["gamma"], ls=ls, marker="o", ms=3, color=f"C{i}", label=f"{mode}: leading $v_1$")
             ax.fill_between(g["layer"], g["gamma_null_median"], g["gamma_null_q95"], color=f"C{i}", alpha=0.18,
-                            lw=0, label=f"{mode}: null median-q95")
+                            lw=0, label=f"{mode}: null, median to 95th percentile")
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_ylabel(r"$\gamma_t$ = mean $|\cos(x_i(t+1), v_{1,t})|$")
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=6)
-    fig.suptitle("Alignment of each layer's output with its own leading eigenvector (band: median to 95th "
-                 "percentile of 2000+ random subspaces of the lead's dimension)", y=1.0, fontsize=9)
+    fig.suptitle("Alignment of each layer's output with its own leading eigenvector, against random subspaces "
+                 "of the lead's dimension", y=1.0, fontsize=9)
     fig.tight_layout()
+    legend_below(fig, *unique_handles(axes), ncol=2)
     return save(fig, stem, dpi)
 
 
@@ -105,83 +127,109 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
     """rho_t vs layer (fraction of tokens whose alignment increases), 0.5 line, Holm-significant filled."""
     style()
     models = list(df["model"].unique())
-    fig, axes = grid(len(models), ncols=3, size=3.2)
+    fig, axes = grid(len(models), ncols=3, size=3.3)
     for ax, m in zip(axes, models):
-        for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
-            g = g[g["rho_p_holm"].notna()]  # the model's own depth (long shared-weight runs: its first L steps)
+        for i, (mode, g_all) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
+            g = g_all[g_all["rho_p_holm"].notna()]  # the model's own depth (long shared-weight runs: its first L)
             sig = g["rho_p_holm"] < alpha
-            ax.fill_between(g["layer"], g["rho_null_median"], g["rho_null_q95"], color=f"C{i}", alpha=0.15, lw=0)
+            ax.fill_between(g["layer"], g["rho_null_median"], g["rho_null_q95"], color=f"C{i}", alpha=0.15, lw=0,
+                            label=f"{mode}: null, median to 95th percentile")
             ax.plot(g["layer"], g["rho"], color=f"C{i}", lw=1, ls="-" if mode == "model" else "--")
-            ax.scatter(g["layer"][sig], g["rho"][sig], color=f"C{i}", s=14, label=f"{mode}: p_Holm < {alpha}")
-            ax.scatter(g["layer"][~sig], g["rho"][~sig], facecolors="none", edgecolors=f"C{i}", s=14,
+            ax.scatter(g["layer"][sig], g["rho"][sig], color=f"C{i}", s=14, label=f"{mode}: p (Holm) < {alpha}")
+            ax.scatter(g["layer"][~sig], g["rho"][~sig], facecolors="white", edgecolors=f"C{i}", s=14,
                        label=f"{mode}: not significant")
+            if mode == "attention-only":
+                _depth_note(ax, g_all, g)
         ax.axhline(0.5, color="0.3", lw=0.8, ls=":")
         ax.set_ylim(0, 1)
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-        ax.set_ylabel(r"$\rho_t$ = P(alignment with $v_{1,t}$ increases)")
-        ax.legend(fontsize=5.5)
-    fig.suptitle("Fraction of tokens tilted towards the layer's leading eigenvector (filled: Monte Carlo p "
-                 "against random subspaces, Holm across layers; band: null median to 95th percentile)", y=1.0,
-                 fontsize=9)
+        ax.set_ylabel(r"$\rho_t$ = share of tokens tilted to $v_{1,t}$")
+    fig.suptitle("Share of tokens whose alignment with the layer's leading eigenvector increases (Monte Carlo "
+                 "p against random subspaces, Holm across layers; dotted: 0.5)", y=1.0, fontsize=9)
     fig.tight_layout()
+    legend_below(fig, *unique_handles(axes), ncol=3)
     return save(fig, stem, dpi)
 
 
 def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
-    """Shared-weight models: alignment with v_1, with span(v_1, v_2), and mean pairwise cosine vs step."""
+    """Shared-weight models: alignment with v_1, with the leading subspace of I + F, and mean pairwise |cos|
+    vs step, in both modes (colour: quantity; line style: mode)."""
+    from matplotlib.lines import Line2D
+
     style()
     models = [m for m in df["model"].unique() if df[df["model"] == m]["shared"].iloc[0]]
-    fig, axes = grid(max(len(models), 1), ncols=4, size=3.2)
+    fig, axes = grid(max(len(models), 1), ncols=2, size=4.6)
     if not models:
         axes[0].text(0.5, 0.5, "no shared-weight model in this run", ha="center", va="center")
         axes[0].set_axis_off()
+    qty = [("gamma", r"$|\cos(x, v_1)|$ (F's leading eigenvector)"),
+           ("span_M_alignment", "alignment with the leading subspace of I + F"),
+           ("pairwise_abs_cos", "mean pairwise |cos| between tokens (consensus: 1)")]
     for ax, m in zip(axes, models):
-        for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
-            ls = "-" if mode == "attention-only" else ":"
-            ax.plot(g["layer"] + 1, g["gamma"], ls=ls, color="C0", label=f"{mode}: |cos(x, v1)|")
-            ax.plot(g["layer"] + 1, g["span_M_alignment"], ls=ls, color="C1",
-                    label=f"{mode}: span(v1, v2) of I+F")
-            ax.plot(g["layer"] + 1, g["pairwise_abs_cos"], ls=ls, color="C2", label=f"{mode}: pairwise |cos|")
+        for mode, g in df[df["model"] == m].groupby("mode", sort=True):
+            model_mode = mode == "model"
+            for i, (col, _) in enumerate(qty):
+                ax.plot(g["layer"] + 1, g[col], color=f"C{i}", lw=2.2 if model_mode else 1.2,
+                        ls=":" if model_mode else "-", marker="o" if model_mode else None, ms=3,
+                        alpha=0.9, zorder=3 if model_mode else 2)
         ax.set_xscale("log")
-        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylim(-0.03, 1.03)
         ax.set_title(_name(labels, weights, m))
-        ax.set_xlabel("step t (layer applications)")
-        ax.set_ylabel("alignment / cosine (dimensionless)")
-        ax.legend(fontsize=5.5)
-    fig.suptitle("Shared weights: consensus (pairwise cosine to 1) and alignment with the leading "
-                 "eigenvectors", y=1.0, fontsize=9)
+        ax.set_xlabel("step t (applications of the shared layer)")
+        ax.set_ylabel("alignment or cosine")
+    hs = [Line2D([], [], color=f"C{i}", lw=1.5) for i in range(len(qty))]
+    hs += [Line2D([], [], color="0.3", lw=1.2), Line2D([], [], color="0.3", lw=2.2, ls=":", marker="o", ms=3)]
+    fig.suptitle("Shared weights: consensus and alignment with the leading eigenvectors over the long "
+                 "attention-only run and the model's own depth", y=1.0, fontsize=9)
     fig.tight_layout()
+    legend_below(fig, hs, [q[1] for q in qty] + ["attention-only law (long run)", "real forward pass (model's depth)"],
+                 ncol=2)
     return save(fig, stem, dpi)
 
 
 def fig_albert_rotation(runs: list[dict], stem, dpi: int = 150):
     """Token trajectories of shared-weight models projected on the leading plane (attention-only runs).
 
-    ``runs``: dicts with label, weights, trajectory (steps+1, n, 2), leading_type, arg_mu1, mean_dtheta."""
+    ``runs``: dicts with label, weights, trajectory (steps+1, n, 2), leading_type, arg_mu1, mean_dtheta,
+    rotation_plane."""
+    from matplotlib.lines import Line2D
+
     style()
-    fig, axes = grid(max(len(runs), 1), ncols=4, size=3.2)
+    fig, axes = grid(max(len(runs), 1), ncols=2, size=4.2)
     if not runs:
         axes[0].text(0.5, 0.5, "no shared-weight model in this run", ha="center", va="center")
         axes[0].set_axis_off()
+    cmap = plt.get_cmap("viridis")
     for ax, r in zip(axes, runs):
         tr = r["trajectory"]
-        cmap = plt.get_cmap("viridis")
-        for j in range(tr.shape[1]):
-            ax.plot(tr[:, j, 0], tr[:, j, 1], lw=0.6, color=cmap(j / max(tr.shape[1] - 1, 1)), alpha=0.8)
-            ax.scatter(tr[-1, j, 0], tr[-1, j, 1], s=8, color="C3", zorder=3)
+        n = tr.shape[1]
+        for j in range(n):
+            ax.plot(tr[:, j, 0], tr[:, j, 1], lw=0.6, color=cmap(j / max(n - 1, 1)), alpha=0.8)
+            ax.scatter(tr[0, j, 0], tr[0, j, 1], s=10, marker="x", color="0.2", lw=0.8, zorder=3)
+            ax.scatter(tr[-1, j, 0], tr[-1, j, 1], s=12, color="C3", zorder=4)
         th = np.linspace(0, 2 * np.pi, 200)
         ax.plot(np.cos(th), np.sin(th), color="0.7", lw=0.5)
         ax.set_aspect("equal")
-        plane = r["rotation_plane"]
-        ax.set_title(f"{panel_title(r['label'], r['weights'])}\nF lead: {r['leading_type']}; "
-                     f"arg mu1 = {r['arg_mu1']:.3f}, mean dtheta = {r['mean_dtheta']:.3f} rad", fontsize=7)
-        ax.set_xlabel(f"coordinate 1 in {plane}")
+        pred = r.get("predicted_dtheta", r["arg_mu1"])
+        ax.set_title(f"{panel_title(r['label'], r['weights'])}\nleading eigenvalue of F: {r['leading_type']}\n"
+                     f"angle turned per step in this plane: predicted {pred:+.3f} rad (argument of the\n"
+                     f"eigenvalue of I + F that owns the plane), measured {r['mean_dtheta']:+.3f} rad "
+                     "(mean of the last 20 steps)", fontsize=7.5)
+        ax.set_xlabel(f"coordinate 1 in the plane: {r['rotation_plane']}")
         ax.set_ylabel("coordinate 2")
-    fig.suptitle("Token trajectories (unit vectors) projected on the leading plane; red: final step",
+        sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(1, n))
+        cb = fig.colorbar(sm, ax=ax, fraction=0.046, pad=0.03)
+        cb.set_label("token (first prompt, position)", fontsize=7)
+        cb.locator = matplotlib.ticker.MaxNLocator(integer=True)
+        cb.update_ticks()
+    fig.suptitle("Token trajectories (unit vectors) of the attention-only law projected on the leading plane",
                  y=1.0, fontsize=9)
     fig.tight_layout()
+    legend_below(fig, [Line2D([], [], ls="", marker="x", color="0.2"), Line2D([], [], ls="", marker="o", color="C3"),
+                       Line2D([], [], color="0.7", lw=0.8)],
+                 ["step 0 (the embedding)", "final step", "unit circle (a token inside the plane)"], ncol=3)
     return save(fig, stem, dpi)
 
 
@@ -189,83 +237,112 @@ def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int = 1
     """Three panels: (a) convergence to +-v1 vs the power-method rate, (b) plane distance and rotation
     angle vs arg(mu1), (c) fraction of perturbed bipartite states that have left, per head count."""
     style()
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(12, 3.6))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 3.9))
     for i, att in enumerate(("full", "softmax")):
         e = real[f"err_{att}"]
-        a.semilogy(np.arange(len(e)), np.maximum(e, 1e-17), color=f"C{i}", label=f"{att} attention")
+        a.semilogy(np.arange(len(e)), np.maximum(e, 1e-17), color=f"C{i}", lw=1.4, label=f"{att} attention")
     t = np.arange(25)
-    a.semilogy(t, 0.5 * pred["rate"] ** t, "k--", lw=0.8, label=r"slope $|\mu_2/\mu_1|$")
+    a.semilogy(t, 0.5 * pred["rate"] ** t, "k--", lw=0.8, label=r"predicted slope $|\mu_2/\mu_1|^t$")
     a.set_xlim(0, 60)
     a.set_xlabel("step t")
-    a.set_ylabel(r"max distance to line $\pm v_1$ (sin angle)")
-    a.set_title("(a) real dominant: consensus on $\\pm v_1$")
-    a.legend(fontsize=6)
+    a.set_ylabel(r"max distance to the line $\pm v_1$ (sin angle)")
+    a.set_title("(a) real leading eigenvalue: consensus on $\\pm v_1$")
+    a.legend(loc="upper right", fontsize=7)
     for i, att in enumerate(("full", "softmax")):
         dist = cplx[f"dist_{att}"]
-        b.semilogy(np.arange(len(dist)), np.maximum(dist, 1e-17), color=f"C{i}", label=f"{att}: plane distance")
+        b.semilogy(np.arange(len(dist)), np.maximum(dist, 1e-17), color=f"C{i}", lw=1.4,
+                   label=f"{att}: distance to the plane (left axis)")
     b.set_xlabel("step t")
-    b.set_ylabel("max distance to span(Re v1, Im v1)")
+    b.set_ylabel(r"max distance to span(Re $v_1$, Im $v_1$)")
     b2 = b.twinx()
+    tail = []
     for i, att in enumerate(("full", "softmax")):
-        b2.plot(np.arange(1, len(cplx[f"dtheta_{att}"]) + 1), cplx[f"dtheta_{att}"], color=f"C{i}", ls=":", lw=1,
-                label=f"{att}: angle per step")
-    b2.axhline(pred["angle"], color="k", ls="--", lw=0.8, label=r"arg $\mu_1$")
+        d = np.asarray(cplx[f"dtheta_{att}"])
+        b2.plot(np.arange(1, len(d) + 1), d, color=f"C{i}", ls=(0, (1, 1.5 + i)), lw=2.0, zorder=3,
+                label=f"{att}: angle per step (right axis)")
+        tail.append(d[len(d) // 4:])  # after the transient
+    b2.axhline(pred["angle"], color="0.45", ls="-", lw=3.0, alpha=0.35, zorder=1,
+               label=r"predicted: arg $\mu_1$ (right axis)")
+    vals = np.concatenate(tail + [np.array([pred["angle"]])])
+    lo, hi = float(np.nanmin(vals)), float(np.nanmax(vals))
+    pad = max(0.05 * abs(pred["angle"]), 0.5 * (hi - lo), 1e-3)
+    b2.set_ylim(lo - pad, hi + pad)  # set by the orbit, not by the transient of the first steps
     b2.set_ylabel("angle advanced per step (rad)")
-    b.set_title("(b) complex pair: closed orbit in the plane")
-    lines = b.get_legend_handles_labels()
-    lines2 = b2.get_legend_handles_labels()
-    b.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=6, loc="center right")
-    for i, (k, v) in enumerate(sorted(bip.items())):
-        c.plot(np.arange(len(v)), v, color=f"C{i}", label=k.replace("broken_", "").replace("-H", ", heads = "))
+    b2.grid(False)
+    b.set_title("(b) complex leading pair: closed orbit in the plane")
+    items = sorted(bip.items())
+    for i, (k, v) in enumerate(items):  # markers at staggered steps keep overlapping lines visible
+        full = "full" in k
+        n = len(v)
+        every = max(n // 8, 1)
+        c.plot(np.arange(n), v, color=f"C{i}", lw=2.4 if full else 1.2, ls="-" if full else "--",
+               marker="osD^v<>"[i % 7], ms=5, markevery=(i * every // max(len(items), 1), every),
+               label=k.replace("broken_", "").replace("-H", ", heads = "))
     c.set_ylim(-0.05, 1.05)
     c.set_xlabel("step t")
-    c.set_ylabel("fraction of perturbed runs broken")
-    c.set_title("(c) bipartite equilibrium, perturbed by epsilon")
-    c.legend(fontsize=6)
+    c.set_ylabel("fraction of perturbed runs that left")
+    c.set_title("(c) multi-head bipartite equilibrium, perturbed by epsilon")
     fig.suptitle("Theory checks on synthetic layers with prescribed spectra (no checkpoint involved)", y=1.02,
                  fontsize=9)
     fig.tight_layout()
+    hb, lb = unique_handles([b, b2])
+    hc, lc = unique_handles([c])
+    legend_below(fig, hb + hc, lb + lc, ncol=3)
     return save(fig, stem, dpi)
 
 
 def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
-    """Top: mean |cos| with u after the edited last layer vs kappa, per model (rank-1 and baseline, both
-    modes). Bottom: probability of the target token vs kappa, with the activation-addition baseline."""
+    """Top: mean |cos| with u after the edited last layer vs the norm of the change, per model (rank-1 and
+    baseline, both modes). Bottom: probability of the target token, with the activation-addition baseline.
+    Colour: target; line style: method (one legend for the figure)."""
+    from matplotlib.lines import Line2D
+
     style()
     models = list(df["model"].unique())
-    fig, axes = plt.subplots(2, len(models), figsize=(3.2 * len(models), 6.0), squeeze=False)
+    ncol = min(len(models), 4)
+    nrow = -(-len(models) // ncol)
+    fig, axes = plt.subplots(2 * nrow, ncol, figsize=(3.4 * ncol, 5.6 * nrow), squeeze=False)
+    for j in range(len(models), nrow * ncol):  # empty places of the last row of models
+        axes[2 * (j // ncol), j % ncol].set_visible(False)
+        axes[2 * (j // ncol) + 1, j % ncol].set_visible(False)
+    targets: list[str] = []
     for j, m in enumerate(models):
         g = df[(df["model"] == m) & (df["kappa"] >= 0)]
-        top, bot = axes[0, j], axes[1, j]
-        for i, (tgt, gt) in enumerate(g.groupby("target", sort=False)):
+        top, bot = axes[2 * (j // ncol), j % ncol], axes[2 * (j // ncol) + 1, j % ncol]
+        for tgt, gt in g.groupby("target", sort=False):
+            kind = tgt.split(":")[0]
+            if kind not in targets:
+                targets.append(kind)
+            c = f"C{targets.index(kind)}"
             r1 = gt[gt["method"].str.startswith("rank-1")]
             aa = gt[gt["method"].str.startswith("activation")]
             r1, aa = r1[r1["kappa"] > 0], aa[aa["kappa"] > 0]
             x1 = r1["change_norm_model"]
-            top.plot(x1, r1["cos_after_layer_model"], "-o", ms=3, color=f"C{i}", label=f"{tgt}: rank-1, model")
-            top.plot(r1["change_norm_attention_only"], r1["cos_after_layer_attention_only"], "--", color=f"C{i}",
-                     label=f"{tgt}: rank-1, attn-only")
-            top.plot(aa["change_norm_model"], aa["cos_after_layer_model"], ":s", ms=3, color=f"C{i}",
-                     label=f"{tgt}: act. addition")
+            top.plot(x1, r1["cos_after_layer_model"], "-o", ms=3, color=c)
+            top.plot(r1["change_norm_attention_only"], r1["cos_after_layer_attention_only"], "--", color=c)
+            top.plot(aa["change_norm_model"], aa["cos_after_layer_model"], ":s", ms=3, color=c)
             if r1["p_target"].notna().any():
-                bot.plot(x1, r1["p_target"], "-o", ms=3, color=f"C{i}", label=f"{tgt}: rank-1")
-                bot.plot(x1, aa["p_target"], ":", color=f"C{i}", label=f"{tgt}: act. addition")
+                bot.plot(x1, r1["p_target"], "-o", ms=3, color=c)
+                bot.plot(x1, aa["p_target"], ":s", ms=3, color=c)
         for ax in (top, bot):
             ax.set_xscale("log")
             ax.set_xlabel("norm of the change at the site")
         top.set_ylim(0, 1.02)
-        top.set_ylabel(r"mean $|\cos(x_i, u)|$ after last layer")
+        top.set_ylabel(r"mean $|\cos(x_i, u)|$ after the last layer")
         top.set_title(_name(labels, weights, m))
-        top.legend(fontsize=5)
         if not g["p_target"].notna().any():
             bot.text(0.5, 0.5, "no LM head:\nvector alignment only", ha="center", va="center",
                      transform=bot.transAxes)
-        else:
-            bot.legend(fontsize=5)
+            bot.set_xticks([])
         bot.set_ylabel("mean P(target token)")
+    hs = [Line2D([], [], color=f"C{i}", lw=2) for i in range(len(targets))]
+    ls = [f"target: {t} (u = its {'row' if t != 'random' else 'seeded random unit vector'})" for t in targets]
+    hs += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3), Line2D([], [], color="0.3", ls="--"),
+           Line2D([], [], color="0.3", ls=":", marker="s", ms=3)]
+    ls += ["rank-1 change of W_O, real forward pass", "rank-1 change, attention-only law",
+           "activation addition, same site and norm of change"]
     fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the "
-                 "same site (the output projection), over the mean norm of the change there: "
-                 r"$\alpha |z^T h|$ for the edit, $\beta$ for the baseline (one point per $\kappa > 0$)", y=1.0,
-                 fontsize=9)
+                 "same site, over the mean norm of the change there (one point per kappa > 0)", y=1.0, fontsize=9)
     fig.tight_layout()
+    legend_below(fig, hs, ls, ncol=3)
     return save(fig, stem, dpi)

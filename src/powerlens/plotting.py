@@ -15,9 +15,32 @@ from .io import atomic_path  # noqa: E402
 
 
 def style() -> None:
+    """The one style: seaborn whitegrid, colour-blind palette, 9 pt titles, 8 pt labels, 8 pt legends."""
     sns.set_theme(context="paper", style="whitegrid", palette="colorblind", font_scale=1.0)
-    plt.rcParams.update({"figure.dpi": 100, "savefig.bbox": "tight", "axes.titlesize": 9,
+    plt.rcParams.update({"figure.dpi": 100, "savefig.bbox": "tight", "axes.titlesize": 9, "axes.labelsize": 8,
+                         "legend.fontsize": 8, "xtick.labelsize": 7.5, "ytick.labelsize": 7.5,
                          "pdf.fonttype": 42, "svg.hashsalt": "powerlens", "path.simplify": False})
+
+
+def legend_below(fig, handles, labels, ncol: int | None = None, y: float = 0.0) -> None:
+    """One legend for the whole figure, below its panels (never over data)."""
+    if not handles:
+        return
+    ncol = ncol or min(len(handles), 4)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, y), ncol=ncol, frameon=False,
+               markerscale=2.0)
+
+
+def unique_handles(axes) -> tuple[list, list]:
+    """Legend entries of several panels, each label once, in order of first appearance."""
+    seen, hs, ls = set(), [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in seen and not lab.startswith("_"):
+                seen.add(lab)
+                hs.append(h)
+                ls.append(lab)
+    return hs, ls
 
 
 def panel_title(label: str, weights_label: str) -> str:

@@ -20,11 +20,13 @@ def _fmt(x):
 
 
 def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "") -> list[Path]:
-    """Write ``stem.csv``, ``stem.md`` and ``stem.tex``; returns the paths."""
+    """Write ``stem.csv``, ``stem.md``, ``stem.tex`` and ``stem.html`` (what the report shows: the table
+    rendered, every cell escaped as text); returns the paths."""
     stem = Path(stem)
     shown = df.copy()
     for c in shown.columns:
         shown[c] = shown[c].map(_fmt)
+    write_text(stem.with_suffix(".html"), _html(shown, caption))
     paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex")]
     with atomic_path(paths[0]) as tmp:
         shown.to_csv(tmp, index=False, lineterminator="\n")
@@ -32,6 +34,21 @@ def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "") -> list[P
     tex = shown.to_latex(index=False, escape=True, caption=caption or None, label=f"tab:{stem.name}")
     write_text(paths[2], tex.rstrip() + "\n")
     return paths
+
+
+def _html(shown: pd.DataFrame, caption: str) -> str:
+    """A standalone HTML page holding the table (cells and caption escaped; no script, no external file)."""
+    import html
+
+    body = shown.to_html(index=False, escape=True, border=0, classes="powerlens-table", na_rep="")
+    style = ("body{font-family:sans-serif;font-size:13px;margin:8px}"
+             "table.powerlens-table{border-collapse:collapse}"
+             ".powerlens-table th,.powerlens-table td{padding:3px 8px;border-bottom:1px solid #ddd;"
+             "text-align:left;vertical-align:top}.powerlens-table th{background:#f3f3f3;position:sticky;top:0}"
+             ".powerlens-table tr:hover td{background:#fafafa}")
+    cap = f"<p>{html.escape(caption)}</p>\n" if caption else ""
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><style>{style}</style></head>\n<body>\n"
+            f"{cap}{body}\n</body></html>\n")
 
 
 def models_table(weights_meta: list[dict]) -> pd.DataFrame:

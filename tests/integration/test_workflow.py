@@ -163,10 +163,10 @@ def test_report_in_headless_chromium(test_run):
         browser.close()
     assert errors == [], errors
     assert "Modelling choices" in body and "1 Claims" in body
-    for name in FIGURES:
-        assert f"{name}.png" in html and f"{name}.pdf" in html, name
+    for name in FIGURES:  # each figure once (PNG), each table once (rendered HTML); the other formats are files
+        assert f"{name}.png" in html and f"{name}.pdf" not in html, name
     for name in TABLES:
-        assert f"{name}.csv" in html, name
+        assert f"{name}.html" in html and f"{name}.csv" not in html and f"{name}.tex" not in html, name
 
 
 def test_plot_option_recomputes_no_numbers(test_run, tmp_path):

@@ -113,26 +113,40 @@ def results(path):
     return f"results/{RUN}/{path}"
 
 
+TABLE_FORMATS = (".html", ".csv", ".md", ".tex")  # the report shows the HTML; the others are files beside it
+FIGURE_FORMATS = (".png", ".pdf")  # the report shows the PNG; the PDF (vector) is beside it
+
+
 def tables(name):
-    """The three files of one paper table of this run."""
-    return multiext(f"paper_tables/{RUN}/{name}", ".csv", ".md", ".tex")
+    """Every file of one paper table of this run."""
+    return [f"paper_tables/{RUN}/{name}{ext}" for ext in TABLE_FORMATS]
 
 
 def figures(name):
-    """The PDF and PNG of one figure of this run."""
-    return multiext(f"figures/{RUN}/{name}", ".pdf", ".png")
+    """Every file of one figure of this run."""
+    return [f"figures/{RUN}/{name}{ext}" for ext in FIGURE_FORMATS]
 
 
-def stem_of_output(wildcards, output):
-    """The shared stem of a table's or figure's files (output[0] is the first)."""
-    return os.path.splitext(output[0])[0]
+def table_outputs(name, category, key):
+    """Named outputs of one table: `key` (the HTML, in the report, with its caption) and `key_csv`, `key_md`,
+    `key_tex` (files beside it), so the report shows each table once."""
+    first, *rest = tables(name)
+    out = {key: report(first, caption=f"../report/{name}.rst", category=category)}
+    out.update({f"{key}_{ext[1:]}": path for ext, path in zip(TABLE_FORMATS[1:], rest)})
+    return out
+
+
+def figure_outputs(name, category, key):
+    """Named outputs of one figure: `key` (the PNG, in the report) and `key_pdf` (the vector file)."""
+    png, pdf = figures(name)
+    return {key: report(png, caption=f"../report/{name}.rst", category=category), f"{key}_pdf": pdf}
 
 
 def stem_of(key):
-    """Params function: the stem of the named output (a figure or table with several suffixes)."""
+    """Params function: the stem (path without suffix) of the named output."""
 
     def f(wildcards, output):
-        return os.path.splitext(output[key][0])[0]
+        return os.path.splitext(output[key])[0]
 
     return f
 
@@ -141,7 +155,7 @@ def stems_of(*keys):
     """Params function: the stems of several named outputs, space-separated and quoted."""
 
     def f(wildcards, output):
-        return " ".join(repr(os.path.splitext(output[k][0])[0]) for k in keys)
+        return " ".join(repr(os.path.splitext(output[k])[0]) for k in keys)
 
     return f
 

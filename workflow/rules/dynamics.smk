@@ -53,23 +53,11 @@ rule plot_dynamics:
         npz=expand(rules.dynamics.output.npz, model=MODELS, mode=MODES),
         meta=expand(rules.extract_weights.output.meta, model=MODELS),
     output:
-        gamma=report(figures("fig_gamma"), caption="../report/fig_gamma.rst", category="4 Dynamics"),
-        rho=report(figures("fig_rho"), caption="../report/fig_rho.rst", category="4 Dynamics"),
-        consensus=report(
-            figures("fig_albert_consensus"),
-            caption="../report/fig_albert_consensus.rst",
-            category="4 Dynamics",
-        ),
-        rotation=report(
-            figures("fig_albert_rotation"),
-            caption="../report/fig_albert_rotation.rst",
-            category="4 Dynamics",
-        ),
-        table=report(
-            tables("table_alignment"),
-            caption="../report/table_alignment.rst",
-            category="4 Dynamics",
-        ),
+        **figure_outputs("fig_gamma", "4 Dynamics", key="gamma"),
+        **figure_outputs("fig_rho", "4 Dynamics", key="rho"),
+        **figure_outputs("fig_albert_consensus", "4 Dynamics", key="consensus"),
+        **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation"),
+        **table_outputs("table_alignment", "4 Dynamics", key="table"),
     params:
         script=os.path.join(SCRIPTS, "plot_dynamics.py"),
         py=PY,

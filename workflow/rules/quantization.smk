@@ -47,8 +47,7 @@ rule table_quantization:
     input:
         csv=expand(rules.quantization.output.csv, model=config["quantization"]["models"]),
     output:
-        table=report(tables("table_quantization"), caption="../report/table_quantization.rst",
-                     category="3 Spectra"),
+        **table_outputs("table_quantization", "3 Spectra", key="table"),
     params:
         script=os.path.join(SCRIPTS, "table_quantization.py"),
         py=PY,

@@ -10,7 +10,7 @@ rule claims:
         theory=expand(rules.theory.output.json, case=THEORY_CASES),
         steering=expand(rules.steering.output.csv, model=MODELS),
     output:
-        table=report(tables("table_claims"), caption="../report/table_claims.rst", category="1 Claims"),
+        **table_outputs("table_claims", "1 Claims", key="table"),
     params:
         script=os.path.join(SCRIPTS, "claims.py"),
         py=PY,

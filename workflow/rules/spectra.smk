@@ -36,21 +36,9 @@ rule plot_spectra:
         npz=expand(rules.spectra.output.npz, model=MODELS),
         csv=expand(rules.spectra.output.csv, model=MODELS),
     output:
-        spectra=report(
-            figures("fig_spectra"),
-            caption="../report/fig_spectra.rst",
-            category="3 Spectra",
-        ),
-        gap=report(
-            figures("fig_gap"),
-            caption="../report/fig_gap.rst",
-            category="3 Spectra",
-        ),
-        table=report(
-            tables("table_spectra"),
-            caption="../report/table_spectra.rst",
-            category="3 Spectra",
-        ),
+        **figure_outputs("fig_spectra", "3 Spectra", key="spectra"),
+        **figure_outputs("fig_gap", "3 Spectra", key="gap"),
+        **table_outputs("table_spectra", "3 Spectra", key="table"),
     params:
         script=os.path.join(SCRIPTS, "plot_spectra.py"),
         py=PY,

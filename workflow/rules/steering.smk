@@ -51,10 +51,9 @@ rule plot_steering:
         csv=expand(rules.steering.output.csv, model=MODELS),
         continuations=expand(rules.steering.output.continuations, model=MODELS),
     output:
-        fig=report(figures("fig_steering"), caption="../report/fig_steering.rst", category="6 Steering"),
-        table=report(tables("table_steering"), caption="../report/table_steering.rst", category="6 Steering"),
-        continuations=report(tables("table_continuations"), caption="../report/table_continuations.rst",
-                             category="6 Steering"),
+        **figure_outputs("fig_steering", "6 Steering", key="fig"),
+        **table_outputs("table_steering", "6 Steering", key="table"),
+        **table_outputs("table_continuations", "6 Steering", key="continuations"),
     params:
         script=os.path.join(SCRIPTS, "plot_steering.py"),
         py=PY,

@@ -6,15 +6,11 @@ rule table_models:
     input:
         metas=expand(rules.extract_weights.output.meta, model=MODELS),
     output:
-        report(
-            tables("table_models"),
-            caption="../report/table_models.rst",
-            category="2 Models",
-        ),
+        **table_outputs("table_models", "2 Models", key="table"),
     params:
         script=os.path.join(SCRIPTS, "table_models.py"),
         py=PY,
-        stem=stem_of_output,
+        stem=stem_of("table"),
     log:
         f"logs/{RUN}/table_models.log",
     benchmark:

@@ -40,8 +40,8 @@ rule plot_theory:
         json=expand(rules.theory.output.json, case=THEORY_CASES),
         npz=expand(rules.theory.output.npz, case=THEORY_CASES),
     output:
-        fig=report(figures("fig_theory"), caption="../report/fig_theory.rst", category="5 Theory"),
-        table=report(tables("table_theory"), caption="../report/table_theory.rst", category="5 Theory"),
+        **figure_outputs("fig_theory", "5 Theory", key="fig"),
+        **table_outputs("table_theory", "5 Theory", key="table"),
     params:
         script=os.path.join(SCRIPTS, "plot_theory.py"),
         py=PY,

@@ -45,6 +45,8 @@ def run(a) -> None:
             last = g.iloc[-20:]
             runs.append({"label": labels.get(m, m), "weights": weights[m], "trajectory": tr,
                          "leading_type": g["leading_type"].iloc[0], "arg_mu1": float(g["arg_mu1"].iloc[0]),
+                         "predicted_dtheta": float(g["predicted_dtheta"].iloc[0]) if "predicted_dtheta" in g
+                         else float(g["arg_mu1"].iloc[0]),
                          "rotation_plane": g["rotation_plane"].iloc[0],
                          "mean_dtheta": float(last["mean_dtheta"].mean())})
     fig_albert_rotation(runs, a.out[3], a.dpi)
