@@ -120,6 +120,12 @@ def test_every_flag_of_every_command_is_explained():
 
 
 def test_powerlens_command_inspect_and_step_help(minilm_path, twin):
+    from pathlib import Path
+
+    console = Path(sys.executable).parent / "powerlens"  # the console script `pip install` made
+    assert console.is_file(), "pip install -e . creates the `powerlens` command next to python"
+    r = subprocess.run([str(console), "--version"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("powerlens "), r.stderr
     exe = [sys.executable, "-m", "powerlens.cli"]
     r = subprocess.run(exe + ["--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "inspect" in r.stdout and "spectra" in r.stdout
