@@ -232,6 +232,7 @@ BAD = {
     "bad source": ({}, {"source": "ftp"}, "ftp"),
     "twin arch mismatch": ({}, {"arch": "gpt2"}, "models.tiny-bert.arch"),
     "seed out of range": ({"seed": 2**70}, None, "config value seed"),
+    "impossible tolerance": ({"extraction_check": {"tol_float32": 1e-30}}, None, "unit round-off"),
     "embedding target without a token": ({}, {"steering_targets": [{"kind": "embedding"}]}, "'token' is a required"),
     "target token split": ({}, {"steering_targets": [{"kind": "embedding", "token": "the"}]}, "splits the token"),
 }
