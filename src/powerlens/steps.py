@@ -59,7 +59,9 @@ def check_steering_targets(name: str, manifest_path: str | Path, targets: list[d
         cfg = read_json(Path(man["path"]) / "config.json")
         found = (load_tokenizer(man).backend_tokenizer, has_lm_head(cfg.get("architectures")))
     resolved = check_targets(name, targets, *found)
-    write_json(out_path, {"model": name, "targets": resolved})
+    man = read_generated_json(manifest_path, "fetch_model")
+    write_json(out_path, {"model": name, "targets": resolved, "weights_label": man["weights_label"],
+                          "random_weights": man["random_weights"], "provenance": provenance.record()})
     return resolved
 
 

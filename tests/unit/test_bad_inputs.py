@@ -213,7 +213,9 @@ def test_steering_targets_step_after_the_fetch(tmp_path):
     r = cli("steering_targets.py", "--name", "t", "--manifest", tmp_path / "m.json", "--targets", good,
             "--out", tmp_path / "t.json")
     assert r.returncode == 0, r.stderr
-    assert json.loads((tmp_path / "t.json").read_text())["targets"][0]["token_id"] == \
+    out = json.loads((tmp_path / "t.json").read_text())
+    assert out["weights_label"] == "random weights" and "versions" in json.dumps(out["provenance"])
+    assert out["targets"][0]["token_id"] == \
         byte_tokenizer("gpt2")("e", add_special_tokens=False)["input_ids"][0]
     bad = json.dumps([{"kind": "embedding", "token": "ocean"}])
     r = cli("steering_targets.py", "--name", "t", "--manifest", tmp_path / "m.json", "--targets", bad,
