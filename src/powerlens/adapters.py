@@ -195,6 +195,23 @@ class Adapter:
     def final_norm_gain(self, model) -> "torch.Tensor":
         raise NotImplementedError
 
+    def final_norm(self, model) -> "nn.Module | None":
+        """The norm between the last layer and the head (None: post-LN encoders end with their layer's own)."""
+        return None
+
+    def head_logits(self, model, h: "torch.Tensor") -> "torch.Tensor":
+        """The LM (or masked-LM) head of a model loaded with its head, applied to the last hidden state h."""
+        return model.cls(h)  # (B, T, V): BertOnlyMLMHead
+
+    def tail(self, model, y: "torch.Tensor", head: bool) -> tuple["torch.Tensor", "torch.Tensor | None"]:
+        """What the model computes after its last layer, from that layer's output y (B, T, d): the last
+        hidden state as ``output_hidden_states`` reports it, and the head's logits (None if ``head`` is
+        False). With :meth:`layer_modules`, it lets a caller re-run the last layer alone on captured
+        inputs (steering) and get what a full forward pass gives."""
+        norm = self.final_norm(model)
+        h = y if norm is None else norm(y)
+        return h, (self.head_logits(model, h) if head else None)
+
     def size_terms(self, k: dict[str, Any]) -> dict[str, int]:
         """From a config's keyword arguments alone (no weights): ``params`` (base model, no LM head),
         ``d_model``, ``n_layers``, ``n_unique_layers``, ``attention_params`` (one layer's attention
@@ -283,6 +300,9 @@ class AlbertAdapter(Adapter):
     def output_projection(self, model):
         return self.base(model).encoder.albert_layer_groups[-1].albert_layers[-1].attention.dense, "linear"
 
+    def head_logits(self, model, h):
+        return model.predictions(h)  # AlbertMLMHead
+
     def token_vector(self, model, tid, kind):
         if kind == "embedding":  # factorised embeddings, projected into the hidden space
             base = self.base(model)
@@ -352,6 +372,12 @@ class _DecoderAdapter(Adapter):
 
     def final_norm_gain(self, model):
         return self.base(model).ln_f.weight.detach().double()
+
+    def final_norm(self, model):
+        return self.base(model).ln_f
+
+    def head_logits(self, model, h):
+        return model.lm_head(h)
 
     def _size(self, h, v, n, positions, attn):
         f = 4 * h
@@ -500,6 +526,16 @@ class LlamaAdapter(Adapter):
 
     def final_norm_gain(self, model):
         return self.base(model).norm.weight.detach().double()
+
+    def final_norm(self, model):
+        return self.base(model).norm
+
+    def head_logits(self, model, h):
+        import torch
+
+        logits = model.lm_head(h)
+        cap = getattr(model.config, "final_logit_softcapping", None)  # Gemma: cap * tanh(logits / cap)
+        return logits if cap is None else torch.tanh(logits / cap) * cap
 
     def _attn_size(self, k):
         h, H = k["hidden_size"], k["num_attention_heads"]

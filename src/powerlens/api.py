@@ -151,15 +151,18 @@ class Lens:
         return Spectra(specs, list(w.layer_map), pd.DataFrame(rows))
 
     def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int = 128, batch_size: int = 16,
-                 steps: int | None = None, null_draws: int = 200, seed: int = 0, norm: str = "l2"):
+                 steps: int | None = None, null_draws: int = 200, seed: int = 0, norm: str = "l2",
+                 long_run_prompts: int | None = None):
         """Token dynamics over ``prompts``: per depth gamma_t, rho_t and the tilt towards F_t's leading
         direction, each with the Monte Carlo null of random directions (``null_draws`` draws), in ``mode``
         "model" (the real forward pass) or "attention-only" (the paper's law; ``steps`` for shared-weight
-        models, default the depth). Returns the per-layer DataFrame the pipeline's dynamics step writes."""
+        models, default the depth; past the depth only a seeded sample of ``long_run_prompts`` prompts goes
+        on, default all). Returns the per-layer DataFrame the pipeline's dynamics step writes."""
         import torch
 
         from .corpus import batches, tokenize
-        from .dynamics import layer_directions, layer_stats, null_sets, run_attention_only, run_model_mode
+        from .dynamics import (layer_directions, layer_stats, long_run_subset, null_sets, run_attention_only,
+                               run_model_mode)
         from .spectra import spectra_arrays
 
         if self.tokenizer is None:
@@ -182,7 +185,9 @@ class Lens:
             with torch.no_grad():
                 x0s = [self.adapter.embed(base, b.ids) for b in bs]
             n = int(steps or w.n_layers) if w.shared else w.n_layers
-            arr = run_attention_only(x0s, w, dirs, bs, n, len(prompts), nulls, norm=norm, progress=False)
+            sub = None if long_run_prompts is None else long_run_subset(len(prompts), int(long_run_prompts), seed)
+            arr = run_attention_only(x0s, w, dirs, bs, n, len(prompts), nulls, norm=norm, progress=False,
+                                     long_run_prompts=sub)
         return layer_stats(arr, dirs)
 
     @contextlib.contextmanager

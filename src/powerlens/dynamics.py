@@ -135,7 +135,7 @@ class Accumulator:
         self.prompt: dict[tuple, np.ndarray] = {}  # (quantity, t) -> (n_prompts,) per-prompt sums
         self.n_traj = n_traj
         self.traj: dict[int, np.ndarray] = {}
-        self.first_batch = True
+        self.traj_row: int | None = 0  # row of the current batch whose trajectory is kept (None: no row)
         self._cache: tuple | None = None  # (x_out of the previous call, {r: null alignments}) for reuse
 
     def _slot(self, q: str) -> tuple[np.ndarray, np.ndarray]:
@@ -233,9 +233,10 @@ class Accumulator:
         self._cache = (x_out, A_out)
         if t == self.stat_depths - 1:
             self._add(("first_lead:out", t), align(xo, first).sum())
-        if self.first_batch:
-            row = stat[0]
-            for key, x in ((t, x_in[0][row]), (t + 1, x_out[0][row])):
+        if self.traj_row is not None:
+            r = self.traj_row
+            row = stat[r]
+            for key, x in ((t, x_in[r][row]), (t + 1, x_out[r][row])):
                 if key not in self.traj:
                     x = x[: self.n_traj].to(torch.float64)
                     xn1 = x / x.norm(dim=-1, keepdim=True)
@@ -309,7 +310,7 @@ def run_model_mode(model, adapter, dirs, batches, n_prompts: int, nulls, device=
         with layer_io(modules, lambda t, xi, xo: acc(t, xi, xo, stat, rows)) as count:
             model(input_ids=b.ids.to(device), attention_mask=b.mask.to(device))
         assert count[0] == L, (count[0], L)
-        acc.first_batch = False
+        acc.traj_row = None
     return acc.arrays()
 
 
@@ -348,15 +349,44 @@ def l2_law_diagnostics(x, pattern, lw, stat) -> tuple[float, int, float, int, fl
             float(lw.b_eff.norm()))
 
 
+def long_run_subset(n_prompts: int, k: int, seed: int) -> list[int]:
+    """The prompts that continue past the model's depth in a long shared-weight run: a seeded sample of
+    ``k`` of the corpus's ``n_prompts`` (all of them when k >= n_prompts), in corpus order."""
+    if k >= n_prompts:
+        return list(range(n_prompts))
+    rng = np.random.default_rng([seed, 11])
+    return sorted(int(i) for i in rng.choice(n_prompts, size=k, replace=False))
+
+
+def _regroup(carried: list[tuple], size: int) -> list[tuple]:
+    """Rows (x (T, d), mask (T,), stat (T,), prompt) carried past the model's depth, in their order, as
+    right-padded batches of at most ``size`` rows (padded to each batch's longest row)."""
+    out = []
+    for s in range(0, len(carried), size):
+        part = carried[s:s + size]
+        n = [int(m.sum()) for _, m, _, _ in part]
+        T, d = max(n), part[0][0].shape[-1]
+        x = part[0][0].new_zeros((len(part), T, d))  # (B, T, d)
+        mask = part[0][1].new_zeros((len(part), T))
+        stat = part[0][2].new_zeros((len(part), T))
+        for j, (xr, mr, sr, _) in enumerate(part):
+            x[j, :n[j]], mask[j, :n[j]], stat[j, :n[j]] = xr[:n[j]], mr[:n[j]], sr[:n[j]]
+        out.append((x, mask, stat, torch.stack([p for *_, p in part])))
+    return out
+
+
 @torch.no_grad()
 def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int, nulls, norm: str = "l2",
                        device="cpu", dtype=torch.float64, progress=True,
-                       control: bool = False) -> dict[str, np.ndarray]:
+                       control: bool = False, long_run_prompts: list[int] | None = None) -> dict[str, np.ndarray]:
     """The attention-only law for ``steps`` steps (layer t mod L at step t).
 
     ``embed(ids)`` gives x(0) of a batch; or ``embed`` is a list with one precomputed x(0) per batch (so the
     caller can free the model before the attention weights are loaded). ``control``: run the bias-free law
-    instead (attention biases removed), over the model's depth only."""
+    instead (attention biases removed), over the model's depth only. ``long_run_prompts``: when ``steps``
+    goes past the model's depth, only these prompts (corpus indices, :func:`long_run_subset`) continue past
+    it, regrouped into batches; every depth of the model itself uses every prompt. The trajectory kept for
+    the rotation figure is then the first such prompt's (else the first batch's first row)."""
     L = weights.n_layers
     depth = min(L, steps)
     acc = Accumulator(dirs, lambda t: weights.layer_map[t % L], depth, steps - 1, n_prompts, nulls, device,
@@ -368,12 +398,15 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
         layers = [bias_free(lw) for lw in layers]
     if not callable(embed):
         assert len(embed) == len(batches), (len(embed), len(batches))
+    subset = set(long_run_prompts) if long_run_prompts is not None and steps > depth else None
+    traj_prompt = int(batches[0].prompt_index[0]) if batches else -1
+    if subset:
+        traj_prompt = next(int(p) for b in batches for p in b.prompt_index if int(p) in subset)
+    carried = []  # rows of the subset's prompts at the model's depth, to go on past it
     desc = "attention-only, bias-free control (batches)" if control else "attention-only (batches)"
-    for i, b in enumerate(_progress(batches, desc, enabled=progress)):
-        ids, mask, stat, rows = b.ids.to(device), b.mask.to(device), b.stat_mask.to(device), b.prompt_index.to(device)
-        x = (embed(ids) if callable(embed) else embed[i].to(device)).to(dtype)  # (B, T, d)
-        acc.new_batch()
-        for t in range(steps):
+
+    def run_steps(x, mask, stat, rows, t0, t1):
+        for t in range(t0, t1):
             lw = layers[weights.layer_map[t % L]]
             pat = [] if t < depth else None
             y = attention_only_step(x, lw, weights.n_heads, weights.causal, mask, norm, pat)
@@ -381,7 +414,25 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
             if pat is not None:
                 acc.diagnostics(t, *l2_law_diagnostics(x, pat, lw, stat))
             x = y
-        acc.first_batch = False
+        return x
+
+    for i, b in enumerate(_progress(batches, desc, enabled=progress)):
+        ids, mask, stat, rows = b.ids.to(device), b.mask.to(device), b.stat_mask.to(device), b.prompt_index.to(device)
+        x = (embed(ids) if callable(embed) else embed[i].to(device)).to(dtype)  # (B, T, d)
+        acc.new_batch()
+        prompts = [int(p) for p in b.prompt_index]
+        acc.traj_row = prompts.index(traj_prompt) if traj_prompt in prompts else None
+        x = run_steps(x, mask, stat, rows, 0, depth if subset is not None else steps)
+        if subset is not None:
+            carried += [(x[j], mask[j], stat[j], rows[j]) for j, p in enumerate(prompts) if p in subset]
+    if subset is not None:
+        for x, mask, stat, rows in _progress(_regroup(carried, max(len(b.ids) for b in batches)),
+                                             f"attention-only past depth {depth}, {len(subset)} prompts (batches)",
+                                             enabled=progress):
+            acc.new_batch()
+            prompts = [int(p) for p in rows]
+            acc.traj_row = prompts.index(traj_prompt) if traj_prompt in prompts else None
+            run_steps(x, mask, stat, rows, depth, steps)
     return acc.arrays()
 
 

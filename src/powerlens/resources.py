@@ -167,11 +167,12 @@ def size_of_entry(name: str, m: dict) -> Size:
 
 def long_run_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
     """(MB, s) a shared-weight model's attention-only run costs for its steps past the model's depth
-    (:data:`LONG_RUN`); (0, 0) for models without shared weights."""
+    (:data:`LONG_RUN`), over the batches of the ``long_run_prompts`` that go on past it; (0, 0) for models
+    without shared weights."""
     size = size_of_entry(name, config["models"][name])
     dyn = config["dynamics"]
     extra_steps = max(0, int(dyn["steps"]) - size.n_layers) if size.n_unique_layers < size.n_layers else 0
-    n_batches = math.ceil(len(prompts) / int(dyn["batch_size"]))
+    n_batches = math.ceil(min(len(prompts), int(dyn["long_run_prompts"])) / int(dyn["batch_size"]))
     return (extra_steps * LONG_RUN["mem_mb_per_step"],
             extra_steps * n_batches * LONG_RUN["runtime_s_per_step_batch"])
 

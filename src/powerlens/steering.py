@@ -132,23 +132,39 @@ def _mean_abs_cos(x: torch.Tensor, u: torch.Tensor, stat: torch.Tensor) -> tuple
     return float(c.sum()), int(c.numel())
 
 
+def _first(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
 @torch.no_grad()
 def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: int | None, head: bool,
                   ref_probs: list | None = None, add: np.ndarray | None = None, site=None,
-                  z: np.ndarray | None = None) -> tuple[dict, list]:
+                  z: np.ndarray | None = None, capture: list | None = None,
+                  replay: list | None = None) -> tuple[dict, list]:
     """One pass over the batches: |cos| with u after the last layer and at the output; LM metrics.
 
     ``site``: the last layer's output projection (the edit's site; ALBERT's is shared, so it fires at every
     depth). ``add``: activation-addition vector added to the site's output (the baseline). ``z``: measure the
     mean |z^T h| over counted tokens of the site's input h at its last application (the rank-1 edit changes
-    the site's output by alpha u z^T h, so its norm of change is alpha |z^T h|)."""
+    the site's output by alpha u z^T h, so its norm of change is alpha |z^T h|).
+
+    ``capture``: a list this pass fills with the last layer's inputs (positional and keyword arguments) per
+    batch; ``replay``: such a list, from an earlier pass of the same model on the same batches: only the last
+    layer and what follows it (the adapter's :meth:`~powerlens.adapters.Adapter.tail`: final norm, head) are
+    re-run, not the whole model. Exact for a change confined to the last layer: everything before it is
+    the same computation on the same inputs (not for shared weights, whose edit is at every depth).
+    Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
+    log-probabilities the steered passes' KL is taken from."""
+    from .adapters import get_adapter
+
+    adapter = get_adapter(arch)
     ut = torch.as_tensor(u, dtype=torch.float64)
     acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0}
     probs_out = []
     captured = {}
 
     def hook(mod, args, out):
-        captured["y"] = out[0] if isinstance(out, (tuple, list)) else out
+        captured["y"] = _first(out)
 
     def site_pre(mod, args):
         captured["h"] = args[0]
@@ -156,34 +172,53 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     def site_add(mod, args, out):
         return out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
 
+    def keep_inputs(mod, args, kwargs):
+        if any(type(v).__name__.endswith("Cache") for v in (*args, *kwargs.values())):
+            raise PowerlensError("the last layer was called with a key-value cache: its inputs cannot be replayed",
+                                 "report this bug (steering passes run without a cache)")
+        capture.append((args, kwargs))
+
     handles = [layer_module.register_forward_hook(hook)]
+    if capture is not None:
+        handles.append(layer_module.register_forward_pre_hook(keep_inputs, with_kwargs=True))
     if site is not None and z is not None:
         handles.append(site.register_forward_pre_hook(site_pre))
     if add is not None:
         handles.append(site.register_forward_hook(site_add))
     zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
+    use_cache = getattr(model.config, "use_cache", None)
+    model.config.use_cache = False  # no key-value cache: one pass per batch, and replayable inputs
     try:
         for i, b in enumerate(batches):
-            out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
+            if replay is not None:
+                args, kwargs = replay[i]
+                last, logits = adapter.tail(model, _first(layer_module(*args, **kwargs)), head)
+            else:
+                out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
+                last, logits = out.hidden_states[-1], (out.logits if head else None)
             stat = b.stat_mask
             s, n = _mean_abs_cos(captured["y"], ut, stat)
             acc["cos_layer"] += s
             acc["n"] += n
-            last = out.hidden_states[-1]
             acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
             if zt is not None:
                 acc["hz"] += float((captured["h"][stat].double() @ zt).abs().sum())
             if head:
-                logp = torch.log_softmax(out.logits[stat].float(), dim=-1)  # (n, V)
-                probs_out.append(logp)
+                logp = torch.log_softmax(logits[stat].float(), dim=-1)  # (n, V)
+                if ref_probs is None:
+                    probs_out.append(logp)
                 if tid is not None:
                     acc["p_target"] += float(logp[:, tid].exp().sum())
                 if ref_probs is not None:
                     ref = ref_probs[i]
                     acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
     finally:
+        model.config.use_cache = use_cache
         for h in handles:
             h.remove()
+    if capture is not None and len(capture) != len(batches):
+        raise PowerlensError(f"the last layer ran {len(capture)} times over {len(batches)} batches: its inputs "
+                             "cannot be replayed (shared weights?)", "report this bug")
     n = max(acc["n"], 1)
     res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
            "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
@@ -191,23 +226,53 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     return res, probs_out
 
 
-@torch.no_grad()
-def attention_only_steering(x0s: list, weights, batches, u: np.ndarray, z: np.ndarray, alpha: float,
-                            norm: str = "l2") -> dict:
-    """The paper's law through every layer with the rank-1 edit, and with the activation-addition baseline at
-    matched norm of change, at the same site(s): the last layer, or every depth for shared weights.
+def edited_depths(weights) -> list[int]:
+    """The depths the last layer's edit acts at: the last one, or every depth for shared weights."""
+    L = weights.n_layers
+    return list(range(L)) if weights.shared else [L - 1]
 
-    x0s: x(0) per batch (float64). Returns mean |cos(x, u)| after the last layer for both methods, the edit's
-    mean norm of change at the site (last application) and the baseline's beta (= that norm)."""
+
+def _l2_or_ln(y, lw, norm: str):
+    from .attention import layer_norm
+
+    if norm == "l2":
+        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    return layer_norm(y, lw.ln_w, lw.ln_b, lw.ln_eps)
+
+
+@torch.no_grad()
+def attention_only_prefix(x0s: list, weights, batches, norm: str = "l2") -> list:
+    """x entering the first depth the edit acts at (:func:`edited_depths`), per batch (float64): the paper's
+    law through the unedited depths, computed once for every target and kappa. One layer's weights are held
+    at a time (layers outer, batches inner: each batch's arithmetic is the same as batch by batch)."""
+    from .attention import attention_output, visible_keys
+
+    xs = list(x0s)
+    for t in range(edited_depths(weights)[0]):
+        lw = weights.layer(t).to(torch.float64).exact()
+        for i, b in enumerate(batches):
+            allowed = visible_keys(xs[i].shape[1], weights.causal, lw.window, b.mask, device=xs[i].device)
+            xs[i] = _l2_or_ln(xs[i] + attention_output(xs[i], lw, weights.n_heads, allowed), lw, norm)
+    return xs
+
+
+@torch.no_grad()
+def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.ndarray, alpha: float,
+                            norm: str = "l2") -> dict:
+    """The paper's law through the edited depth(s) with the rank-1 edit, and with the activation-addition
+    baseline at matched norm of change, at the same site(s): the last layer, or every depth for shared weights.
+
+    x_ins: per batch, x entering the first edited depth (:func:`attention_only_prefix`, float64). Returns mean
+    |cos(x, u)| after the last layer for both methods, the edit's mean norm of change at the site (last
+    application) and the baseline's beta (= that norm)."""
     import dataclasses
 
-    from .attention import attention_output, layer_norm, visible_keys
+    from .attention import attention_output, visible_keys
 
-    L = weights.n_layers
-    wl = [lw.to(torch.float64).exact() for lw in weights.layers]
+    depths = edited_depths(weights)
+    wl = {u_: weights.layers[u_].to(torch.float64).exact() for u_ in {weights.layer_map[t] for t in depths}}
     u_t = torch.as_tensor(u, dtype=torch.float64)
     z_t = torch.as_tensor(z, dtype=torch.float64)
-    edit_at = set(range(L)) if weights.shared else {L - 1}
 
     def step(x, lw, mask, edit=0.0, add=None):
         allowed = visible_keys(x.shape[1], weights.causal, lw.window, mask, device=x.device)
@@ -220,24 +285,19 @@ def attention_only_steering(x0s: list, weights, batches, u: np.ndarray, z: np.nd
             a = a_ed
         if add is not None:
             a = a + add
-        y = x + a
-        if norm == "l2":
-            return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-30), change
-        return layer_norm(y, lw.ln_w, lw.ln_b, lw.ln_eps), change
+        return _l2_or_ln(x + a, lw, norm), change
 
     def run(x, mask, stat, edit=0.0, add=None):
         change = None
-        for t in range(L):
-            lw = wl[weights.layer_map[t]]
-            here = t in edit_at
-            x, c = step(x, lw, mask, edit if here else 0.0, add if here else None)
+        for t in depths:
+            x, c = step(x, wl[weights.layer_map[t]], mask, edit, add)
             if c is not None:
                 change = c[stat]
         return x, change
 
     cos = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
     changes = []
-    for x0, b in zip(x0s, batches):
+    for x0, b in zip(x_ins, batches):
         x, ch = run(x0, b.mask, b.stat_mask, edit=alpha)
         if ch is not None:
             changes.append(ch)
@@ -245,7 +305,7 @@ def attention_only_steering(x0s: list, weights, batches, u: np.ndarray, z: np.nd
         cos["rank1"][0] += float(a.sum())
         cos["rank1"][1] += int(a.numel())
     beta = float(torch.cat(changes).mean()) if changes else 0.0
-    for x0, b in zip(x0s, batches):  # the baseline, at the edit's mean norm of change
+    for x0, b in zip(x_ins, batches):  # the baseline, at the edit's mean norm of change
         x, _ = run(x0, b.mask, b.stat_mask, add=beta * u_t if beta else None)
         a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
         cos["actadd"][0] += float(a.sum())

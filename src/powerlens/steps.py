@@ -193,14 +193,15 @@ def resolve_device(requested: str) -> str:
 def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path, out_npz, out_csv, out_json,
              mode: str, norm: str = "l2", steps: int = 200, batch_size: int = 16, max_tokens: int = 128,
              seed: int = 0, device: str = "cpu", dtype: str = "float32", threads: int = 1, null_draws: int = 2000,
-             control: bool = True) -> "pd.DataFrame":
+             control: bool = True, *, long_run_prompts: int) -> "pd.DataFrame":
     """Token dynamics of one model in one mode: per-token alignments (.npz), per-layer statistics (.csv)."""
     import numpy as np
     import torch
 
     from .adapters import get_adapter
     from .corpus import batches, read_prompts, tokenize
-    from .dynamics import layer_directions, layer_stats, null_sets, run_attention_only, run_model_mode
+    from .dynamics import (layer_directions, layer_stats, long_run_subset, null_sets, run_attention_only,
+                           run_model_mode)
     from .io import atomic_path
     from .sources import load_model, load_tokenizer
     from .weights import ModelWeights
@@ -224,6 +225,7 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     nulls = null_sets(int(meta["d_model"]), dirs, int(null_draws), seed, device)
     n_steps = int(meta["n_layers"])
     n_prompts = len(prompts)
+    subset = None
     if mode == "model":
         arr = run_model_mode(model, adapter, dirs, bs, n_prompts, nulls, device=device)
         del model
@@ -236,8 +238,10 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         gc.collect()
         w = ModelWeights.load(weights_st, weights_json)
         n_steps = int(steps) if w.shared else w.n_layers
+        if n_steps > w.n_layers:
+            subset = long_run_subset(n_prompts, int(long_run_prompts), seed)
         arr = run_attention_only(x0s, w, dirs, bs, n_steps, n_prompts, nulls, norm=norm, device=device,
-                                 dtype=getattr(torch, dtype))
+                                 dtype=getattr(torch, dtype), long_run_prompts=subset)
         ctrl = None
         if control:
             ctrl = run_attention_only(x0s, w, dirs, bs, min(n_steps, w.n_layers), n_prompts, nulls, norm=norm,
@@ -264,6 +268,10 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         "random_weights": man["random_weights"], "n_prompts": len(prompts), "n_tokens": n_stat,
         "n_positions": int(sum(len(x) for x in ids)), "n_special_excluded": int(sum(sum(s) for s in special)),
         "truncated_prompts": truncated, "max_tokens": max_len, "batch_size": batch_size, "steps": n_steps,
+        "past_depth": ("none: the run stops at the model's depth" if subset is None else
+                       {"prompts": len(subset), "prompt_indices": subset, "asked": int(long_run_prompts),
+                        "choice": "seeded sample of the corpus (numpy default_rng([seed, 11])); the model's own "
+                                  "depths use every prompt (our choice)"}),
         "norm": norm if mode == "attention-only" else "model's own LayerNorm",
         "dtype": dtype if mode == "attention-only" else "float32 forward, float64 metrics",
         "x0": "embedding output (ALBERT: after embedding_hidden_mapping_in)",
@@ -347,7 +355,7 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     threads = provenance.set_threads(threads)
     device = resolve_device(device)
     man = read_generated_json(manifest_path, "fetch_model")
-    w = ModelWeights.load(weights_st, weights_json)
+    w = ModelWeights.load(weights_st, weights_json, lazy=True)  # one layer's tensors at a time
     adapter = get_adapter(man["arch"])
     import transformers
 
@@ -369,6 +377,13 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     before = st.checksum(model)
     with torch.no_grad():
         x0s = [adapter.embed(model, b.ids.to(device)).double().cpu() for b in bs]  # (B, T, d) per batch
+    # what no setting changes is computed once: the attention-only states entering the edited depth, and
+    # (model mode) the last layer's inputs, captured by the first unsteered pass and replayed by every other
+    # pass, which re-runs only the last layer, final norm and head; shared weights: the edit is at every
+    # depth, so every pass runs the whole model
+    x_ins = st.attention_only_prefix(x0s, w, bs)
+    del x0s
+    last_inputs: list | None = None if w.shared else []
     lm = "yes" if head else "no (vector alignment only)"
     rows, cont = [], []
     generates = bool(head and adapter.causal and continuation_prompts)
@@ -378,17 +393,21 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
         z_vec = st.rank1_z(W_V, u)
         bound = st.kappa_bound(F, lam1)
-        base_res, ref = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head)
+        first = last_inputs is not None and not last_inputs
+        replay = None if last_inputs is None or first else last_inputs
+        base_res, ref = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head,
+                                         capture=last_inputs if first else None, replay=replay)
+        replay = last_inputs
         for kappa in progress(kappas, f"steering, target {ti + 1}/{len(targets)} {name} (kappas)", every=0):
             alpha = kappa * lam1
             chk = st.principal_check(F, W_V, u, alpha)
             with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha) as _:
                 r1, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
-                                         site=site, z=z_vec)
+                                         site=site, z=z_vec, replay=replay)
             beta = alpha * r1["mean_abs_hz"]  # the edit's mean norm of change at the site: alpha |z^T h|
             ra, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
-                                     add=beta * u, site=site)
-            ao = st.attention_only_steering(x0s, w, bs, u, z_vec, alpha)
+                                     add=beta * u, site=site, replay=replay)
+            ao = st.attention_only_steering(x_ins, w, bs, u, z_vec, alpha)
             if generates and tid is not None:
                 with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha):
                     t1 = st.greedy_continuations(model, tok, continuation_prompts, continuation_tokens)
@@ -446,6 +465,11 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
                                       "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
                                       "methods are compared on curves over the norm of the change",
                           "delta_principal": st.DELTA,
+                          "computation": ("every pass runs the whole model (shared weights: the edit acts at "
+                                          "every depth)" if w.shared else
+                                          "the states entering the last layer are computed once; each setting "
+                                          "re-runs only the last layer, the final norm and the head (exact: "
+                                          "nothing before the last layer changes)"),
                           "continuations": ({"prompts": continuation_prompts, "new_tokens": continuation_tokens,
                                              "decoding": "greedy (no sampling), one prompt at a time, both methods "
                                                          "at every decoding step"} if generates else

@@ -23,8 +23,9 @@ Conventions (TransformerLens names, column vectors as in ``nn.Linear``: ``y = W 
 
 from __future__ import annotations
 
-import json
 import dataclasses
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,35 +190,67 @@ class ModelWeights:
         return meta
 
     @classmethod
-    def load(cls, st_path: str | Path, json_path: str | Path) -> "ModelWeights":
+    def load(cls, st_path: str | Path, json_path: str | Path, lazy: bool = False) -> "ModelWeights":
+        """Read a ``weights.safetensors`` + ``weights.json`` pair. ``lazy``: read each unique layer from the file
+        when it is asked for (and not keep it), so a step that walks the layers one at a time holds one
+        layer's tensors, never the whole model's (the file's keys are still checked at once)."""
         from safetensors import safe_open
 
         from .io import read_json, reading_generated
 
         with reading_generated(json_path, "extract_weights"):
             meta = read_json(json_path)
-        layers = []
         # only the tensors a LayerWeights holds (the stored float64 F is for users; F is recomputed)
         with reading_generated(st_path, "extract_weights"):
             with safe_open(str(st_path), framework="pt") as f:
-                tensors = {k: f.get_tensor(k) for k in f.keys()
-                           if k.rsplit(".", 1)[-1] in MATRICES + VECTORS + OPTIONAL}
+                keys = set(f.keys())
+                tensors = {} if lazy else {k: f.get_tensor(k) for k in keys
+                                           if k.rsplit(".", 1)[-1] in MATRICES + VECTORS + OPTIONAL}
             for u, lm in enumerate(meta["layers"]):
-                need = [f"layers.{u}.{k}" for k in MATRICES + VECTORS + tuple(lm.get("optional", []))]
-                missing = [k for k in need if k not in tensors]
+                missing = [k for k in _layer_keys(u, lm) if k not in keys]
                 if missing:
                     raise KeyError(f"tensor {missing[0]} missing")
-        for u, lm in enumerate(meta["layers"]):
-            kw = {k: tensors.pop(f"layers.{u}.{k}") for k in MATRICES + VECTORS}
-            kw.update({k: tensors.pop(f"layers.{u}.{k}") for k in lm.get("optional", [])})
-            layers.append(LayerWeights(**kw, ln_eps=lm["ln_eps"], attn_scale=lm["attn_scale"],
-                                       window=lm["window"], has_bias=lm["has_bias"],
-                                       scores_fp32=lm.get("scores_fp32", False),
-                                       softmax_fp32=lm.get("softmax_fp32", False),
-                                       norm_fp32=lm.get("norm_fp32", False), d_head=lm.get("d_head"),
-                                       norm_kind=lm.get("norm_kind", "layer"),
-                                       rope_scale=lm.get("rope_scale", 1.0)))
+        if lazy:
+            layers = _LazyLayers(Path(st_path), meta["layers"])
+        else:
+            layers = [_layer_from(u, lm, tensors.pop) for u, lm in enumerate(meta["layers"])]
         core = {"arch", "norm", "causal", "d_model", "n_heads", "layer_map"}
         return cls(arch=meta["arch"], norm=meta["norm"], causal=meta["causal"], d_model=meta["d_model"],
                    n_heads=meta["n_heads"], layers=layers, layer_map=meta["layer_map"],
                    meta={k: v for k, v in meta.items() if k not in core})
+
+
+def _layer_keys(u: int, lm: dict) -> list[str]:
+    return [f"layers.{u}.{k}" for k in MATRICES + VECTORS + tuple(lm.get("optional", []))]
+
+
+def _layer_from(u: int, lm: dict, get) -> LayerWeights:
+    """Unique layer u from its metadata ``lm`` and a getter of tensors by key."""
+    kw = {k: get(f"layers.{u}.{k}") for k in MATRICES + VECTORS + tuple(lm.get("optional", []))}
+    return LayerWeights(**kw, ln_eps=lm["ln_eps"], attn_scale=lm["attn_scale"], window=lm["window"],
+                        has_bias=lm["has_bias"], scores_fp32=lm.get("scores_fp32", False),
+                        softmax_fp32=lm.get("softmax_fp32", False), norm_fp32=lm.get("norm_fp32", False),
+                        d_head=lm.get("d_head"), norm_kind=lm.get("norm_kind", "layer"),
+                        rope_scale=lm.get("rope_scale", 1.0))
+
+
+class _LazyLayers(Sequence):
+    """The unique layers of a ``weights.safetensors``, each read from the file when indexed (not cached)."""
+
+    def __init__(self, st_path: Path, metas: list[dict]):
+        self.st_path, self.metas = st_path, metas
+
+    def __len__(self) -> int:
+        return len(self.metas)
+
+    def __getitem__(self, u):
+        if isinstance(u, slice):
+            return [self[i] for i in range(*u.indices(len(self)))]
+        from safetensors import safe_open
+
+        from .io import reading_generated
+
+        u = range(len(self))[u]
+        with reading_generated(self.st_path, "extract_weights"):
+            with safe_open(str(self.st_path), framework="pt") as f:
+                return _layer_from(u, self.metas[u], f.get_tensor)

@@ -278,3 +278,39 @@ def test_long_run_memory_grows_only_by_what_the_outputs_keep():
     assert grown / (N - 200) < 1500, grown / (N - 200)
     arr = acc.arrays()
     assert arr["sum_lead_out"].shape == (N,) and arr["trajectory"].shape[0] == N + 1
+
+
+def test_long_runs_go_on_past_the_depth_with_a_seeded_subset_only():
+    """`dynamics.long_run_prompts`: the model's own depth uses every prompt (sums bit for bit as without a
+    subset); past it, the sums are those of a run over the subset's prompts alone; a subset of everyone
+    gives the run without a subset; the trajectory is the first subset prompt's, whole."""
+    from powerlens.dynamics import long_run_subset
+
+    rng = np.random.default_rng(3)
+    d, tpp, n_p, steps = 12, 3, 10, 7
+    F = rng.standard_normal((d, d)) / 3
+    w = synthetic_weights(F)
+    dirs = layer_directions(spectra_arrays([layer_spectrum(F, k=4, rng=np.random.default_rng(0))], [0]), 0)
+    nulls = null_sets(d, dirs, 50, 0, "cpu")
+    X = torch.as_tensor(rng.standard_normal((n_p * tpp, d)))
+
+    def arrays(prompts, subset):
+        ids = [[p * tpp + j for j in range(tpp - (p % 2))] for p in prompts]  # lengths 3 and 2: padding
+        bs = batches(ids, [[0] * len(i) for i in ids], batch_size=4, pad_id=0)
+        return run_attention_only(lambda idx: X[idx], w, dirs, bs, steps, len(ids), nulls, progress=False,
+                                  long_run_prompts=subset)
+
+    full = arrays(range(n_p), None)
+    every = arrays(range(n_p), list(range(n_p)))
+    for k in full:
+        assert np.allclose(full[k], every[k], rtol=1e-12, atol=1e-12, equal_nan=True), k
+    sub = long_run_subset(n_p, 3, seed=0)
+    assert sub == long_run_subset(n_p, 3, seed=0) and len(set(sub)) == 3 and long_run_subset(4, 32, 0) == [0, 1, 2, 3]
+    part = arrays(range(n_p), sub)
+    alone = arrays(sub, None)
+    depth = 1
+    for k in [k for k in full if k.startswith("sum_")]:
+        assert np.array_equal(part[k][:depth], full[k][:depth], equal_nan=True), k
+        assert np.allclose(part[k][depth:], alone[k][depth:], rtol=1e-12, atol=1e-12, equal_nan=True), k
+    assert part["sum_n"][depth] == sum(tpp - (p % 2) for p in sub) < full["sum_n"][depth]
+    assert part["trajectory"].shape == full["trajectory"].shape == (steps + 1, tpp - (sub[0] % 2), 2)

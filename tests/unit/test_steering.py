@@ -112,3 +112,89 @@ def test_steering_step_baseline_on_same_tokens(tmp_path):
 
     meta = json.loads((tmp_path / "st.json").read_text())
     assert meta["checksum_before"] == meta["checksum_after"]
+
+
+@pytest.mark.parametrize("name,arch", [("tiny-bert", "bert"), ("tiny-gpt2", "gpt2"), ("tiny-gpt-neo", "gpt_neo"),
+                                        ("tiny-llama", "llama"), ("tiny-gemma3", "gemma3")])
+def test_replaying_the_last_layer_gives_the_full_passs_numbers(name, arch):
+    """Steering re-runs only the last layer (and final norm, head) on inputs captured by the unsteered pass:
+    every measure, under the rank-1 edit and under activation addition, equals a full forward pass to 1e-6
+    (the model has its LM head: logits, p_target and KL are compared too)."""
+    import transformers
+
+    from powerlens.adapters import get_adapter
+    from powerlens.archs import TINY_MODELS
+    from powerlens.corpus import batches
+
+    ad = get_adapter(arch)
+    torch.manual_seed(0)
+    cls = getattr(transformers, ad.head_class)
+    model = cls.from_config(TINY_MODELS[name].hf_config(), attn_implementation="eager").eval()
+    w = ad.extract(model)
+    rng = np.random.default_rng(1)
+    ids = [list(rng.integers(3, 60, size=n)) for n in (5, 9, 7, 3, 8)]  # three batches, right padding
+    bs = batches(ids, [[0] * len(i) for i in ids], 2, pad_id=0)
+    u = rng.standard_normal(w.d_model)
+    u /= np.linalg.norm(u)
+    z = st.rank1_z(w.layer(w.n_layers - 1).v_per_head().double().numpy(), u)
+    layer = ad.layer_modules(model)[-1]
+    site, _ = st.output_projection(model, arch)
+    inputs = []
+    base_full, ref = st.measure_model(model, arch, layer, bs, u, 7, True)
+    base_cap, ref_cap = st.measure_model(model, arch, layer, bs, u, 7, True, capture=inputs)
+    base_rep, _ = st.measure_model(model, arch, layer, bs, u, 7, True, replay=inputs)
+    assert len(inputs) == len(bs) and base_cap == pytest.approx(base_full, abs=0, nan_ok=True)
+    for k, v in base_full.items():
+        assert base_rep[k] == pytest.approx(v, abs=1e-6, nan_ok=True), k
+    for alpha in (3.0, 40.0):
+        with st.rank1_output_edit(model, arch, u, z, alpha):
+            full, _ = st.measure_model(model, arch, layer, bs, u, 7, True, ref_probs=ref, site=site, z=z)
+            rep, _ = st.measure_model(model, arch, layer, bs, u, 7, True, ref_probs=ref, site=site, z=z,
+                                      replay=inputs)
+        add = alpha * full["mean_abs_hz"] * u
+        full_a, _ = st.measure_model(model, arch, layer, bs, u, 7, True, ref_probs=ref, add=add, site=site)
+        rep_a, _ = st.measure_model(model, arch, layer, bs, u, 7, True, ref_probs=ref, add=add, site=site,
+                                    replay=inputs)
+        assert full["kl"] > 1e-6 and full["cos_layer"] != base_full["cos_layer"]  # the edit did act
+        for a, b in ((full, rep), (full_a, rep_a)):
+            for k, v in a.items():
+                assert b[k] == pytest.approx(v, abs=1e-6, rel=1e-6, nan_ok=True), (alpha, k)
+
+
+@pytest.mark.parametrize("name,arch", [("tiny-gpt2", "gpt2"), ("tiny-albert", "albert")])
+def test_attention_only_steering_from_the_prefix_equals_the_whole_stack(name, arch):
+    """The attention-only states entering the edited depth are computed once: running the edited depth(s)
+    from them gives the same numbers as the law through every depth with the edit at the last one (ALBERT:
+    the edit is at every depth, the prefix is x(0) itself)."""
+    import dataclasses
+
+    from powerlens.adapters import ADAPTERS
+    from powerlens.attention import attention_output, visible_keys
+    from powerlens.corpus import batches
+
+    model = build_tiny(name, torch.float64)
+    w = ADAPTERS[arch].extract(model)
+    rng = np.random.default_rng(2)
+    ids = [list(rng.integers(3, 60, size=n)) for n in (4, 6, 5)]
+    bs = batches(ids, [[0] * len(i) for i in ids], 2, pad_id=0)
+    x0s = [ADAPTERS[arch].embed(model, b.ids).double().detach() for b in bs]
+    u = rng.standard_normal(w.d_model)
+    u /= np.linalg.norm(u)
+    z = st.rank1_z(w.layer(w.n_layers - 1).v_per_head().double().numpy(), u)
+    alpha = 5.0
+    got = st.attention_only_steering(st.attention_only_prefix(x0s, w, bs), w, bs, u, z, alpha)
+    assert len(st.edited_depths(w)) == (w.n_layers if w.shared else 1)
+    # the reference: every depth, the edit wherever the last layer's weights act
+    ut, zt, total, n = torch.as_tensor(u), torch.as_tensor(z), 0.0, 0
+    for x, b in zip(x0s, bs):
+        for t in range(w.n_layers):
+            lw = w.layer(t).to(torch.float64).exact()
+            if t in st.edited_depths(w):
+                lw = dataclasses.replace(lw, W_O=lw.W_O + alpha * torch.outer(ut, zt))
+            allowed = visible_keys(x.shape[1], w.causal, lw.window, b.mask)
+            y = x + attention_output(x, lw, w.n_heads, allowed)
+            x = y / y.norm(dim=-1, keepdim=True)
+        xs = x[b.stat_mask]
+        total += float(((xs @ ut).abs() / xs.norm(dim=-1)).sum())
+        n += xs.shape[0]
+    assert got["cos_rank1"] == pytest.approx(total / n, abs=1e-9)
