@@ -118,6 +118,18 @@ def site_io(sites: list[Site], callback, clone: bool = False):
             h.remove()
 
 
+@contextlib.contextmanager
+def no_kv_cache(model):
+    """``model.config.use_cache = False`` for the block (restored after): a forward pass then builds no
+    key-value cache, so a layer's recorded inputs can be fed to it again with the same result."""
+    old = getattr(model.config, "use_cache", None)
+    model.config.use_cache = False
+    try:
+        yield model
+    finally:
+        model.config.use_cache = old
+
+
 class Adapter:
     arch: str
     model_type: str

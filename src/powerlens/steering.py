@@ -155,9 +155,10 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     the same computation on the same inputs (not for shared weights, whose edit is at every depth).
     Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
     log-probabilities the steered passes' KL is taken from."""
-    from .adapters import get_adapter
+    from .adapters import get_adapter, no_kv_cache
 
     adapter = get_adapter(arch)
+    stack = contextlib.ExitStack()
     ut = torch.as_tensor(u, dtype=torch.float64)
     acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0}
     probs_out = []
@@ -186,9 +187,8 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     if add is not None:
         handles.append(site.register_forward_hook(site_add))
     zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
-    use_cache = getattr(model.config, "use_cache", None)
-    model.config.use_cache = False  # no key-value cache: one pass per batch, and replayable inputs
     try:
+        stack.enter_context(no_kv_cache(model))  # replayable inputs (and one pass per batch needs no cache)
         for i, b in enumerate(batches):
             if replay is not None:
                 args, kwargs = replay[i]
@@ -213,7 +213,7 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
                     ref = ref_probs[i]
                     acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
     finally:
-        model.config.use_cache = use_cache
+        stack.close()
         for h in handles:
             h.remove()
     if capture is not None and len(capture) != len(batches):

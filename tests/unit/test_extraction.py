@@ -169,3 +169,25 @@ def test_twin_configs_build_and_count(name):
     with torch.device("meta"):
         model = transformers.AutoModel.from_config(arch.hf_config())
     assert sum(p.numel() for p in model.parameters()) == count_params(arch)
+
+
+@pytest.mark.parametrize("name", list(TINY_MODELS))
+def test_float64_proof_one_layer_at_a_time(name):
+    """check_extraction's float64 proof without a float64 model: each layer copied to float64 alone, run on
+    the inputs the float32 pass gave it, agrees with the extracted matrices to float64 rounding, as the whole
+    model in float64 does; a transposed W_O in one layer is caught there and only there."""
+    from powerlens.verify import layerwise_errors
+
+    model = build_tiny(name, torch.float32)
+    adapter = ADAPTERS[TINY_MODELS[name].arch]
+    w = adapter.extract(model)
+    errs = layerwise_errors(model, adapter, w, torch.float64)
+    assert len(errs) == w.n_layers and max(errs) <= TOL[torch.float64], errs
+    assert next(model.parameters()).dtype == torch.float32  # the model itself is never cast
+    assert layerwise_errors(model, adapter, w, torch.float32) == reconstruction_errors(model, adapter, w)
+    u = w.layer_map[-1]
+    w.layers[u].W_O = w.layers[u].W_O.T.contiguous() if w.layers[u].W_O.shape[0] == w.layers[u].W_O.shape[1] \
+        else -w.layers[u].W_O
+    bad = layerwise_errors(model, adapter, w, torch.float64)
+    hit = [t for t in range(w.n_layers) if w.layer_map[t] == u]
+    assert all(bad[t] > 1e-6 for t in hit) and all(bad[t] == errs[t] for t in range(w.n_layers) if t not in hit)
