@@ -64,12 +64,27 @@ def tokenize(prompts: list[str], tokenizer, max_len: int) -> tuple[list[list[int
     return ids, special, truncated
 
 
-def batches(ids: list[list[int]], special: list[list[int]], batch_size: int, pad_id: int) -> list[Batch]:
-    """Length-sorted batches (less padding); deterministic order."""
-    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+def batch_groups(lengths: list[int], batch_size: int, batch_tokens: int | None = None) -> list[list[int]]:
+    """Prompt indices per batch: sorted by length (ties by index), each batch at most ``batch_size`` prompts
+    and, if ``batch_tokens`` is given, at most that many tokens once padded (rows x longest row; a prompt
+    longer than the budget gets a batch of its own). Deterministic."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    groups: list[list[int]] = []
+    for i in order:
+        g = groups[-1] if groups else None
+        if g is None or len(g) >= batch_size or (batch_tokens is not None
+                                                  and (len(g) + 1) * lengths[i] > batch_tokens):
+            groups.append([i])
+        else:
+            g.append(i)
+    return groups
+
+
+def batches(ids: list[list[int]], special: list[list[int]], batch_size: int, pad_id: int,
+            batch_tokens: int | None = None) -> list[Batch]:
+    """Right-padded batches of :func:`batch_groups` (length-sorted: less padding); deterministic order."""
     out = []
-    for s in range(0, len(order), batch_size):
-        idx = order[s:s + batch_size]
+    for idx in batch_groups([len(x) for x in ids], batch_size, batch_tokens):
         T = max(len(ids[i]) for i in idx)
         B = len(idx)
         x = torch.full((B, T), pad_id, dtype=torch.long)

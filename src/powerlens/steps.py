@@ -196,7 +196,7 @@ def resolve_device(requested: str) -> str:
 def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path, out_npz, out_csv, out_json,
              mode: str, norm: str = "l2", steps: int = 200, batch_size: int = 16, max_tokens: int = 128,
              seed: int = 0, device: str = "cpu", dtype: str = "float32", threads: int = 1, null_draws: int = 2000,
-             control: bool = True, *, long_run_prompts: int) -> "pd.DataFrame":
+             control: bool = True, *, long_run_prompts: int, batch_tokens: int) -> "pd.DataFrame":
     """Token dynamics of one model in one mode: per-token alignments (.npz), per-layer statistics (.csv)."""
     import numpy as np
     import torch
@@ -223,7 +223,7 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     max_len = min(int(max_tokens), adapter.max_positions(model.config))
     ids, special, truncated = tokenize(prompts, tok, max_len)
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-    bs = batches(ids, special, batch_size, pad)
+    bs = batches(ids, special, batch_size, pad, batch_tokens)
     dirs = layer_directions(read_generated_npz(spectra_npz, "spectra"), seed)
     nulls = null_sets(int(meta["d_model"]), dirs, int(null_draws), seed, device)
     n_steps = int(meta["n_layers"])
@@ -271,6 +271,8 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         "random_weights": man["random_weights"], "n_prompts": len(prompts), "n_tokens": n_stat,
         "n_positions": int(sum(len(x) for x in ids)), "n_special_excluded": int(sum(sum(s) for s in special)),
         "truncated_prompts": truncated, "max_tokens": max_len, "batch_size": batch_size, "steps": n_steps,
+        "batch_tokens": batch_tokens, "n_batches": len(bs),
+        "padding_share": round(1 - sum(int(b.mask.sum()) for b in bs) / sum(b.mask.numel() for b in bs), 4),
         "past_depth": ("none: the run stops at the model's depth" if subset is None else
                        {"prompts": len(subset), "prompt_indices": subset, "asked": int(long_run_prompts),
                         "choice": "seeded sample of the corpus (numpy default_rng([seed, 11])); the model's own "

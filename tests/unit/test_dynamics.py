@@ -314,3 +314,22 @@ def test_long_runs_go_on_past_the_depth_with_a_seeded_subset_only():
         assert np.allclose(part[k][depth:], alone[k][depth:], rtol=1e-12, atol=1e-12, equal_nan=True), k
     assert part["sum_n"][depth] == sum(tpp - (p % 2) for p in sub) < full["sum_n"][depth]
     assert part["trajectory"].shape == full["trajectory"].shape == (steps + 1, tpp - (sub[0] % 2), 2)
+
+
+def test_token_budget_bounds_the_padded_batch():
+    """`dynamics.batch_tokens`: length-sorted batches hold at most batch_size rows and at most batch_tokens
+    tokens once padded; a prompt longer than the budget goes alone; without a budget, prompts per batch only."""
+    from powerlens.corpus import batch_groups
+
+    rng = np.random.default_rng(0)
+    lengths = [int(n) for n in rng.integers(5, 129, size=57)] + [300]
+    groups = batch_groups(lengths, 16, 512)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    for g in groups:
+        assert len(g) <= 16 and (len(g) * max(lengths[i] for i in g) <= 512 or len(g) == 1)
+        assert [lengths[i] for i in g] == sorted(lengths[i] for i in g)
+    assert [57] in groups
+    plain = batch_groups(lengths, 16)
+    assert [len(g) for g in plain] == [16, 16, 16, 10]
+    padded = lambda gs: sum(len(g) * max(lengths[i] for i in g) for g in gs)  # noqa: E731
+    assert padded(groups) < padded(plain)

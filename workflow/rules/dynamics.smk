@@ -20,6 +20,7 @@ rule dynamics:
         steps=config["dynamics"]["steps"],
         long_run_prompts=config["dynamics"]["long_run_prompts"],
         batch_size=config["dynamics"]["batch_size"],
+        batch_tokens=config["dynamics"]["batch_tokens"],
         max_tokens=config["dynamics"]["max_tokens"],
         dtype=config["dynamics"]["dtype"],
         seed=config["seed"],
@@ -42,7 +43,8 @@ rule dynamics:
         "--meta {input.meta:q} --spectra {input.spectra:q} --prompts {input.prompts:q} "
         "--out-npz {output.npz:q} --out-csv {output.csv:q} --out-json {output.json:q} "
         "--mode {wildcards.mode} --norm {params.norm} --steps {params.steps} "
-        "--long-run-prompts {params.long_run_prompts}         "--batch-size {params.batch_size} --max-tokens {params.max_tokens} --dtype {params.dtype} "
+        "--long-run-prompts {params.long_run_prompts} --batch-size {params.batch_size} "
+        "--batch-tokens {params.batch_tokens} --max-tokens {params.max_tokens} --dtype {params.dtype} "
         "--seed {params.seed} --device {params.device} --threads {threads} "
         "--null-draws {params.null_draws} --control {params.control} > {log:q} 2>&1"
 

@@ -15,6 +15,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--long-run-prompts", type=int, required=True,
                     help="prompts that go on past the model's depth in long shared-weight runs (seeded sample)")
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--batch-tokens", type=int, required=True, help="tokens per batch once padded, at most")
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
@@ -30,7 +31,8 @@ def run(a) -> None:
 
     df = dynamics(a.manifest, a.tensors, a.meta, a.spectra, a.prompts, a.out_npz, a.out_csv, a.out_json,
                   a.mode, a.norm, a.steps, a.batch_size, a.max_tokens, a.seed, a.device, a.dtype, a.threads,
-                  a.null_draws, a.control == "yes", long_run_prompts=a.long_run_prompts)
+                  a.null_draws, a.control == "yes", long_run_prompts=a.long_run_prompts,
+                  batch_tokens=a.batch_tokens)
     cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p_holm", "rho", "rho_null_q95", "rho_p_holm",
             "tilt", "tilt_p_holm"]
     print(df[cols].head(60).to_string(index=False))
