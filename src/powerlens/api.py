@@ -152,12 +152,13 @@ class Lens:
 
     def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int = 128, batch_size: int = 16,
                  steps: int | None = None, null_draws: int = 200, seed: int = 0, norm: str = "l2",
-                 long_run_prompts: int | None = None):
+                 long_run_prompts: int | None = None, batch_tokens: int | None = None):
         """Token dynamics over ``prompts``: per depth gamma_t, rho_t and the tilt towards F_t's leading
         direction, each with the Monte Carlo null of random directions (``null_draws`` draws), in ``mode``
         "model" (the real forward pass) or "attention-only" (the paper's law; ``steps`` for shared-weight
         models, default the depth; past the depth only a seeded sample of ``long_run_prompts`` prompts goes
-        on, default all). Returns the per-layer DataFrame the pipeline's dynamics step writes."""
+        on, default all; ``batch_tokens`` bounds a batch's padded tokens beside ``batch_size``). Returns the
+        per-layer DataFrame the pipeline's dynamics step writes."""
         import torch
 
         from .corpus import batches, tokenize
@@ -177,7 +178,7 @@ class Lens:
         max_len = min(int(max_tokens), self.adapter.max_positions(self.model.config))
         ids, special, _ = tokenize(list(prompts), tok, max_len)
         pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-        bs = batches(ids, special, batch_size, pad)
+        bs = batches(ids, special, batch_size, pad, batch_tokens)
         base = self.adapter.base(self.model)
         if mode == "model":
             arr = run_model_mode(base, self.adapter, dirs, bs, len(prompts), nulls, progress=False)

@@ -53,11 +53,11 @@ def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
     (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n")
     ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", d / "s.npz", tmp_path / "p.txt",
                    tmp_path / "d.npz", tmp_path / "d.csv", tmp_path / "d.json", "model", null_draws=50,
-                   max_tokens=16, batch_size=2)
+                   max_tokens=16, batch_size=2, long_run_prompts=32, batch_tokens=20)
     import powerlens
 
     lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
-    got = lens.dynamics(prompts, null_draws=50, max_tokens=16, batch_size=2)
+    got = lens.dynamics(prompts, null_draws=50, max_tokens=16, batch_size=2, batch_tokens=20)
     for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95"):
         assert np.allclose(got[c].to_numpy(), ref[c].to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True), c
 
