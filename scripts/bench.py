@@ -209,11 +209,15 @@ def main():
         corpus.parent.mkdir(parents=True, exist_ok=True)
         corpus.write_text("\n".join(lines) + "\n")
     from powerlens.corpus import read_prompts
-    from powerlens.resources import corpus_tokens
+    from powerlens.twin_tokenizers import twin_tokenizer
 
     ps = read_prompts(corpus)
-    print(f"corpus: {len(ps)} prompts, {corpus_tokens(ps, 128)} byte-level tokens at most (twins' tokenizer)",
-          flush=True)
+    words = sum(len(p.split()) for p in ps)
+    print(f"corpus: {len(ps)} prompts, {words} words", flush=True)
+    for twin in a.twins:
+        tok, label = twin_tokenizer(twin)
+        n = sum(len(x) for x in tok(ps, add_special_tokens=True)["input_ids"])
+        print(f"  {twin}: {n} tokens, {n / words:.2f} tokens per word ({label})", flush=True)
     t_all = time.time()
     cfg = defaults()
     bench_dir = Path(a.bench_dir)

@@ -19,8 +19,8 @@ steering           params                       forward_params * steering_tokens
 ``params`` is the stored parameter count (ALBERT's shared layer once), ``forward_params`` the parameters a
 token meets on its way through (ALBERT's layer once per depth), ``attention_params`` the four attention
 matrices of one layer. ``tokens`` is an upper bound from the corpus (UTF-8 bytes per prompt + 2 special
-tokens, capped at ``max_tokens``): exact for the byte-level tokenizer of twins, 2-4x above real tokenizers,
-so real checkpoints get more time than they need. Fitted lines are scaled by a safety margin
+tokens, capped at ``max_tokens``): exact for the byte-level tokenizer of the tiny test twins, about 4x above
+real tokenizers and the paper twins' stand-ins, so those get more time than they need. Fitted lines are scaled by a safety margin
 (:data:`MARGIN`) and stored in ``workflow/resources.yaml`` with the measurements they came from
 (``workflow/resources_measured.tsv``); ``scripts/fit_resources.py`` refits both.
 """

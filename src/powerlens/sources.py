@@ -265,16 +265,18 @@ def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
-    byte_tokenizer(twin.arch).save_pretrained(out_dir)
     del model
+    from .twin_tokenizers import twin_tokenizer
+
+    tok, label = twin_tokenizer(entry["twin_of"])  # the family's stand-in (byte-level for tiny twins)
+    tok.save_pretrained(out_dir)
     return {"source": "random", "twin_of": entry["twin_of"], "seed": seed, "path": str(out_dir.resolve()),
-            "files": _file_table(out_dir), "resolved_revision": None,
-            "tokenizer": "byte-level (256 byte symbols + specials), built for twins"}
+            "files": _file_table(out_dir), "resolved_revision": None, "tokenizer": label}
 
 
 def byte_tokenizer_core(arch: str):
-    """A byte-level ``tokenizers.Tokenizer`` for twins (no trained tokenizer ships offline for GPT-2/ALBERT
-    vocabularies), and the special tokens to declare: ids 0-255 are the bytes, then the specials; fits any
+    """A byte-level ``tokenizers.Tokenizer`` for twins too small for their family's stand-in
+    (:mod:`powerlens.twin_tokenizers`), and the special tokens to declare: ids 0-255 are the bytes, then the specials; fits any
     vocabulary of at least 261 entries. Causal (decoder) families get one end-of-text token, encoders
     BERT's five specials."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
@@ -297,18 +299,23 @@ def byte_tokenizer_core(arch: str):
     return tok
 
 
+def special_tokens(causal: bool) -> dict[str, str]:
+    """The special tokens a twin's fast tokenizer declares: one end-of-text token for causal families,
+    BERT's five for encoders."""
+    if causal:
+        return {"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
+    return {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+            "mask_token": "[MASK]"}
+
+
 def byte_tokenizer(arch: str):
-    """:func:`byte_tokenizer_core` wrapped as a transformers fast tokenizer (saved with each twin)."""
+    """:func:`byte_tokenizer_core` wrapped as a transformers fast tokenizer."""
     from transformers import PreTrainedTokenizerFast
 
     from .adapters import get_adapter
 
-    if get_adapter(arch).causal:
-        specials = {"eos_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
-    else:
-        specials = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
-                    "mask_token": "[MASK]"}
-    return PreTrainedTokenizerFast(tokenizer_object=byte_tokenizer_core(arch), **specials)
+    return PreTrainedTokenizerFast(tokenizer_object=byte_tokenizer_core(arch),
+                                   **special_tokens(get_adapter(arch).causal))
 
 
 def _changed_files_fix(source: str | None) -> str:

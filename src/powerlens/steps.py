@@ -614,7 +614,8 @@ MODELLING_CHOICES = [
     "methods are compared at matched norm of change, kappa by kappa (a curve over the norm).",
     "GGUF models (source: gguf) are trained but quantized (e.g. 4-bit Q4_1): dequantized to float32 once and "
     "labelled with their quantization; quantization sensitivity is measured on a full-precision model.",
-    "Twins (source: random) share a paper model's exact architecture with seeded random weights and a "
-    "byte-level tokenizer; their results say nothing about trained models and are labelled.",
+    "Twins (source: random) share a paper model's exact architecture with seeded random weights and their "
+    "family's tokenizer or a stand-in (BERT/ALBERT: bert-base-uncased WordPiece; GPT-2/GPT-Neo: SmolLM2's "
+    "byte-level BPE; tiny test twins: bytes); their results say nothing about trained models and are labelled.",
     "Claims criteria are fixed in the config (claims:) before any run and never tuned afterwards.",
 ]

@@ -54,7 +54,7 @@ def check_targets(name: str, targets: list[dict], tokenizer, head: bool) -> list
             raise PowerlensError(
                 f"{where}: the tokenizer splits the token into {len(ids)} pieces {pieces}",
                 "choose a token that is a single vocabulary entry (for GPT-2-style tokenizers often with a "
-                "leading space, e.g. ' the'; twins have byte-level tokenizers: one ASCII character), or use "
+                "leading space, e.g. ' the'; the tiny test twins tokenize bytes: one ASCII character), or use "
                 "kind: random")
         unk = _unk_id(tokenizer)
         if unk is not None and ids[0] == unk:
@@ -102,10 +102,13 @@ def tokenizer_on_disk(entry: dict | None, manifest: str | Path | None):
     if entry["source"] == "random":
         from .adapters import get_adapter
         from .archs import twin_config
-        from .sources import byte_tokenizer_core
+        from .twin_tokenizers import kind_of, twin_core
 
-        arch = twin_config(entry["twin_of"]).arch
-        return byte_tokenizer_core(arch), has_lm_head([get_adapter(arch).head_class])
+        twin = twin_config(entry["twin_of"])
+        causal = get_adapter(twin.arch).causal
+        if kind_of(twin.arch, causal, int(twin.kwargs["vocab_size"])) == "bpe":
+            return None  # read from a GGUF (seconds): checked right after the fetch instead
+        return twin_core(entry["twin_of"])[0], has_lm_head([get_adapter(twin.arch).head_class])
     if entry["source"] == "local":
         return _folder_tokenizer(Path(entry["path"]).expanduser())
     if entry["source"] == "package":

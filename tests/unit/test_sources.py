@@ -105,3 +105,39 @@ def test_weights_roundtrip(tmp_path):
     assert torch.equal(w2.layers[1].W_O, w.layers[1].W_O) and w2.layers[0].scores_fp32
     meta = read_json(tmp_path / "w.json")
     assert meta["weights_label"] == "trained weights" and len(meta["tensors_sha256"]) == 64
+
+
+def test_twins_tokenize_like_their_family(minilm_path):
+    """BERT twins get bert-base-uncased's WordPiece (MiniLM's own tokenizer, id for id), ALBERT twins its
+    first 30000 entries, GPT twins SmolLM2's byte-level BPE (ids within GPT-2's vocabulary, lossless); all
+    about 4x fewer tokens than bytes; tiny twins keep bytes. GPT twins' steering targets are checked after
+    the fetch (the GGUF is not read while Snakemake builds the DAG)."""
+    from transformers import AutoTokenizer
+
+    from powerlens.corpus import read_prompts
+    from powerlens.targets import tokenizer_on_disk
+    from powerlens.twin_tokenizers import twin_tokenizer
+
+    from ..conftest import REPO
+
+    ps = read_prompts(REPO / "config/prompts.txt")
+    words = sum(len(p.split()) for p in ps)
+    real = AutoTokenizer.from_pretrained(minilm_path, local_files_only=True)
+    bert, label = twin_tokenizer("bert-base-uncased")
+    assert bert(ps)["input_ids"] == real(ps)["input_ids"] and "WordPiece" in label
+    albert, label = twin_tokenizer("albert-base-v2")
+    ids = albert(ps)["input_ids"]
+    assert max(max(x) for x in ids) < 30000 and "first 30000" in label
+    gpt, label = twin_tokenizer("gpt-neo-2.7B")
+    ids = gpt(ps)["input_ids"]
+    assert max(max(x) for x in ids) < 50257 and "stand-in" in label
+    assert [gpt.decode(x) for x in ids] == ps  # byte-level: lossless, no special token added
+    byte, label = twin_tokenizer("tiny-gpt2")
+    n_byte = sum(len(x) for x in byte(ps)["input_ids"])
+    for tok in (bert, albert, gpt):
+        n = sum(len(x) for x in tok(ps)["input_ids"])
+        assert n / words < 1.5 and n_byte / n > 3.5, (n / words, n_byte / n)
+    assert label.startswith("byte-level")
+    assert tokenizer_on_disk({"source": "random", "twin_of": "gpt2"}, None) is None
+    tok, head = tokenizer_on_disk({"source": "random", "twin_of": "albert-base-v2"}, None)
+    assert tok.encode("water", add_special_tokens=False).ids == [real.convert_tokens_to_ids("water")] and head

