@@ -406,12 +406,17 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
         for kappa in progress(kappas, f"steering, target {ti + 1}/{len(targets)} {name} (kappas)", every=0):
             alpha = kappa * lam1
             chk = st.principal_check(F, W_V, u, alpha)
-            with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha) as _:
-                r1, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
-                                         site=site, z=z_vec, replay=replay)
-            beta = alpha * r1["mean_abs_hz"]  # the edit's mean norm of change at the site: alpha |z^T h|
-            ra, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
-                                     add=beta * u, site=site, replay=replay)
+            if alpha == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
+                r1 = ra = {**base_res, "kl": 0.0 if head else float("nan")}
+            else:
+                with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha) as _:
+                    r1, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
+                                             site=site, z=z_vec, replay=replay)
+                ra = None
+            beta = alpha * r1.get("mean_abs_hz", 0.0)  # the edit's mean norm of change at the site: alpha |z^T h|
+            if ra is None:
+                ra, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
+                                         add=beta * u, site=site, replay=replay)
             ao = st.attention_only_steering(x_ins, w, bs, u, z_vec, alpha)
             if generates and tid is not None:
                 with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha):
