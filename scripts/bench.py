@@ -66,7 +66,6 @@ def naive(step, work, prompts, threads):
         return
     if step == "check":
         from powerlens.adapters import get_adapter
-        from powerlens.io import read_json
         from powerlens.sources import load_model
         from powerlens.verify import reconstruction_errors
 
@@ -115,7 +114,7 @@ def naive_steering(work: Path, prompts, w) -> None:
 
     from powerlens import steering as st
     from powerlens.adapters import get_adapter
-    from powerlens.corpus import batches, read_prompts, tokenize
+    from powerlens.corpus import prompt_batches, read_prompts
     from powerlens.io import read_json
     from powerlens.sources import load_model, load_tokenizer
 
@@ -126,8 +125,7 @@ def naive_steering(work: Path, prompts, w) -> None:
                                                                   trust_remote_code=False))
     model = load_model(man, dtype=torch.float32, head=head)
     tok = load_tokenizer(man)
-    ids, special, _ = tokenize(read_prompts(prompts)[:cfg["max_prompts"]], tok, cfg["max_tokens"])
-    bs = batches(ids, special, 16, tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0))
+    bs = prompt_batches(read_prompts(prompts)[:cfg["max_prompts"]], tok, cfg["max_tokens"], cfg["batch_size"])[0]
     last = w.layer(w.n_layers - 1)
     W_V, lam1 = last.v_per_head().double().numpy(), float(np.abs(np.linalg.eigvals(last.F.numpy())).max())
     layer, (site, _) = adapter.layer_modules(model)[-1], st.output_projection(model, man["arch"])
@@ -238,7 +236,7 @@ def main():
         ]
         for mode in a.modes:
             steps.append((f"dynamics {mode}", [py, s / "dynamics.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-npz", w / f"d-{mode}.npz", "--out-csv", w / f"d-{mode}.csv", "--out-json", w / f"d-{mode}.json", "--mode", mode, "--steps", dyn["steps"], "--long-run-prompts", dyn["long_run_prompts"], "--batch-size", dyn["batch_size"], "--batch-tokens", dyn["batch_tokens"], "--max-tokens", dyn["max_tokens"], "--null-draws", dyn["null_draws"], *th], "model" if mode == "model" else "attention"))
-        steps.append(("steering", [py, s / "steering.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-csv", w / "steering.csv", "--out-json", w / "steering.json", "--targets", json.dumps(stc["targets"]), "--kappas", json.dumps(stc["kappas"]), "--max-prompts", stc["max_prompts"], "--max-tokens", stc["max_tokens"], *th], "steering"))
+        steps.append(("steering", [py, s / "steering.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-csv", w / "steering.csv", "--out-json", w / "steering.json", "--targets", json.dumps(stc["targets"]), "--kappas", json.dumps(stc["kappas"]), "--max-prompts", stc["max_prompts"], "--batch-size", stc["batch_size"], "--max-tokens", stc["max_tokens"], *th], "steering"))
         steps = [x for x in steps if x[0].split()[0] in a.steps or x[0] in a.steps]
         for name, cmd, naive_step in steps:
             r = run([str(c) for c in cmd])

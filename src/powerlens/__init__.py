@@ -15,6 +15,7 @@ Modules, one concept each:
     config      checks beyond the config schema (twins, paths, duplicate keys), schema errors as messages
     archs       the paper's 13 model configurations, tiny test configurations and GGUF models
     sources     where weights come from: hf, local, package, gguf, random (twin); manifests, the hub check
+    twin_tokenizers  each twin family's tokenizer or stand-in (WordPiece, byte-level BPE, bytes)
     gguf_source GGUF files from packages or folders: sha256 checks, header, dequantization
     targets     steering targets checked from the tokenizer alone, before any model-heavy job
     adapters    one adapter per architecture (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3): every

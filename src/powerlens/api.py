@@ -161,7 +161,7 @@ class Lens:
         per-layer DataFrame the pipeline's dynamics step writes."""
         import torch
 
-        from .corpus import batches, tokenize
+        from .corpus import prompt_batches
         from .dynamics import (layer_directions, layer_stats, long_run_subset, null_sets, run_attention_only,
                                run_model_mode)
         from .spectra import spectra_arrays
@@ -176,9 +176,7 @@ class Lens:
         nulls = null_sets(w.d_model, dirs, int(null_draws), seed, "cpu")
         tok = self.tokenizer
         max_len = min(int(max_tokens), self.adapter.max_positions(self.model.config))
-        ids, special, _ = tokenize(list(prompts), tok, max_len)
-        pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-        bs = batches(ids, special, batch_size, pad, batch_tokens)
+        bs = prompt_batches(list(prompts), tok, max_len, batch_size, batch_tokens)[0]
         base = self.adapter.base(self.model)
         if mode == "model":
             arr = run_model_mode(base, self.adapter, dirs, bs, len(prompts), nulls, progress=False)

@@ -1,4 +1,5 @@
-"""Config checks beyond the JSON schema, and resource estimates used when Snakemake builds the DAG.
+"""Config checks beyond the JSON schema, schema errors in words, and each entry's architecture known before
+its fetch (:func:`model_arch`, which the resource requests size from), all used when Snakemake builds the DAG.
 
 The schema (``workflow/schemas/config.schema.yaml``) catches unknown keys, wrong types and bad enum values;
 :func:`check_models` adds the cross-field rules a schema cannot express well (a twin's ``arch`` must match
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .archs import PAPER_MODELS, ArchConfig, count_params, twin_config
+from .archs import PAPER_MODELS, ArchConfig, twin_config
 from .errors import PowerlensError
 
 
@@ -76,17 +77,6 @@ def model_arch(name: str, m: dict) -> ArchConfig | None:
             base = Path(list(spec.submodule_search_locations)[0]) / m.get("subdir", "model")
             arch = _arch_from_config_json(base, m["arch"])
     return arch
-
-
-def model_params(name: str, m: dict) -> int:
-    """Parameter count known without loading weights (350M, a BERT-large, when unknown)."""
-    arch = model_arch(name, m)
-    if arch is None:
-        return 350_000_000  # unknown: assume a BERT-large-sized model
-    try:
-        return count_params(arch)
-    except KeyError:
-        return 350_000_000
 
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from .errors import PowerlensError
+
+if TYPE_CHECKING:  # torch is imported where batches are built, not to read prompts (Snakemake's DAG)
+    import torch
 
 
 def read_prompts(path: str | Path) -> list[str]:
@@ -80,9 +82,20 @@ def batch_groups(lengths: list[int], batch_size: int, batch_tokens: int | None =
     return groups
 
 
+def prompt_batches(prompts: list[str], tokenizer, max_len: int, batch_size: int, batch_tokens: int | None = None
+                   ) -> tuple[list[Batch], list[list[int]], list[list[int]], int]:
+    """Tokenize ``prompts`` (truncated to ``max_len``) and batch them, padding with the tokenizer's pad token
+    (else its end-of-text token, else 0): (batches, ids, special-token masks, number truncated)."""
+    ids, special, truncated = tokenize(prompts, tokenizer, max_len)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+    return batches(ids, special, batch_size, pad, batch_tokens), ids, special, truncated
+
+
 def batches(ids: list[list[int]], special: list[list[int]], batch_size: int, pad_id: int,
             batch_tokens: int | None = None) -> list[Batch]:
     """Right-padded batches of :func:`batch_groups` (length-sorted: less padding); deterministic order."""
+    import torch
+
     out = []
     for idx in batch_groups([len(x) for x in ids], batch_size, batch_tokens):
         T = max(len(ids[i]) for i in idx)

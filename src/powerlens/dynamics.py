@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -42,6 +43,9 @@ from .attention import attention_output, layer_norm, visible_keys
 from .nulls import random_subspaces, subspace_alignments
 from .progress import progress as _progress
 from .spectra import leading_type
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAMED = ("lead", "lead_M", "lead_Ft", "null_eig")  # directions measured per token
 LEADS = ("lead", "lead_M", "lead_Ft")  # directions tested against the Monte Carlo null

@@ -39,6 +39,21 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
+def write_npz(path: str | os.PathLike, arrays: dict) -> None:
+    """Arrays as an uncompressed .npz (``np.savez``), written atomically."""
+    import numpy as np
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+
+def write_csv(path: str | os.PathLike, df) -> None:
+    """A DataFrame as CSV, written atomically: no index, "\n" line ends, floats to 10 significant digits."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+
+
 def current_umask() -> int:
     """The process umask (read by setting and restoring it)."""
     m = os.umask(0o022)

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from . import provenance
 from .errors import PowerlensError
-from .io import read_generated_json, read_generated_npz, read_json, reading_generated, write_json, write_text
+from .io import (read_generated_json, read_generated_npz, read_json, reading_generated, write_csv, write_json,
+                 write_npz, write_text)
 from .progress import progress
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def fetch_model(name: str, entry: dict, manifest_path: str | Path, lock_path: str | None = None) -> dict:
@@ -109,12 +113,13 @@ def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_
     result: dict[str, Any] = {"model": man["model"], "weights_label": man["weights_label"],
                               "random_weights": man["random_weights"], "checks": {}}
     model = load_model(man, dtype=torch.float32)
-    for name, tol, errs in (("float32", tol32, lambda: reconstruction_errors(model, adapter, w)),
-                            ("float64", tol64, lambda: layerwise_errors(model, adapter, w, torch.float64))):
-        errs = errs()
+    errors = {"float32": reconstruction_errors(model, adapter, w),
+              "float64": layerwise_errors(model, adapter, w, torch.float64)}
+    del model
+    for name, tol in (("float32", tol32), ("float64", tol64)):
+        errs = errors[name]
         result["checks"][name] = {"max_abs_error": max(errs), "per_layer": errs, "tolerance": tol,
                                   "passed": max(errs) <= tol}
-    del model
     result["checks"]["float64"]["method"] = (
         "layer by layer (never a float64 copy of the model): each layer alone copied to float64 and run on the "
         "inputs the float32 pass gave it, cast to float64")
@@ -157,10 +162,8 @@ def write_lock(manifest_paths: list[str], out_path: str | Path) -> dict:
 def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Path, out_csv: str | Path,
             top_k: int = 8, threads: int = 1, seed: int = 0) -> "pd.DataFrame":
     """Eigendecomposition of every unique layer matrix F (float64, CPU): arrays + one tidy row per depth."""
-    import numpy as np
     import pandas as pd
 
-    from .io import atomic_path
     from .spectra import model_spectra, spectra_arrays
     from .weights import ModelWeights
 
@@ -168,16 +171,13 @@ def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Pat
     w = ModelWeights.load(weights_st, weights_json)
     specs = model_spectra(w, k=top_k, threads=threads, seed=seed)
     arrays = spectra_arrays(specs, w.layer_map)
-    with atomic_path(out_npz) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+    write_npz(out_npz, arrays)
     rows = []
     for t, u in enumerate(w.layer_map):
         rows.append({"model": w.meta["model"], "layer": t, "unique_layer": u, **specs[u].summary(),
                      "weights": w.meta["weights_label"]})
     df = pd.DataFrame(rows)
-    with atomic_path(out_csv) as tmp:
-        df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+    write_csv(out_csv, df)
     return df
 
 
@@ -198,14 +198,12 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
              seed: int = 0, device: str = "cpu", dtype: str = "float32", threads: int = 1, null_draws: int = 2000,
              control: bool = True, *, long_run_prompts: int, batch_tokens: int) -> "pd.DataFrame":
     """Token dynamics of one model in one mode: per-token alignments (.npz), per-layer statistics (.csv)."""
-    import numpy as np
     import torch
 
     from .adapters import get_adapter
-    from .corpus import batches, read_prompts, tokenize
+    from .corpus import prompt_batches, read_prompts
     from .dynamics import (layer_directions, layer_stats, long_run_subset, null_sets, run_attention_only,
                            run_model_mode)
-    from .io import atomic_path
     from .sources import load_model, load_tokenizer
     from .weights import ModelWeights
 
@@ -221,9 +219,7 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     model = load_model(man, dtype=torch.float32).to(device)
     tok = load_tokenizer(man)
     max_len = min(int(max_tokens), adapter.max_positions(model.config))
-    ids, special, truncated = tokenize(prompts, tok, max_len)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-    bs = batches(ids, special, batch_size, pad, batch_tokens)
+    bs, ids, special, truncated = prompt_batches(prompts, tok, max_len, batch_size, batch_tokens)
     dirs = layer_directions(read_generated_npz(spectra_npz, "spectra"), seed)
     nulls = null_sets(int(meta["d_model"]), dirs, int(null_draws), seed, device)
     n_steps = int(meta["n_layers"])
@@ -260,11 +256,8 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     df.insert(0, "mode", mode)
     df.insert(0, "model", man["model"])
     df["weights"] = man["weights_label"]
-    with atomic_path(out_npz) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arr)
-    with atomic_path(out_csv) as tmp:
-        df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+    write_npz(out_npz, arr)
+    write_csv(out_csv, df)
     n_stat = int(sum(int(b.stat_mask.sum()) for b in bs))
     write_json(out_json, {
         "model": man["model"], "mode": mode, "weights_label": man["weights_label"],
@@ -298,10 +291,8 @@ def theory(case: str, out_json: str | Path, out_npz: str | Path, d: int = 32, he
     """One synthetic experiment (a: real, b: complex, c: bipartite), full and softmax attention."""
     import dataclasses
 
-    import numpy as np
 
     from . import theory as th
-    from .io import atomic_path
 
     threads = provenance.set_threads(threads)
     rows, arrays = [], {}
@@ -329,9 +320,7 @@ def theory(case: str, out_json: str | Path, out_npz: str | Path, d: int = 32, he
         rec["rel_error"] = r.rel_error
         rec["detail"] = {k: (str(v) if isinstance(v, complex) else v) for k, v in r.detail.items()}
         out.append(rec)
-    with atomic_path(out_npz) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+    write_npz(out_npz, arrays)
     write_json(out_json, {"case": case, "results": out,
                           "setup": {"d": d, "heads": heads, "tokens": tokens, "steps": steps, "seed": seed,
                                     "runs": runs, "epsilon": epsilon, "residual": residual,
@@ -353,7 +342,7 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
 
     from . import steering as st
     from .adapters import get_adapter
-    from .corpus import batches, read_prompts, tokenize
+    from .corpus import prompt_batches, read_prompts
     from .sources import load_model, load_tokenizer
     from .weights import ModelWeights
 
@@ -369,9 +358,8 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     model = load_model(man, dtype=torch.float32, head=head).to(device)
     tok = load_tokenizer(man)
     prompts = read_prompts(prompts_path)[:max_prompts]
-    ids, special, truncated = tokenize(prompts, tok, min(max_tokens, adapter.max_positions(model.config)))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-    bs = batches(ids, special, batch_size, pad)
+    bs, _, _, truncated = prompt_batches(prompts, tok, min(max_tokens, adapter.max_positions(model.config)),
+                                         batch_size)
     last = w.layer(w.n_layers - 1)
     F = last.F.numpy()
     W_V = last.v_per_head().double().numpy()  # (H dh, d): one block per query head (GQA: repeated per group)
@@ -453,15 +441,12 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     if after != before:
         raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
     df = pd.DataFrame(rows)
-    from .io import atomic_path
 
-    with atomic_path(out_csv) as tmp:
-        df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+    write_csv(out_csv, df)
     if out_continuations is not None:
         cols = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')", "activation addition (matched norm)",
                 "target_in_rank1", "target_in_actadd", "weights"]
-        with atomic_path(out_continuations) as tmp:
-            pd.DataFrame(cont, columns=cols).to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+        write_csv(out_continuations, pd.DataFrame(cont, columns=cols))
     write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
                           "checksum_before": before, "checksum_after": after, "n_prompts": len(prompts),
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
@@ -493,15 +478,13 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
                  threads: int = 1) -> "pd.DataFrame":
     """Quantization sensitivity of one full-precision model: spectra and model-mode dynamics of copies
     quantized with the gguf package's quantizers, compared per layer with the full-precision results."""
-    import numpy as np
     import pandas as pd
     import torch
 
     from . import quantization as qz
     from .adapters import get_adapter
-    from .corpus import batches, read_prompts, tokenize
+    from .corpus import prompt_batches, read_prompts
     from .dynamics import layer_directions, layer_stats, null_sets, run_model_mode
-    from .io import atomic_path
     from .sources import load_model, load_tokenizer
     from .spectra import model_spectra, spectra_arrays
 
@@ -527,9 +510,8 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
         arrays = spectra_arrays(specs, w.layer_map)
         dirs = layer_directions(arrays, seed)
         if bs is None:  # the corpus' batches, once: the same for every quantization type
-            ids, special, _ = tokenize(prompts, tok, min(int(max_tokens), adapter.max_positions(model.config)))
-            pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-            bs = batches(ids, special, batch_size, pad)
+            bs = prompt_batches(prompts, tok, min(int(max_tokens), adapter.max_positions(model.config)),
+                                batch_size)[0]
         nulls = null_sets(w.d_model, dirs, int(null_draws), seed, "cpu")
         arr = run_model_mode(model, adapter, dirs, bs, len(prompts), nulls)
         dyn_q = layer_stats(arr, dirs)
@@ -538,8 +520,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
         for r in qz.compare_layers(full, arrays, w.layer_map, dyn_full, dyn_q):
             rows.append({"model": man["model"], "quantization": qtype, **r})
     df = pd.DataFrame(rows)
-    with atomic_path(out_csv) as tmp:
-        df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+    write_csv(out_csv, df)
     write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "types": qtypes,
                           "tensors_quantized": counts, "method": qz.__doc__.split("\n\n")[1].replace("\n", " "),
                           "n_prompts": len(prompts), "max_tokens": max_tokens, "null_draws": null_draws,

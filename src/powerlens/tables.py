@@ -127,7 +127,7 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
             f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
             "mean gamma, non-leading eigvec null": float(g["gamma_null_eig"].mean()),
             "mean gamma, M = I+F lead": float(g["gamma_M"].mean()),
-            f"M lead: layers rho sig.": sig(g, "rho_M", 0.5),
+            "M lead: layers rho sig.": sig(g, "rho_M", 0.5),
         }
         if "gamma_Ft" in g and g["gamma_Ft"].notna().any():
             row["mean gamma, F~ lead"] = float(g["gamma_Ft"].mean())

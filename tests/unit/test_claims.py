@@ -1,7 +1,6 @@
 """Claim criteria of paper.md section 4b on constructed cases where the right verdict is known."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -7,7 +7,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from powerlens.config import check_models, model_params
+from powerlens.config import check_models
 from powerlens.errors import PowerlensError
 
 from ..conftest import REPO
@@ -86,8 +86,11 @@ def test_missing_local_path():
 
 
 def test_param_estimates():
+    """The size the resource requests use, known before any download, from the config alone."""
+    from powerlens.resources import size_of_entry
+
     cfg = load("config.yaml")
-    p = {k: model_params(k, m) for k, m in cfg["models"].items()}
+    p = {k: size_of_entry(k, m).params for k, m in cfg["models"].items()}
     assert 120e6 < p["gpt2"] < 130e6 and 2.6e9 < p["gpt-neo-2.7B"] < 2.7e9 and 10e6 < p["albert-base-v2"] < 13e6
 
 

@@ -14,7 +14,6 @@ from powerlens.corpus import Batch, batches, read_prompts
 from powerlens.dynamics import (Accumulator, LayerDirections, attention_only_step, layer_directions, layer_stats,
                                 null_sets, run_attention_only)
 from powerlens.nulls import random_subspaces
-from powerlens.stats import sign_test
 from powerlens.errors import PowerlensError
 from powerlens.spectra import layer_spectrum, spectra_arrays
 from powerlens.weights import LayerWeights, ModelWeights

@@ -5,10 +5,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 import yaml
 
-from powerlens.archs import PAPER_MODELS, TINY_MODELS, count_params, twin_config
+from powerlens.archs import PAPER_MODELS, TINY_MODELS, twin_config
 from powerlens.resources import MARGIN, RULES, fit, fit_line, load_coefficients, predict, size_of
 
 REPO = Path(__file__).resolve().parents[2]

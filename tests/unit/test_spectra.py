@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 from powerlens.spectra import canonical_phase, head_spectra, layer_spectrum, leading_type, sort_order
 

@@ -19,6 +19,7 @@ rule steering:
         targets=steering_targets_json,
         kappas=json.dumps(config["steering"]["kappas"]),
         max_prompts=config["steering"]["max_prompts"],
+        batch_size=config["steering"]["batch_size"],
         max_tokens=config["steering"]["max_tokens"],
         seed=config["seed"],
         device=config["device"],
@@ -39,7 +40,8 @@ rule steering:
         "{params.py:q} {params.script:q} --manifest {input.manifest:q} --tensors {input.tensors:q} "
         "--meta {input.meta:q} --spectra {input.spectra:q} --prompts {input.prompts:q} "
         "--out-csv {output.csv:q} --out-json {output.json:q} --targets {params.targets:q} "
-        "--kappas {params.kappas:q} --max-prompts {params.max_prompts} --max-tokens {params.max_tokens} "
+        "--kappas {params.kappas:q} --max-prompts {params.max_prompts} --batch-size {params.batch_size} "
+        "--max-tokens {params.max_tokens} "
         "--seed {params.seed} --device {params.device} --threads {threads} "
         "--out-continuations {output.continuations:q} --continuation-prompts {params.cont_prompts:q} "
         "--continuation-tokens {params.cont_tokens} > {log:q} 2>&1"

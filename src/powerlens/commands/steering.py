@@ -10,7 +10,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--targets", required=True, help="JSON list of {kind, token?, seed?}")
     ap.add_argument("--kappas", required=True, help="JSON list of kappa values")
     ap.add_argument("--max-prompts", type=int, default=64)
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, required=True, help="prompts per batch of the steering passes")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
