@@ -314,6 +314,106 @@ def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.
             "cos_actadd": cos["actadd"][0] / max(cos["actadd"][1], 1), "change_norm": beta, "beta": beta}
 
 
+CONTINUATION_COLUMNS = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')",
+                        "activation addition (matched norm)", "target_in_rank1", "target_in_actadd", "weights"]
+
+
+def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[dict], kappas: list[float], *,
+                 head: bool, seed: int = 0, model_name: str = "", weights_label: str = "",
+                 continuation_prompts: list[str] | None = None, continuation_tokens: int = 12) -> dict:
+    """The steering experiment of claim C9 on a loaded model (its LM head if ``head``) and its extracted
+    weights ``w``, over the batches ``bs``: for every target u and kappa (alpha = kappa ``lam1``, the last
+    layer's |lambda_1|), the principal-eigenvector check of F', then the rank-1 edit and activation addition
+    at matched norm of change, each in the real forward pass and in the attention-only law; for causal LMs
+    and token targets, greedy continuations of ``continuation_prompts``. The model is restored exactly (a
+    checksum proves it). Returns {"rows", "continuations", "checksum_before", "checksum_after", "generates"}."""
+    from .adapters import get_adapter
+    from .progress import progress as _progress
+
+    adapter = get_adapter(arch)
+    device = next(model.parameters()).device
+    last = w.layer(w.n_layers - 1)
+    F = last.F.numpy()
+    W_V = last.v_per_head().double().numpy()  # (H dh, d): one block per query head (GQA: repeated per group)
+    layer_module = adapter.layer_modules(model)[-1]
+    site, _ = output_projection(model, arch)
+    b_V = last.b_v_per_head().double().numpy()
+    before = checksum(model)
+    with torch.no_grad():
+        x0s = [adapter.embed(model, b.ids.to(device)).double().cpu() for b in bs]  # (B, T, d) per batch
+    # what no setting changes is computed once: the attention-only states entering the edited depth, and
+    # (model mode) the last layer's inputs, captured by the first unsteered pass and replayed by every other
+    # pass, which re-runs only the last layer, final norm and head; shared weights: the edit is at every
+    # depth, so every pass runs the whole model
+    x_ins = attention_only_prefix(x0s, w, bs)
+    del x0s
+    last_inputs: list | None = None if w.shared else []
+    lm = "yes" if head else "no (vector alignment only)"
+    rows, cont = [], []
+    generates = bool(head and adapter.causal and continuation_prompts)
+    for ti, tgt in enumerate(targets):
+        u, tid = target_vector(model, tok, arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed), w.d_model)
+        name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
+        z_vec = rank1_z(W_V, u)
+        bound = kappa_bound(F, lam1)
+        first = last_inputs is not None and not last_inputs
+        replay = None if last_inputs is None or first else last_inputs
+        base_res, ref = measure_model(model, arch, layer_module, bs, u, tid, head,
+                                      capture=last_inputs if first else None, replay=replay)
+        replay = last_inputs
+        for kappa in _progress(kappas, f"steering, target {ti + 1}/{len(targets)} {name} (kappas)", every=0):
+            alpha = kappa * lam1
+            chk = principal_check(F, W_V, u, alpha)
+            if alpha == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
+                r1 = ra = {**base_res, "kl": 0.0 if head else float("nan")}
+            else:
+                with rank1_output_edit(model, arch, u, z_vec, alpha) as _:
+                    r1, _ = measure_model(model, arch, layer_module, bs, u, tid, head, ref_probs=ref,
+                                          site=site, z=z_vec, replay=replay)
+                ra = None
+            beta = alpha * r1.get("mean_abs_hz", 0.0)  # the edit's mean norm of change at the site: alpha |z^T h|
+            if ra is None:
+                ra, _ = measure_model(model, arch, layer_module, bs, u, tid, head, ref_probs=ref,
+                                      add=beta * u, site=site, replay=replay)
+            ao = attention_only_steering(x_ins, w, bs, u, z_vec, alpha)
+            if generates and tid is not None:
+                with rank1_output_edit(model, arch, u, z_vec, alpha):
+                    t1 = greedy_continuations(model, tok, continuation_prompts, continuation_tokens)
+                ta = greedy_continuations(model, tok, continuation_prompts, continuation_tokens, site=site,
+                                          add=beta * u if beta else None)
+                for pi, p in enumerate(continuation_prompts):
+                    cont.append({"model": model_name, "target": name, "kappa": kappa, "prompt": p,
+                                 "rank-1 (last layer O')": t1[pi], "activation addition (matched norm)": ta[pi],
+                                 "target_in_rank1": tgt["token"].strip().lower() in t1[pi].lower(),
+                                 "target_in_actadd": tgt["token"].strip().lower() in ta[pi].lower(),
+                                 "weights": weights_label})
+            common = {"model": model_name, "target": name, "target_token_id": tid, "kappa": kappa,
+                      "alpha": alpha, "kappa_bound": bound, "u_principal": chk["u_principal"],
+                      "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
+                      "lm_head": lm, "weights": weights_label}
+            rows.append({**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
+                         "change_norm_attention_only": ao["change_norm"],
+                         "edit_constant_norm": abs(alpha * float(z_vec @ b_V)),
+                         "cos_after_layer_model": r1["cos_layer"], "cos_output_model": r1["cos_output"],
+                         "cos_after_layer_attention_only": ao["cos_rank1"],
+                         "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "n_tokens": r1["n_tokens"]})
+            rows.append({**common, "method": "activation addition (beta u, matched norm)",
+                         "change_norm_model": beta, "change_norm_attention_only": ao["beta"],
+                         "edit_constant_norm": float("nan"),
+                         "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
+                         "cos_after_layer_attention_only": ao["cos_actadd"],
+                         "p_target": ra["p_target"], "kl_from_unsteered": ra["kl"], "n_tokens": ra["n_tokens"]})
+        rows.append({"model": model_name, "target": name, "target_token_id": tid, "kappa": -1.0,
+                     "method": "unsteered", "cos_after_layer_model": base_res["cos_layer"],
+                     "cos_output_model": base_res["cos_output"], "p_target": base_res["p_target"],
+                     "weights": weights_label, "lm_head": lm})
+    after = checksum(model)
+    if after != before:
+        raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
+    return {"rows": rows, "continuations": cont, "checksum_before": before, "checksum_after": after,
+            "generates": generates}
+
+
 @torch.no_grad()
 def greedy_continuations(model, tokenizer, prompts: list[str], new_tokens: int, site=None,
                          add: np.ndarray | None = None) -> list[str]:

@@ -16,7 +16,6 @@ from . import provenance
 from .errors import PowerlensError
 from .io import (read_generated_json, read_generated_npz, read_json, reading_generated, write_csv, write_json,
                  write_npz, write_text)
-from .progress import progress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -360,93 +359,15 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     prompts = read_prompts(prompts_path)[:max_prompts]
     bs, _, _, truncated = prompt_batches(prompts, tok, min(max_tokens, adapter.max_positions(model.config)),
                                          batch_size)
-    last = w.layer(w.n_layers - 1)
-    F = last.F.numpy()
-    W_V = last.v_per_head().double().numpy()  # (H dh, d): one block per query head (GQA: repeated per group)
     lam1 = float(np.abs(read_generated_npz(spectra_npz, "spectra")["eigvals"][w.layer_map[-1]][0]))
-    layer_module = adapter.layer_modules(model)[-1]
-    site, _ = st.output_projection(model, man["arch"])
-    b_V = last.b_v_per_head().double().numpy()
-    before = st.checksum(model)
-    with torch.no_grad():
-        x0s = [adapter.embed(model, b.ids.to(device)).double().cpu() for b in bs]  # (B, T, d) per batch
-    # what no setting changes is computed once: the attention-only states entering the edited depth, and
-    # (model mode) the last layer's inputs, captured by the first unsteered pass and replayed by every other
-    # pass, which re-runs only the last layer, final norm and head; shared weights: the edit is at every
-    # depth, so every pass runs the whole model
-    x_ins = st.attention_only_prefix(x0s, w, bs)
-    del x0s
-    last_inputs: list | None = None if w.shared else []
-    lm = "yes" if head else "no (vector alignment only)"
-    rows, cont = [], []
-    generates = bool(head and adapter.causal and continuation_prompts)
-    for ti, tgt in enumerate(targets):
-        u, tid = st.target_vector(model, tok, man["arch"], tgt["kind"], tgt.get("token"), tgt.get("seed", seed),
-                                  w.d_model)
-        name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
-        z_vec = st.rank1_z(W_V, u)
-        bound = st.kappa_bound(F, lam1)
-        first = last_inputs is not None and not last_inputs
-        replay = None if last_inputs is None or first else last_inputs
-        base_res, ref = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head,
-                                         capture=last_inputs if first else None, replay=replay)
-        replay = last_inputs
-        for kappa in progress(kappas, f"steering, target {ti + 1}/{len(targets)} {name} (kappas)", every=0):
-            alpha = kappa * lam1
-            chk = st.principal_check(F, W_V, u, alpha)
-            if alpha == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
-                r1 = ra = {**base_res, "kl": 0.0 if head else float("nan")}
-            else:
-                with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha) as _:
-                    r1, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
-                                             site=site, z=z_vec, replay=replay)
-                ra = None
-            beta = alpha * r1.get("mean_abs_hz", 0.0)  # the edit's mean norm of change at the site: alpha |z^T h|
-            if ra is None:
-                ra, _ = st.measure_model(model, man["arch"], layer_module, bs, u, tid, head, ref_probs=ref,
-                                         add=beta * u, site=site, replay=replay)
-            ao = st.attention_only_steering(x_ins, w, bs, u, z_vec, alpha)
-            if generates and tid is not None:
-                with st.rank1_output_edit(model, man["arch"], u, z_vec, alpha):
-                    t1 = st.greedy_continuations(model, tok, continuation_prompts, continuation_tokens)
-                ta = st.greedy_continuations(model, tok, continuation_prompts, continuation_tokens, site=site,
-                                             add=beta * u if beta else None)
-                for pi, p in enumerate(continuation_prompts):
-                    cont.append({"model": man["model"], "target": name, "kappa": kappa, "prompt": p,
-                                 "rank-1 (last layer O')": t1[pi], "activation addition (matched norm)": ta[pi],
-                                 "target_in_rank1": tgt["token"].strip().lower() in t1[pi].lower(),
-                                 "target_in_actadd": tgt["token"].strip().lower() in ta[pi].lower(),
-                                 "weights": man["weights_label"]})
-            common = {"model": man["model"], "target": name, "target_token_id": tid, "kappa": kappa,
-                      "alpha": alpha, "kappa_bound": bound, "u_principal": chk["u_principal"],
-                      "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
-                      "lm_head": lm, "weights": man["weights_label"]}
-            rows.append({**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
-                         "change_norm_attention_only": ao["change_norm"],
-                         "edit_constant_norm": abs(alpha * float(z_vec @ b_V)),
-                         "cos_after_layer_model": r1["cos_layer"], "cos_output_model": r1["cos_output"],
-                         "cos_after_layer_attention_only": ao["cos_rank1"],
-                         "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "n_tokens": r1["n_tokens"]})
-            rows.append({**common, "method": "activation addition (beta u, matched norm)",
-                         "change_norm_model": beta, "change_norm_attention_only": ao["beta"],
-                         "edit_constant_norm": float("nan"),
-                         "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
-                         "cos_after_layer_attention_only": ao["cos_actadd"],
-                         "p_target": ra["p_target"], "kl_from_unsteered": ra["kl"], "n_tokens": ra["n_tokens"]})
-        rows.append({"model": man["model"], "target": name, "target_token_id": tid, "kappa": -1.0,
-                     "method": "unsteered", "cos_after_layer_model": base_res["cos_layer"],
-                     "cos_output_model": base_res["cos_output"], "p_target": base_res["p_target"],
-                     "weights": man["weights_label"], "lm_head": lm})
-    after = st.checksum(model)
-    if after != before:
-        raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
-    df = pd.DataFrame(rows)
-
+    res = st.run_steering(model, tok, man["arch"], w, bs, lam1, targets, kappas, seed=seed, head=head,
+                          model_name=man["model"], weights_label=man["weights_label"],
+                          continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens)
+    before, after, generates = res["checksum_before"], res["checksum_after"], res["generates"]
+    df = pd.DataFrame(res["rows"])
     write_csv(out_csv, df)
     if out_continuations is not None:
-        cols = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')", "activation addition (matched norm)",
-                "target_in_rank1", "target_in_actadd", "weights"]
-        write_csv(out_continuations, pd.DataFrame(cont, columns=cols))
+        write_csv(out_continuations, pd.DataFrame(res["continuations"], columns=st.CONTINUATION_COLUMNS))
     write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
                           "checksum_before": before, "checksum_after": after, "n_prompts": len(prompts),
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,

@@ -198,3 +198,33 @@ def test_attention_only_steering_from_the_prefix_equals_the_whole_stack(name, ar
         total += float(((xs @ ut).abs() / xs.norm(dim=-1)).sum())
         n += xs.shape[0]
     assert got["cos_rank1"] == pytest.approx(total / n, abs=1e-9)
+
+
+def test_the_experiment_runs_without_files():
+    """steering.run_steering on a model in memory: one row per target, kappa and method plus the unsteered
+    row, the model restored (same checksum), u principal at large kappa and the KL zero at kappa 0 only;
+    greedy continuations for the token target of a causal LM."""
+    import transformers
+
+    from powerlens.adapters import get_adapter
+    from powerlens.archs import TINY_MODELS
+    from powerlens.corpus import prompt_batches
+
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(TINY_MODELS["tiny-gpt2"].hf_config()).eval()
+    tok = byte_tokenizer("gpt2")
+    w = get_adapter("gpt2").extract(model)
+    bs = prompt_batches(["The cat sat.", "A dog ran home.", "Rain falls."], tok, 16, 2)[0]
+    lam1 = float(np.abs(np.linalg.eigvals(w.F(w.n_layers - 1).numpy())).max())
+    targets = [{"kind": "unembedding", "token": "e"}, {"kind": "random", "seed": 3}]
+    res = st.run_steering(model, tok, "gpt2", w, bs, lam1, targets, [0, 2, 256], head=True, model_name="m",
+                          weights_label="random weights", continuation_prompts=["The"], continuation_tokens=2)
+    rows = res["rows"]
+    assert len(rows) == len(targets) * (2 * 3 + 1) and res["checksum_before"] == res["checksum_after"]
+    assert res["checksum_after"] == st.checksum(model) and res["generates"]
+    r1 = {(r["target"], r["kappa"]): r for r in rows if r["method"].startswith("rank-1")}
+    for t in ("unembedding:e", "random:seed3"):
+        assert r1[(t, 256)]["u_principal"] and not r1[(t, 0)]["u_principal"]
+        assert r1[(t, 0)]["kl_from_unsteered"] == 0 and r1[(t, 256)]["kl_from_unsteered"] > 0
+        assert r1[(t, 256)]["cos_after_layer_model"] > r1[(t, 0)]["cos_after_layer_model"]
+    assert len(res["continuations"]) == 3 and {c["target"] for c in res["continuations"]} == {"unembedding:e"}
