@@ -52,7 +52,7 @@ def naive(step, work, prompts, threads):
     import numpy as np
     import torch
 
-    from powerlens.provenance import fixed_mmap_threshold
+    from powerlens.runtime import fixed_mmap_threshold
 
     torch.set_num_threads(threads)
     fixed_mmap_threshold()  # the same allocator setting as our steps, so the ratio compares algorithms

@@ -36,6 +36,7 @@ Modules, one concept each:
     resources   Snakemake mem_mb / runtime fitted from measured benchmarks
     progress    progress lines in logs, bars on a terminal
     provenance  versions, BLAS, seeds, thread settings, config hash
+    runtime     a step's process set-up: threads, the allocator's mmap threshold, the device
     tables, figures, plotting   paper tables and figures
     steps       each pipeline step: read inputs, call the library, write outputs
 """

@@ -16,6 +16,7 @@ from . import provenance
 from .errors import PowerlensError
 from .io import (read_generated_json, read_generated_npz, read_json, reading_generated, write_csv, write_json,
                  write_npz, write_text)
+from .runtime import resolve_device, set_threads
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,7 +76,7 @@ def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Pat
     from .adapters import get_adapter
     from .sources import load_model
 
-    threads = provenance.set_threads(threads)
+    threads = set_threads(threads)
     man = read_generated_json(manifest_path, "fetch_model")
     model = load_model(man, dtype=torch.float32)
     adapter = get_adapter(man["arch"])
@@ -105,7 +106,7 @@ def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_
     from .verify import layerwise_errors, reconstruction_errors
     from .weights import ModelWeights
 
-    threads = provenance.set_threads(threads)
+    threads = set_threads(threads)
     man = read_generated_json(manifest_path, "fetch_model")
     w = ModelWeights.load(weights_st, weights_json, lazy=True)  # one layer's tensors at a time
     adapter = get_adapter(man["arch"])
@@ -166,7 +167,7 @@ def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Pat
     from .spectra import model_spectra, spectra_arrays
     from .weights import ModelWeights
 
-    threads = provenance.set_threads(threads)
+    threads = set_threads(threads)
     w = ModelWeights.load(weights_st, weights_json)
     specs = model_spectra(w, k=top_k, threads=threads, seed=seed)
     arrays = spectra_arrays(specs, w.layer_map)
@@ -178,18 +179,6 @@ def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Pat
     df = pd.DataFrame(rows)
     write_csv(out_csv, df)
     return df
-
-
-def resolve_device(requested: str) -> str:
-    """``auto`` -> cuda when present, else cpu; ``cuda`` without a GPU is an error."""
-    import torch
-
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise PowerlensError("device: cuda was requested but no CUDA device is visible",
-                             "set `device: auto` or `device: cpu` in the config, or run on a GPU node")
-    return requested
 
 
 def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path, out_npz, out_csv, out_json,
@@ -208,7 +197,7 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
 
     if mode not in ("model", "attention-only"):
         raise PowerlensError(f"unknown dynamics mode {mode!r}", "use `model` or `attention-only`")
-    threads = provenance.set_threads(threads)
+    threads = set_threads(threads)
     device = resolve_device(device)
     torch.manual_seed(seed)
     prompts = read_prompts(prompts_path)
@@ -293,7 +282,7 @@ def theory(case: str, out_json: str | Path, out_npz: str | Path, d: int = 32, he
 
     from . import theory as th
 
-    threads = provenance.set_threads(threads)
+    threads = set_threads(threads)
     rows, arrays = [], {}
     if case == "real":
         for att in ("full", "softmax"):
@@ -345,7 +334,7 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     from .sources import load_model, load_tokenizer
     from .weights import ModelWeights
 
-    threads = provenance.set_threads(threads)
+    threads = set_threads(threads)
     device = resolve_device(device)
     man = read_generated_json(manifest_path, "fetch_model")
     w = ModelWeights.load(weights_st, weights_json, lazy=True)  # one layer's tensors at a time
@@ -409,7 +398,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
     from .sources import load_model, load_tokenizer
     from .spectra import model_spectra, spectra_arrays
 
-    threads = provenance.set_threads(threads)
+    threads = set_threads(threads)
     torch.manual_seed(seed)
     man = read_generated_json(manifest_path, "fetch_model")
     if man["random_weights"] or str(man["weights_label"]).startswith("trained, "):

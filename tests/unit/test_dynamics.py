@@ -10,7 +10,7 @@ import torch
 
 from powerlens.adapters import ADAPTERS
 from powerlens.attention import layer_norm
-from powerlens.corpus import Batch, batches, read_prompts
+from powerlens.corpus import batches, read_prompts
 from powerlens.dynamics import (Accumulator, LayerDirections, attention_only_step, layer_directions, layer_stats,
                                 null_sets, run_attention_only)
 from powerlens.nulls import random_subspaces
@@ -233,24 +233,6 @@ def test_prompt_file_errors(tmp_path):
         read_prompts(tmp_path / "nope.txt")
 
 
-def test_shipped_corpus():
-    from ..conftest import REPO
-
-    prompts = read_prompts(REPO / "config/prompts.txt")
-    assert len(prompts) >= 200 and len(set(prompts)) == len(prompts)
-    lengths = [len(p.split()) for p in prompts]
-    assert min(lengths) <= 3 and max(lengths) >= 30
-
-
-def test_batches_mask_specials_and_padding():
-    bs = batches([[5, 1, 2, 6], [5, 3, 6]], [[1, 0, 0, 1], [1, 0, 1]], batch_size=2, pad_id=0)
-    (b,) = bs
-    assert b.ids.tolist() == [[5, 3, 6, 0], [5, 1, 2, 6]]  # length-sorted
-    assert b.mask.tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]
-    assert b.stat_mask.tolist() == [[False, True, False, False], [False, True, True, False]]
-    assert isinstance(b, Batch)
-
-
 def test_long_run_memory_grows_only_by_what_the_outputs_keep():
     """Steps past the model's depth (a shared-weight model iterated for `dynamics.steps`) add a few floats
     of per-depth sums each and a trajectory point, never a dictionary entry per value: measured growth
@@ -313,22 +295,3 @@ def test_long_runs_go_on_past_the_depth_with_a_seeded_subset_only():
         assert np.allclose(part[k][depth:], alone[k][depth:], rtol=1e-12, atol=1e-12, equal_nan=True), k
     assert part["sum_n"][depth] == sum(tpp - (p % 2) for p in sub) < full["sum_n"][depth]
     assert part["trajectory"].shape == full["trajectory"].shape == (steps + 1, tpp - (sub[0] % 2), 2)
-
-
-def test_token_budget_bounds_the_padded_batch():
-    """`dynamics.batch_tokens`: length-sorted batches hold at most batch_size rows and at most batch_tokens
-    tokens once padded; a prompt longer than the budget goes alone; without a budget, prompts per batch only."""
-    from powerlens.corpus import batch_groups
-
-    rng = np.random.default_rng(0)
-    lengths = [int(n) for n in rng.integers(5, 129, size=57)] + [300]
-    groups = batch_groups(lengths, 16, 512)
-    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
-    for g in groups:
-        assert len(g) <= 16 and (len(g) * max(lengths[i] for i in g) <= 512 or len(g) == 1)
-        assert [lengths[i] for i in g] == sorted(lengths[i] for i in g)
-    assert [57] in groups
-    plain = batch_groups(lengths, 16)
-    assert [len(g) for g in plain] == [16, 16, 16, 10]
-    padded = lambda gs: sum(len(g) * max(lengths[i] for i in g) for g in gs)  # noqa: E731
-    assert padded(groups) < padded(plain)
