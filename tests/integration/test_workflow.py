@@ -215,9 +215,8 @@ def test_paper_config_plans_all_13_checkpoints(tmp_path):
     out = r.stdout + r.stderr
     assert "Using workflow specific profile" in out  # workflow/profiles/default, found through profiles/
     assert out.count("mem_mb=") >= 13 * 4 and out.count("runtime=") >= 13 * 4
-    for rule in ("fetch_model", "extract_weights", "check_extraction"):
-        line = next(ln for ln in out.splitlines() if ln.split() and ln.split()[0] == rule)
-        assert line.split()[1] == "13", line
+    planned = planned_jobs(out)
+    assert all(planned[rule] == 13 for rule in ("fetch_model", "extract_weights", "check_extraction")), planned
 
 
 def test_building_the_dag_never_imports_torch(tmp_path):
