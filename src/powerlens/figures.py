@@ -346,3 +346,47 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
     fig.tight_layout()
     legend_below(fig, hs, ls, ncol=3)
     return save(fig, stem, dpi)
+
+
+def rotation_runs(csvs: list, npzs: list, shared: dict, labels: dict, weights: dict,
+                  last_steps: int = 20) -> list[dict]:
+    """What :func:`fig_albert_rotation` draws: for every shared-weight model's attention-only run, its token
+    trajectories (the .npz), the leading type and the rotation predicted per step, and the measured rotation
+    (mean_dtheta averaged over the run's last ``last_steps`` steps)."""
+    runs = []
+    for csv, npz in zip(csvs, npzs):
+        g = pd.read_csv(csv)
+        m = g["model"].iloc[0]
+        if not (shared[m] and g["mode"].iloc[0] == "attention-only"):
+            continue
+        with np.load(npz, allow_pickle=False) as z:
+            tr = z["trajectory"]  # (steps + 1, n_traj, 2)
+        runs.append({"label": labels.get(m, m), "weights": weights[m], "trajectory": tr,
+                     "leading_type": g["leading_type"].iloc[0], "arg_mu1": float(g["arg_mu1"].iloc[0]),
+                     "predicted_dtheta": float(g["predicted_dtheta"].iloc[0]) if "predicted_dtheta" in g
+                     else float(g["arg_mu1"].iloc[0]),
+                     "rotation_plane": g["rotation_plane"].iloc[0],
+                     "mean_dtheta": float(g.iloc[-last_steps:]["mean_dtheta"].mean())})
+    return runs
+
+
+def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha: float, dpi: int,
+                     stems: dict) -> pd.DataFrame:
+    """fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation and table_alignment from the dynamics
+    step's CSVs and arrays and each model's weights.json; ``stems`` maps each output's name to its path
+    without suffix. Returns the alignment table."""
+    from .io import read_json
+    from .tables import alignment_table, write_table
+
+    shared = {m["model"]: m["shared_weights"] for m in map(read_json, metas)}
+    df = pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True)
+    df["shared"] = df["model"].map(shared)
+    weights = dict(zip(df["model"], df["weights"]))
+    fig_gamma(df, labels, weights, stems["fig_gamma"], dpi)
+    fig_rho(df, labels, weights, stems["fig_rho"], alpha, dpi)
+    fig_albert_consensus(df, labels, weights, stems["fig_albert_consensus"], dpi)
+    fig_albert_rotation(rotation_runs(csvs, npzs, shared, labels, weights), stems["fig_albert_rotation"], dpi)
+    t = alignment_table(df, labels, alpha)
+    write_table(t, stems["table_alignment"], caption="Alignment of tokens with each layer's leading eigenvector: "
+                "gamma vs null models, rho > 0.5 and sign-test significance after Holm correction.")
+    return t

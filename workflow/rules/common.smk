@@ -151,15 +151,6 @@ def stem_of(key):
     return f
 
 
-def stems_of(*keys):
-    """Params function: the stems of several named outputs, space-separated and quoted."""
-
-    def f(wildcards, output):
-        return " ".join(repr(os.path.splitext(output[k])[0]) for k in keys)
-
-    return f
-
-
 def steering_targets_json(wildcards):
     return json.dumps(targets_of(wildcards.model), sort_keys=True)
 

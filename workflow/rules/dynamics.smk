@@ -67,7 +67,11 @@ rule plot_dynamics:
         labels=labels_json(),
         dpi=config["plot"]["dpi"],
         alpha=config["dynamics"]["alpha"],
-        stems=stems_of("gamma", "rho", "consensus", "rotation", "table"),
+        gamma=stem_of("gamma"),
+        rho=stem_of("rho"),
+        consensus=stem_of("consensus"),
+        rotation=stem_of("rotation"),
+        table=stem_of("table"),
     log:
         f"logs/{RUN}/plot_dynamics.log",
     benchmark:
@@ -80,5 +84,6 @@ rule plot_dynamics:
         ENV
     shell:
         "{params.py:q} {params.script:q} --csv {input.csv:q} --npz {input.npz:q} --meta {input.meta:q} "
-        "--labels {params.labels:q} --out {params.stems} --alpha {params.alpha} --dpi {params.dpi} "
-        "> {log:q} 2>&1"
+        "--labels {params.labels:q} --fig-gamma {params.gamma:q} --fig-rho {params.rho:q} "
+        "--fig-albert-consensus {params.consensus:q} --fig-albert-rotation {params.rotation:q} "
+        "--table-alignment {params.table:q} --alpha {params.alpha} --dpi {params.dpi} > {log:q} 2>&1"
