@@ -91,7 +91,7 @@ PY = python_exe()
 
 
 MODES = ["model", "attention-only"]
-THEORY_CASES = ["real", "complex", "bipartite"]  # order matters: plot_theory reads them positionally
+THEORY_CASES = ["real", "complex", "bipartite"]
 
 
 def _resolve(path):

@@ -37,8 +37,12 @@ rule theory:
 rule plot_theory:
     """fig_theory (three panels) and table_theory (prediction, measurement, relative error, verdict)."""
     input:
-        json=expand(rules.theory.output.json, case=THEORY_CASES),
-        npz=expand(rules.theory.output.npz, case=THEORY_CASES),
+        real_json=expand(rules.theory.output.json, case="real"),
+        real_npz=expand(rules.theory.output.npz, case="real"),
+        complex_json=expand(rules.theory.output.json, case="complex"),
+        complex_npz=expand(rules.theory.output.npz, case="complex"),
+        bipartite_json=expand(rules.theory.output.json, case="bipartite"),
+        bipartite_npz=expand(rules.theory.output.npz, case="bipartite"),
     output:
         **figure_outputs("fig_theory", "5 Theory", key="fig"),
         **table_outputs("table_theory", "5 Theory", key="table"),
@@ -59,6 +63,8 @@ rule plot_theory:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --json {input.json:q} --npz {input.npz:q} "
+        "{params.py:q} {params.script:q} --real-json {input.real_json:q} --real-npz {input.real_npz:q} "
+        "--complex-json {input.complex_json:q} --complex-npz {input.complex_npz:q} "
+        "--bipartite-json {input.bipartite_json:q} --bipartite-npz {input.bipartite_npz:q} "
         "--fig {params.fig:q} --table {params.table:q} "
         "--dpi {params.dpi} > {log:q} 2>&1"
