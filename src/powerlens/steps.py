@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def fetch_model(name: str, entry: dict, manifest_path: str | Path, lock_path: str | None = None) -> dict:
+def fetch_model(name: str, entry: dict, manifest_path: str | Path, *, lock_path: str | None = None) -> dict:
     """Resolve one model entry (download, locate or build), write its manifest."""
     from .sources import fetch
 
@@ -48,7 +48,7 @@ def fetch_model(name: str, entry: dict, manifest_path: str | Path, lock_path: st
     return rec
 
 
-def check_steering_targets(name: str, manifest_path: str | Path, targets: list[dict], out_path: str | Path
+def check_steering_targets(name: str, manifest_path: str | Path, targets: list[dict], *, out_path: str | Path
                            ) -> list[dict]:
     """Resolve a model's steering targets to token ids right after its fetch (hub and GGUF models, whose
     tokenizer is not on disk before), so a bad target stops the run before extraction; write them."""
@@ -69,7 +69,7 @@ def check_steering_targets(name: str, manifest_path: str | Path, targets: list[d
     return resolved
 
 
-def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Path, threads: int = 1) -> dict:
+def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Path, *, threads: int = 1) -> dict:
     """Extract every attention sublayer (W_Q, W_K, W_V, W_O, biases, LN, F) of one model."""
     import torch
 
@@ -96,7 +96,7 @@ def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Pat
     return read_json(json_path)
 
 
-def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_json: str | Path,
+def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_json: str | Path, *,
                      out_path: str | Path, threads: int = 1, tol32: float = 1e-5, tol64: float = 1e-10) -> dict:
     """Rebuild every attention sublayer from the saved matrices and compare with the real module."""
     import torch
@@ -159,7 +159,7 @@ def write_lock(manifest_paths: list[str], out_path: str | Path) -> dict:
     return doc
 
 
-def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Path, out_csv: str | Path,
+def spectra(weights_st: str | Path, weights_json: str | Path, *, out_npz: str | Path, out_csv: str | Path,
             top_k: int = 8, threads: int = 1, seed: int = 0) -> "pd.DataFrame":
     """Eigendecomposition of every unique layer matrix F (float64, CPU): arrays + one tidy row per depth."""
     import pandas as pd
@@ -181,10 +181,10 @@ def spectra(weights_st: str | Path, weights_json: str | Path, out_npz: str | Pat
     return df
 
 
-def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path, out_npz, out_csv, out_json,
+def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_npz, out_csv, out_json,
              mode: str, norm: str = "l2", steps: int = 200, batch_size: int = 16, max_tokens: int = 128,
              seed: int = 0, device: str = "cpu", dtype: str = "float32", threads: int = 1, null_draws: int = 2000,
-             control: bool = True, *, long_run_prompts: int, batch_tokens: int) -> "pd.DataFrame":
+             control: bool = True, long_run_prompts: int, batch_tokens: int) -> "pd.DataFrame":
     """Token dynamics of one model in one mode: per-token alignments (.npz), per-layer statistics (.csv)."""
     import torch
 
@@ -273,7 +273,7 @@ def dynamics(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     return df
 
 
-def theory(case: str, out_json: str | Path, out_npz: str | Path, d: int = 32, heads: int = 4, tokens: int = 16,
+def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int = 32, heads: int = 4, tokens: int = 16,
            steps: int = 200, seed: int = 0, runs: int = 100, epsilon: float = 1e-3, residual: bool = True,
            threads: int = 1) -> list[dict]:
     """One synthetic experiment (a: real, b: complex, c: bipartite), full and softmax attention."""
@@ -317,7 +317,7 @@ def theory(case: str, out_json: str | Path, out_npz: str | Path, d: int = 32, he
     return out
 
 
-def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path, out_csv, out_json,
+def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_csv, out_json,
              targets: list[dict], kappas: list[float], max_prompts: int = 64, batch_size: int = 16,
              max_tokens: int = 64, seed: int = 0, device: str = "cpu", threads: int = 1,
              out_continuations: str | Path | None = None, continuation_prompts: list[str] | None = None,
@@ -383,7 +383,7 @@ def steering(manifest_path, weights_st, weights_json, spectra_npz, prompts_path,
     return df
 
 
-def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv, out_json, qtypes: list[str],
+def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_csv, out_json, qtypes: list[str],
                  batch_size: int = 16, max_tokens: int = 128, seed: int = 0, top_k: int = 8, null_draws: int = 2000,
                  threads: int = 1) -> "pd.DataFrame":
     """Quantization sensitivity of one full-precision model: spectra and model-mode dynamics of copies
@@ -438,7 +438,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, prompts_path, out_csv
     return df
 
 
-def provenance_manifest(config_json: str, manifests: list[str], records: list[str], out_path) -> dict:
+def provenance_manifest(config_json: str, manifests: list[str], records: list[str], *, out_path) -> dict:
     """The run's provenance: what produced every output (one file per run)."""
     import datetime as _dt
     import json

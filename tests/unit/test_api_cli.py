@@ -22,7 +22,7 @@ def twin(tmp_path_factory):
     d = tmp_path_factory.mktemp("twin")
     rec = fetch_model("t", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2", "seed": 3}, d / "m.json")
     extract(d / "m.json", d / "w.safetensors", d / "w.json")
-    spectra(d / "w.safetensors", d / "w.json", d / "s.npz", d / "s.csv")
+    spectra(d / "w.safetensors", d / "w.json", out_npz=d / "s.npz", out_csv=d / "s.csv")
     return d, rec
 
 
@@ -51,8 +51,9 @@ def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
     d, rec = twin
     prompts = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g."]
     (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n")
-    ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", d / "s.npz", tmp_path / "p.txt",
-                   tmp_path / "d.npz", tmp_path / "d.csv", tmp_path / "d.json", "model", null_draws=50,
+    ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", spectra_npz=d / "s.npz",
+                   prompts_path=tmp_path / "p.txt", out_npz=tmp_path / "d.npz", out_csv=tmp_path / "d.csv",
+                   out_json=tmp_path / "d.json", mode="model", null_draws=50,
                    max_tokens=16, batch_size=2, long_run_prompts=32, batch_tokens=20)
     import powerlens
 
@@ -139,3 +140,18 @@ def test_powerlens_command_inspect_and_step_help(minilm_path, twin):
     assert r.returncode == 0 and "Lens(gpt2" in r.stdout
     r = subprocess.run(exe + ["inspect", "/nonexistent/folder"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "ERROR:" in r.stderr and "fix:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_steps_take_at_most_three_positional_arguments():
+    """Every pipeline step is called with named arguments: at most three positional parameters each."""
+    import inspect
+
+    from powerlens import steps
+
+    fns = [f for n, f in vars(steps).items() if inspect.isfunction(f) and f.__module__ == steps.__name__
+           and not n.startswith("_")]
+    assert len(fns) >= 10
+    for f in fns:
+        pos = [p for p in inspect.signature(f).parameters.values()
+               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert len(pos) <= 3, (f.__name__, [p.name for p in pos])

@@ -148,7 +148,7 @@ def test_impossible_tolerance_is_named_as_such(tmp_path):
     extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json")
     with pytest.raises(PowerlensError, match="below that dtype's round-off") as e:
         check_extraction(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json",
-                         tmp_path / "c.json", tol32=1e-15)
+                         out_path=tmp_path / "c.json", tol32=1e-15)
     assert "tol_float32" in e.value.fix and "report" not in e.value.fix
     assert rec["source"] == "random"
 
@@ -230,7 +230,7 @@ def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path)
 
     fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json")
-    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", tmp_path / "s.npz", tmp_path / "s.csv")
+    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv")
     st = tmp_path / "w.safetensors"
     st.write_bytes(st.read_bytes()[: st.stat().st_size // 2])
     r = cli("spectra.py", "--tensors", st, "--meta", tmp_path / "w.json", "--out-npz", tmp_path / "x.npz",

@@ -127,8 +127,10 @@ def test_step_is_deterministic_and_shared_layers_solved_once(tmp_path):
     for name, arch in (("tiny-albert", "albert"), ("tiny-gpt-neo", "gpt_neo")):
         w = ADAPTERS[arch].extract(build_tiny(name))
         w.save(tmp_path / "w.safetensors", tmp_path / "w.json", {"model": name})
-        a = spectra(tmp_path / "w.safetensors", tmp_path / "w.json", tmp_path / "a.npz", tmp_path / "a.csv", 4, 1)
-        spectra(tmp_path / "w.safetensors", tmp_path / "w.json", tmp_path / "b.npz", tmp_path / "b.csv", 4, 2)
+        a = spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "a.npz",
+                    out_csv=tmp_path / "a.csv", top_k=4, threads=1)
+        spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "b.npz", out_csv=tmp_path / "b.csv",
+                top_k=4, threads=2)
         assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
         za, zb = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
         assert all(np.array_equal(za[k], zb[k]) for k in za.files)

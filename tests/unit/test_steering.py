@@ -101,9 +101,10 @@ def test_steering_step_baseline_on_same_tokens(tmp_path):
     m = tmp_path / "manifest.json"
     fetch_model("g", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}, m)
     extract(m, tmp_path / "w.safetensors", tmp_path / "w.json")
-    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", tmp_path / "s.npz", tmp_path / "s.csv")
-    df = steering(m, tmp_path / "w.safetensors", tmp_path / "w.json", tmp_path / "s.npz", REPO / "config/prompts.txt",
-                  tmp_path / "st.csv", tmp_path / "st.json", [{"kind": "unembedding", "token": "e"}], [0, 8, 256],
+    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv")
+    df = steering(m, tmp_path / "w.safetensors", tmp_path / "w.json", spectra_npz=tmp_path / "s.npz",
+                  prompts_path=REPO / "config/prompts.txt", out_csv=tmp_path / "st.csv", out_json=tmp_path / "st.json",
+                  targets=[{"kind": "unembedding", "token": "e"}], kappas=[0, 8, 256],
                   max_prompts=6)
     sw = df[df["kappa"] >= 0]
     for kappa, g in sw.groupby("kappa"):

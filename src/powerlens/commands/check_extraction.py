@@ -19,6 +19,7 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import check_extraction
 
-    r = check_extraction(a.manifest, a.tensors, a.meta, a.out, a.threads, a.tol32, a.tol64)
+    r = check_extraction(a.manifest, a.tensors, a.meta, out_path=a.out, threads=a.threads, tol32=a.tol32,
+                         tol64=a.tol64)
     for k, c in r["checks"].items():
         print(f"{r['model']} {k}: max |error| {c['max_abs_error']:.3g} (tolerance {c['tolerance']:g})")

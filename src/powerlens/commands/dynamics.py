@@ -29,10 +29,11 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import dynamics
 
-    df = dynamics(a.manifest, a.tensors, a.meta, a.spectra, a.prompts, a.out_npz, a.out_csv, a.out_json,
-                  a.mode, a.norm, a.steps, a.batch_size, a.max_tokens, a.seed, a.device, a.dtype, a.threads,
-                  a.null_draws, a.control == "yes", long_run_prompts=a.long_run_prompts,
-                  batch_tokens=a.batch_tokens)
+    df = dynamics(a.manifest, a.tensors, a.meta, spectra_npz=a.spectra, prompts_path=a.prompts,
+                  out_npz=a.out_npz, out_csv=a.out_csv, out_json=a.out_json, mode=a.mode, norm=a.norm,
+                  steps=a.steps, batch_size=a.batch_size, max_tokens=a.max_tokens, seed=a.seed, device=a.device,
+                  dtype=a.dtype, threads=a.threads, null_draws=a.null_draws, control=a.control == "yes",
+                  long_run_prompts=a.long_run_prompts, batch_tokens=a.batch_tokens)
     cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p_holm", "rho", "rho_null_q95", "rho_p_holm",
             "tilt", "tilt_p_holm"]
     print(df[cols].head(60).to_string(index=False))

@@ -13,6 +13,6 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import extract
 
-    meta = extract(a.manifest, a.out_tensors, a.out_meta, a.threads)
+    meta = extract(a.manifest, a.out_tensors, a.out_meta, threads=a.threads)
     print(f"{meta['model']}: {meta['n_layers']} layers ({meta['n_unique_layers']} unique), d={meta['d_model']}, "
           f"{meta['n_heads']} heads, {meta['weights_label']}")

@@ -15,6 +15,6 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import fetch_model
 
-    rec = fetch_model(a.name, json.loads(a.entry), a.out, a.lock or None)
+    rec = fetch_model(a.name, json.loads(a.entry), a.out, lock_path=a.lock or None)
     print(f"{a.name}: {rec['source']} -> {rec['path']} ({rec['weights_label']}, "
           f"revision {rec.get('resolved_revision')}, {len(rec['files'])} files hashed)")

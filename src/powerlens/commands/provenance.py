@@ -14,5 +14,5 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import provenance_manifest
 
-    doc = provenance_manifest(a.config, a.manifests, a.records, a.out)
+    doc = provenance_manifest(a.config, a.manifests, a.records, out_path=a.out)
     print(f"run {doc['run']}: {len(doc['models'])} models, config sha256 {doc['config_sha256'][:12]}")

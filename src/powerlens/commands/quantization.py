@@ -19,7 +19,8 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import quantization
 
-    df = quantization(a.manifest, a.spectra, a.dynamics, a.prompts, a.out_csv, a.out_json, a.types, a.batch_size,
-                      a.max_tokens, a.seed, a.top_k, a.null_draws, a.threads)
+    df = quantization(a.manifest, a.spectra, a.dynamics, prompts_path=a.prompts, out_csv=a.out_csv,
+                      out_json=a.out_json, qtypes=a.types, batch_size=a.batch_size, max_tokens=a.max_tokens,
+                      seed=a.seed, top_k=a.top_k, null_draws=a.null_draws, threads=a.threads)
     print(df[["quantization", "layer", "rel_change_lambda1", "leading_type_changed", "delta_gamma",
               "delta_rho"]].to_string(index=False))

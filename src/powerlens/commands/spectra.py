@@ -17,6 +17,7 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import spectra
 
-    df = spectra(a.tensors, a.meta, a.out_npz, a.out_csv, a.top_k, a.threads, a.seed)
+    df = spectra(a.tensors, a.meta, out_npz=a.out_npz, out_csv=a.out_csv, top_k=a.top_k, threads=a.threads,
+                 seed=a.seed)
     cols = ["layer", "leading_type", "abs_lambda1", "ratio", "ratio_next", "rel_residual"]
     print(df.drop_duplicates("unique_layer")[cols].to_string(index=False))

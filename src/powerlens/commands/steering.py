@@ -25,8 +25,10 @@ def run(a) -> None:
 
     from powerlens.steps import steering
 
-    df = steering(a.manifest, a.tensors, a.meta, a.spectra, a.prompts, a.out_csv, a.out_json,
-                  json.loads(a.targets), json.loads(a.kappas), a.max_prompts, a.batch_size, a.max_tokens, a.seed,
-                  a.device, a.threads, a.out_continuations, json.loads(a.continuation_prompts),
-                  a.continuation_tokens)
+    df = steering(a.manifest, a.tensors, a.meta, spectra_npz=a.spectra, prompts_path=a.prompts,
+                  out_csv=a.out_csv, out_json=a.out_json, targets=json.loads(a.targets),
+                  kappas=json.loads(a.kappas), max_prompts=a.max_prompts, batch_size=a.batch_size,
+                  max_tokens=a.max_tokens, seed=a.seed, device=a.device, threads=a.threads,
+                  out_continuations=a.out_continuations, continuation_prompts=json.loads(a.continuation_prompts),
+                  continuation_tokens=a.continuation_tokens)
     print(df[["target", "kappa", "method", "u_principal", "cos_after_layer_model", "p_target"]].to_string(index=False))

@@ -15,5 +15,5 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import check_steering_targets
 
-    for t in check_steering_targets(a.name, a.manifest, json.loads(a.targets), a.out):
+    for t in check_steering_targets(a.name, a.manifest, json.loads(a.targets), out_path=a.out):
         print(f"{a.name}: {t['kind']} {t.get('token', t.get('seed'))!r} -> token id {t['token_id']}")

@@ -20,7 +20,8 @@ def add_arguments(ap) -> None:
 def run(a) -> None:
     from powerlens.steps import theory
 
-    for r in theory(a.case, a.out_json, a.out_npz, a.d, a.heads, a.tokens, a.steps, a.seed, a.runs, a.epsilon,
-                    not a.no_residual, a.threads):
+    for r in theory(a.case, out_json=a.out_json, out_npz=a.out_npz, d=a.d, heads=a.heads, tokens=a.tokens,
+                    steps=a.steps, seed=a.seed, runs=a.runs, epsilon=a.epsilon, residual=not a.no_residual,
+                    threads=a.threads):
         print(f"{r['case']} [{r['attention']}] {r['quantity']}: predicted {r['predicted']:.6g}, "
               f"measured {r['measured']:.6g}, passed {r['passed']}")
