@@ -137,6 +137,7 @@ class Adapter:
     causal: bool
     config_class: str  # the transformers config class of twins
     family: str  # display name in tables and figures
+    twin_tokenizer: str = "byte"  # the tokenizer its twins get (powerlens.twin_tokenizers): wordpiece, bpe, byte
 
     @property
     def head_class(self) -> str:
@@ -261,6 +262,7 @@ def _encoder_layer_params(h: int, inter: int) -> int:
 
 class BertAdapter(Adapter):
     family = "BERT"
+    twin_tokenizer = "wordpiece"  # bert-base-uncased's own
     arch, model_type, norm, causal, config_class = "bert", "bert", "post", False, "BertConfig"
 
     def output_projection(self, model):
@@ -307,6 +309,7 @@ class AlbertAdapter(Adapter):
     depth applies the same F."""
 
     family = "ALBERT"
+    twin_tokenizer = "wordpiece"  # a stand-in for ALBERT's SentencePiece
     arch, model_type, norm, causal, config_class = "albert", "albert", "post", False, "AlbertConfig"
 
     def output_projection(self, model):
@@ -368,6 +371,8 @@ class AlbertAdapter(Adapter):
 
 class _DecoderAdapter(Adapter):
     """GPT-2 and GPT-Neo share the block layout: ``h[t]`` blocks, ``ln_1`` before ``attn``, ``wte + wpe``."""
+
+    twin_tokenizer = "bpe"  # a byte-level BPE, as GPT-2's
 
     def sites(self, model):
         return [Site(b, b.attn) for b in self.base(model).h]

@@ -20,7 +20,7 @@ def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
     weights when every trained model of the family has it: "Llama (trained, 4-bit)"."""
     from .adapters import ADAPTERS
 
-    fam = ADAPTERS[arch].family if arch in ADAPTERS else arch
+    fam = getattr(ADAPTERS.get(arch), "family", arch)
     q = {lab.split(" (")[0] for lab in (weights_labels or []) if lab.startswith("trained, ")}
     return f"{fam} ({q.pop()})" if len(q) == 1 and all(lab.startswith("trained, ") for lab in weights_labels) else fam
 FIG = {"C1": "fig_gamma, fig_rho", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (c)",

@@ -105,8 +105,7 @@ def tokenizer_on_disk(entry: dict | None, manifest: str | Path | None):
         from .twin_tokenizers import kind_of, twin_core
 
         twin = twin_config(entry["twin_of"])
-        causal = get_adapter(twin.arch).causal
-        if kind_of(twin.arch, causal, int(twin.kwargs["vocab_size"])) == "bpe":
+        if kind_of(twin.arch, int(twin.kwargs["vocab_size"])) == "bpe":
             return None  # read from a GGUF (seconds): checked right after the fetch instead
         return twin_core(entry["twin_of"])[0], has_lm_head([get_adapter(twin.arch).head_class])
     if entry["source"] == "local":

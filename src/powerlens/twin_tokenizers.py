@@ -37,12 +37,14 @@ def _package_file(module: str, rel: str) -> Path | None:
     return p if p.is_file() else None
 
 
-def kind_of(arch: str, causal: bool, vocab_size: int) -> str:
-    """Which tokenizer a twin of this family and vocabulary size gets (see the module docstring)."""
-    if causal:
-        return "bpe" if vocab_size >= 49152 and arch in ("gpt2", "gpt_neo") and _package_file(*BPE) else "byte"
-    return "wordpiece" if vocab_size >= 30000 and arch in ("bert", "albert") and _package_file(*WORDPIECE) \
-        else "byte"
+def kind_of(arch: str, vocab_size: int) -> str:
+    """Which tokenizer a twin of this family (its adapter's ``twin_tokenizer``) and vocabulary size gets: the
+    family's, if the twin's vocabulary holds the stand-in's ids and its package is installed; else bytes."""
+    from .adapters import get_adapter
+
+    kind = get_adapter(arch).twin_tokenizer
+    need = {"bpe": (49152, BPE), "wordpiece": (30000, WORDPIECE)}.get(kind)
+    return kind if need and vocab_size >= need[0] and _package_file(*need[1]) else "byte"
 
 
 @functools.lru_cache(maxsize=4)
@@ -72,14 +74,16 @@ def _bpe_tables() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     return tuple(strings("tokenizer.ggml.tokens")), merges
 
 
-def tokenizer_core(arch: str, causal: bool, vocab_size: int):
+def tokenizer_core(arch: str, vocab_size: int):
     """(``tokenizers.Tokenizer``, special tokens for a transformers fast tokenizer, label) of a twin."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     from .sources import byte_tokenizer_core, special_tokens
 
-    kind = kind_of(arch, causal, vocab_size)
-    specials = special_tokens(causal)
+    from .adapters import get_adapter
+
+    kind = kind_of(arch, vocab_size)
+    specials = special_tokens(get_adapter(arch).causal)
     if kind == "wordpiece":
         tok = Tokenizer.from_str(_wordpiece_json(vocab_size))
         cut = f", its first {vocab_size} entries: a stand-in for ALBERT's SentencePiece" \
@@ -105,8 +109,7 @@ def twin_tokenizer(twin_of: str):
 
 def twin_core(twin_of: str):
     """:func:`tokenizer_core` for the twin of ``twin_of`` (its family and vocabulary size)."""
-    from .adapters import get_adapter
     from .archs import twin_config
 
     twin = twin_config(twin_of)
-    return tokenizer_core(twin.arch, get_adapter(twin.arch).causal, int(twin.kwargs["vocab_size"]))
+    return tokenizer_core(twin.arch, int(twin.kwargs["vocab_size"]))

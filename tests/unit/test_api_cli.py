@@ -155,3 +155,14 @@ def test_steps_take_at_most_three_positional_arguments():
         pos = [p for p in inspect.signature(f).parameters.values()
                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         assert len(pos) <= 3, (f.__name__, [p.name for p in pos])
+
+
+def test_architectures_live_in_their_adapters():
+    """No branch on an architecture's name outside adapters.py (`arch ==`, `arch in`)."""
+    import re
+
+    from ..conftest import REPO
+
+    hits = [f"{p.name}:{i}" for p in sorted((REPO / "src/powerlens").rglob("*.py")) if p.name != "adapters.py"
+            for i, ln in enumerate(p.read_text().splitlines(), 1) if re.search(r"\barch (==|in)\b", ln)]
+    assert hits == []
