@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from powerlens.config import schema_defaults
+
 REPO = Path(__file__).resolve().parents[1]
 ARCH = {"albert": "albert", "bert": "bert", "gpt2": "gpt2", "gpt-neo": "gpt_neo"}
 
@@ -118,7 +120,7 @@ def naive_steering(work: Path, prompts, w) -> None:
     from powerlens.io import read_json
     from powerlens.sources import load_model, load_tokenizer
 
-    cfg = defaults()["steering"]
+    cfg = schema_defaults()["steering"]
     man = read_json(work / "manifest.json")
     adapter = get_adapter(man["arch"])
     head = st.has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True,
@@ -144,13 +146,6 @@ def naive_steering(work: Path, prompts, w) -> None:
             st.attention_only_steering(st.attention_only_prefix(x0s, w, bs), w, bs, u, z, alpha)
 
 
-def defaults() -> dict:
-    """The pipeline's defaults: the config schema applied to a config naming one model."""
-    from snakemake.utils import validate
-
-    cfg = {"run": "bench", "models": {"gpt2": {"arch": "gpt2", "source": "random", "twin_of": "gpt2"}}}
-    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"), set_default=True)
-    return cfg
 
 
 BENCH_FILES = {"fetch (build twin)": "fetch_model/{}.tsv", "extract": "extract_weights/{}.tsv",
@@ -217,7 +212,7 @@ def main():
         n = sum(len(x) for x in tok(ps, add_special_tokens=True)["input_ids"])
         print(f"  {twin}: {n} tokens, {n / words:.2f} tokens per word ({label})", flush=True)
     t_all = time.time()
-    cfg = defaults()
+    cfg = schema_defaults()
     bench_dir = Path(a.bench_dir)
     write_bench_config(bench_dir, a.twins, corpus)
     for twin in a.twins:
@@ -226,17 +221,18 @@ def main():
         entry = json.dumps({"arch": arch_of(twin), "source": "random", "twin_of": twin, "seed": 0})
         th = ["--threads", str(a.threads)]
         dyn, stc, chk = cfg["dynamics"], cfg["steering"], cfg["extraction_check"]
+        common = ["--seed", cfg["seed"], "--device", cfg["device"]]
         m = ["--manifest", w / "manifest.json"]
         wt = ["--tensors", w / "weights.safetensors", "--meta", w / "weights.json"]
         steps = [
-            ("fetch (build twin)", [py, s / "fetch_model.py", "--name", twin, "--entry", entry, "--out", w / "manifest.json"], None),
+            ("fetch (build twin)", [py, s / "fetch_model.py", "--name", twin, "--entry", entry, "--out", w / "manifest.json", "--lock", ""], None),
             ("extract", [py, s / "extract.py", *m, "--out-tensors", w / "weights.safetensors", "--out-meta", w / "weights.json", *th], None),
             ("check", [py, s / "check_extraction.py", *m, *wt, "--out", w / "check.json", "--tol32", chk["tol_float32"], "--tol64", chk["tol_float64"], *th], "check"),
-            ("spectra", [py, s / "spectra.py", *wt, "--out-npz", w / "spectra.npz", "--out-csv", w / "spectra.csv", *th], "spectra"),
+            ("spectra", [py, s / "spectra.py", *wt, "--out-npz", w / "spectra.npz", "--out-csv", w / "spectra.csv", "--top-k", cfg["spectra"]["top_k"], "--seed", cfg["seed"], *th], "spectra"),
         ]
         for mode in a.modes:
-            steps.append((f"dynamics {mode}", [py, s / "dynamics.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-npz", w / f"d-{mode}.npz", "--out-csv", w / f"d-{mode}.csv", "--out-json", w / f"d-{mode}.json", "--mode", mode, "--steps", dyn["steps"], "--long-run-prompts", dyn["long_run_prompts"], "--batch-size", dyn["batch_size"], "--batch-tokens", dyn["batch_tokens"], "--max-tokens", dyn["max_tokens"], "--null-draws", dyn["null_draws"], *th], "model" if mode == "model" else "attention"))
-        steps.append(("steering", [py, s / "steering.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-csv", w / "steering.csv", "--out-json", w / "steering.json", "--targets", json.dumps(stc["targets"]), "--kappas", json.dumps(stc["kappas"]), "--max-prompts", stc["max_prompts"], "--batch-size", stc["batch_size"], "--max-tokens", stc["max_tokens"], *th], "steering"))
+            steps.append((f"dynamics {mode}", [py, s / "dynamics.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-npz", w / f"d-{mode}.npz", "--out-csv", w / f"d-{mode}.csv", "--out-json", w / f"d-{mode}.json", "--mode", mode, "--steps", dyn["steps"], "--long-run-prompts", dyn["long_run_prompts"], "--batch-size", dyn["batch_size"], "--batch-tokens", dyn["batch_tokens"], "--max-tokens", dyn["max_tokens"], "--null-draws", dyn["null_draws"], "--norm", dyn["norm"], "--dtype", dyn["dtype"], "--control", "yes" if dyn["bias_free_control"] else "no", *common, *th], "model" if mode == "model" else "attention"))
+        steps.append(("steering", [py, s / "steering.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-csv", w / "steering.csv", "--out-json", w / "steering.json", "--targets", json.dumps(stc["targets"]), "--kappas", json.dumps(stc["kappas"]), "--max-prompts", stc["max_prompts"], "--batch-size", stc["batch_size"], "--max-tokens", stc["max_tokens"], "--out-continuations", w / "steering_continuations.csv", "--continuation-prompts", json.dumps(stc["continuations"]["prompts"]), "--continuation-tokens", stc["continuations"]["new_tokens"], *common, *th], "steering"))
         steps = [x for x in steps if x[0].split()[0] in a.steps or x[0] in a.steps]
         for name, cmd, naive_step in steps:
             r = run([str(c) for c in cmd])

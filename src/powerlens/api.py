@@ -139,28 +139,36 @@ class Lens:
         return w.layers[w.layer_map[layer]].F.double().numpy()
 
     # ---------------------------------------------------------------------------------------- analyses
-    def spectra(self, k: int = 8, threads: int = 1, seed: int = 0) -> Spectra:
-        """Eigenvalues (float64, sorted by modulus) and the k leading eigenvectors of every unique F."""
+    def spectra(self, k: int | None = None, threads: int = 1, seed: int | None = None) -> Spectra:
+        """Eigenvalues (float64, sorted by modulus) and the k leading eigenvectors of every unique F (``k`` and
+        ``seed``: the config schema's ``spectra.top_k`` and ``seed`` unless given)."""
         import pandas as pd
 
+        from .config import schema_defaults
         from .spectra import model_spectra
 
+        defaults = schema_defaults()
+        k = defaults["spectra"]["top_k"] if k is None else k
+        seed = defaults["seed"] if seed is None else seed
         w = self.weights
         specs = model_spectra(w, k=k, threads=threads, seed=seed)
         rows = [{"layer": u, **s.summary()} for u, s in enumerate(specs)]
         return Spectra(specs, list(w.layer_map), pd.DataFrame(rows))
 
-    def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int = 128, batch_size: int = 16,
-                 steps: int | None = None, null_draws: int = 200, seed: int = 0, norm: str = "l2",
-                 long_run_prompts: int | None = None, batch_tokens: int | None = None):
+    def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int | None = None,
+                 batch_size: int | None = None, steps: int | None = None, null_draws: int | None = None,
+                 seed: int | None = None, norm: str | None = None, long_run_prompts: int | None = None,
+                 batch_tokens: int | None = None):
         """Token dynamics over ``prompts``: per depth gamma_t, rho_t and the tilt towards F_t's leading
         direction, each with the Monte Carlo null of random directions (``null_draws`` draws), in ``mode``
         "model" (the real forward pass) or "attention-only" (the paper's law; ``steps`` for shared-weight
         models, default the depth; past the depth only a seeded sample of ``long_run_prompts`` prompts goes
-        on, default all; ``batch_tokens`` bounds a batch's padded tokens beside ``batch_size``). Returns the
-        per-layer DataFrame the pipeline's dynamics step writes."""
+        on, default all; ``batch_tokens`` bounds a batch's padded tokens beside ``batch_size``). Options left
+        at None take the config schema's ``dynamics`` defaults, except ``steps`` and ``long_run_prompts``,
+        whose None is stated above. Returns the per-layer DataFrame the pipeline's dynamics step writes."""
         import torch
 
+        from .config import schema_defaults
         from .corpus import prompt_batches
         from .dynamics import (layer_directions, layer_stats, long_run_subset, null_sets, run_attention_only,
                                run_model_mode)
@@ -170,6 +178,14 @@ class Lens:
             raise PowerlensError("this Lens has no tokenizer", "pass one: Lens(model, tokenizer)")
         if mode not in ("model", "attention-only"):
             raise PowerlensError(f"unknown dynamics mode {mode!r}", "use mode='model' or mode='attention-only'")
+        defaults = schema_defaults()
+        dyn = defaults["dynamics"]
+        max_tokens = dyn["max_tokens"] if max_tokens is None else max_tokens
+        batch_size = dyn["batch_size"] if batch_size is None else batch_size
+        batch_tokens = dyn["batch_tokens"] if batch_tokens is None else batch_tokens
+        null_draws = dyn["null_draws"] if null_draws is None else null_draws
+        norm = dyn["norm"] if norm is None else norm
+        seed = defaults["seed"] if seed is None else seed
         w = self.weights
         specs = self.spectra(seed=seed)
         dirs = layer_directions(spectra_arrays(specs.layers, list(w.layer_map)), seed)

@@ -115,7 +115,13 @@ def inspect_model(a) -> None:
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Descriptions as written, and every option's default shown after its help."""
+    """Descriptions as written, and an optional flag's default shown after its help. A step's options are all
+    required: their defaults live in the config schema (workflow/schemas/config.schema.yaml) only."""
+
+    def _get_help_string(self, action):
+        if action.required:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:

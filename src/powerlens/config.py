@@ -4,15 +4,45 @@ its fetch (:func:`model_arch`, which the resource requests size from), all used 
 The schema (``workflow/schemas/config.schema.yaml``) catches unknown keys, wrong types and bad enum values;
 :func:`check_models` adds the cross-field rules a schema cannot express well (a twin's ``arch`` must match
 the architecture it copies; a local path must exist). Both run at DAG construction, before any job.
+
+Every parameter's default lives in the schema and nowhere else: the pipeline's steps take all their options
+as required arguments, and the Python API and the benchmark read theirs with :func:`schema_defaults`.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from pathlib import Path
 
 from .archs import PAPER_MODELS, ArchConfig, twin_config
 from .errors import PowerlensError
+
+#: The config schema (a file of the repository, beside the rules that validate against it).
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def _schema_defaults() -> dict:
+    import yaml
+
+    def walk(node: dict) -> dict:
+        out = {}
+        for key, sub in (node.get("properties") or {}).items():
+            if "properties" in sub:
+                out[key] = walk(sub)
+            elif "default" in sub:
+                out[key] = sub["default"]
+        return out
+
+    return walk(yaml.safe_load(SCHEMA.read_text()))
+
+
+def schema_defaults() -> dict:
+    """The schema's defaults as a nested dict (``schema_defaults()["dynamics"]["null_draws"]``): what a config
+    that sets nothing gets. A fresh copy each call."""
+    return copy.deepcopy(_schema_defaults())
 
 
 def check_models(config: dict) -> None:
@@ -153,3 +183,41 @@ def check_no_duplicate_keys(path: str | Path) -> None:
         yaml.load(Path(path).read_text(encoding="utf-8"), Loader=Strict)
     except yaml.YAMLError:
         return  # Snakemake reports malformed YAML itself
+
+
+def validate_config(config: dict, configfiles: list[str] = ()) -> None:
+    """Everything Snakemake checks about a config while it builds the DAG, before any job: no key twice in a
+    config file, the schema (Snakemake's ``validate``, which also fills in the schema's defaults), then
+    :func:`check_models`. Raises :class:`PowerlensError` (problem + fix) on the first problem."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    for f in configfiles:
+        if Path(f).is_file():
+            check_no_duplicate_keys(f)
+    try:
+        validate(config, schema=str(SCHEMA))
+    except WorkflowError as e:
+        v = e.__context__  # the jsonschema ValidationError validate() caught
+        if not hasattr(v, "absolute_path"):
+            raise
+        import yaml
+
+        raise schema_error(v, yaml.safe_load(SCHEMA.read_text())) from None
+    check_models(config)
+
+
+def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
+    """Check the steering targets of every model whose tokenizer is on disk already (twins, local folders,
+    packages, models fetched earlier; ``manifest_of(name)`` is the path of its manifest). Returns the models
+    whose targets can only be checked after their fetch (rule check_steering_targets)."""
+    from .targets import check_targets, tokenizer_on_disk
+
+    later = []
+    for name, m in config["models"].items():
+        found = tokenizer_on_disk(m, manifest_of(name))
+        if found is None:
+            later.append(name)
+        else:
+            check_targets(name, m.get("steering_targets", config["steering"]["targets"]), *found)
+    return later

@@ -79,8 +79,7 @@ def corpus_tokens(prompts: list[str], max_tokens: int) -> int:
     return sum(min(int(max_tokens), len(p.encode("utf-8")) + 2) for p in prompts)
 
 
-def time_term(rule: str, size: Size, tokens: int = 0, steps: int = 200, kappas: int = 1,
-              targets: int = 1) -> float:
+def time_term(rule: str, size: Size, *, tokens: int, steps: int, kappas: int, targets: int) -> float:
     """The size term a rule's run time is proportional to (see the module docstring)."""
     if rule == "spectra":
         return size.eig_work

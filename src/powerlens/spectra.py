@@ -195,7 +195,7 @@ def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np
     return Spectrum(vals, vecs, plane, ridx, rvec, rel, heads, rvec2, j, nvec, fvals, fvec)
 
 
-def model_spectra(weights, k: int = 8, threads: int = 1, seed: int = 0) -> list[Spectrum]:
+def model_spectra(weights, *, k: int, threads: int, seed: int) -> list[Spectrum]:
     """Spectra of every unique layer of a :class:`~powerlens.weights.ModelWeights` (shared layers once).
 
     Layers are solved in parallel on up to ``threads`` Python threads (LAPACK releases the GIL), each

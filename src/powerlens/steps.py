@@ -69,7 +69,7 @@ def check_steering_targets(name: str, manifest_path: str | Path, targets: list[d
     return resolved
 
 
-def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Path, *, threads: int = 1) -> dict:
+def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Path, *, threads: int) -> dict:
     """Extract every attention sublayer (W_Q, W_K, W_V, W_O, biases, LN, F) of one model."""
     import torch
 
@@ -97,7 +97,7 @@ def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Pat
 
 
 def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_json: str | Path, *,
-                     out_path: str | Path, threads: int = 1, tol32: float = 1e-5, tol64: float = 1e-10) -> dict:
+                     out_path: str | Path, threads: int, tol32: float, tol64: float) -> dict:
     """Rebuild every attention sublayer from the saved matrices and compare with the real module."""
     import torch
 
@@ -160,7 +160,7 @@ def write_lock(manifest_paths: list[str], out_path: str | Path) -> dict:
 
 
 def spectra(weights_st: str | Path, weights_json: str | Path, *, out_npz: str | Path, out_csv: str | Path,
-            top_k: int = 8, threads: int = 1, seed: int = 0) -> "pd.DataFrame":
+            top_k: int, threads: int, seed: int) -> "pd.DataFrame":
     """Eigendecomposition of every unique layer matrix F (float64, CPU): arrays + one tidy row per depth."""
     import pandas as pd
 
@@ -182,9 +182,9 @@ def spectra(weights_st: str | Path, weights_json: str | Path, *, out_npz: str | 
 
 
 def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_npz, out_csv, out_json,
-             mode: str, norm: str = "l2", steps: int = 200, batch_size: int = 16, max_tokens: int = 128,
-             seed: int = 0, device: str = "cpu", dtype: str = "float32", threads: int = 1, null_draws: int = 2000,
-             control: bool = True, long_run_prompts: int, batch_tokens: int) -> "pd.DataFrame":
+             mode: str, norm: str, steps: int, batch_size: int, max_tokens: int, seed: int, device: str,
+             dtype: str, threads: int, null_draws: int, control: bool, long_run_prompts: int, batch_tokens: int
+             ) -> "pd.DataFrame":
     """Token dynamics of one model in one mode: per-token alignments (.npz), per-layer statistics (.csv)."""
     import torch
 
@@ -273,9 +273,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     return df
 
 
-def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int = 32, heads: int = 4, tokens: int = 16,
-           steps: int = 200, seed: int = 0, runs: int = 100, epsilon: float = 1e-3, residual: bool = True,
-           threads: int = 1) -> list[dict]:
+def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, heads: int, tokens: int, steps: int,
+           seed: int, runs: int, epsilon: float, residual: bool, threads: int) -> list[dict]:
     """One synthetic experiment (a: real, b: complex, c: bipartite), full and softmax attention."""
     import dataclasses
 
@@ -318,10 +317,9 @@ def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int = 32,
 
 
 def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_csv, out_json,
-             targets: list[dict], kappas: list[float], max_prompts: int = 64, batch_size: int = 16,
-             max_tokens: int = 64, seed: int = 0, device: str = "cpu", threads: int = 1,
-             out_continuations: str | Path | None = None, continuation_prompts: list[str] | None = None,
-             continuation_tokens: int = 12) -> "pd.DataFrame":
+             targets: list[dict], kappas: list[float], max_prompts: int, batch_size: int, max_tokens: int,
+             seed: int, device: str, threads: int, out_continuations: str | Path | None,
+             continuation_prompts: list[str], continuation_tokens: int) -> "pd.DataFrame":
     """Rank-1 steering of the last layer vs activation addition, in both dynamics modes (claim C9); for
     causal LMs and token targets, greedy continuations of fixed prompts at each kappa (both methods)."""
     import numpy as np
@@ -384,8 +382,8 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
 
 
 def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_csv, out_json, qtypes: list[str],
-                 batch_size: int = 16, max_tokens: int = 128, seed: int = 0, top_k: int = 8, null_draws: int = 2000,
-                 threads: int = 1) -> "pd.DataFrame":
+                 batch_size: int, max_tokens: int, seed: int, top_k: int, null_draws: int, threads: int
+                 ) -> "pd.DataFrame":
     """Quantization sensitivity of one full-precision model: spectra and model-mode dynamics of copies
     quantized with the gguf package's quantizers, compared per layer with the full-precision results."""
     import pandas as pd

@@ -19,9 +19,15 @@ WORK=$(mktemp -d /tmp/powerlens-determinism.XXXXXX)
 TRAINED=minilm-l6
 RUN=offline
 SRC_A=$REPO
+PYPATH_A=${PYTHONPATH:-}
 if [ -n "${BASE_REV:-}" ]; then
   git -C "$REPO" worktree add --detach "$WORK/base" "$BASE_REV" >/dev/null
   SRC_A=$WORK/base
+  # run A imports the base commit's library, not the editable install's (PYTHONPATH comes first on sys.path)
+  PYPATH_A=$SRC_A/src${PYTHONPATH:+:$PYTHONPATH}
+  got=$(PYTHONPATH=$PYPATH_A "$PY" -c "import powerlens; print(powerlens.__file__)")
+  [ "$got" = "$SRC_A/src/powerlens/__init__.py" ] || { echo "[determinism] run A would import $got"; exit 1; }
+  echo "[determinism] run A: $BASE_REV ($(git -C "$SRC_A" log -1 --format=%h)), library $SRC_A/src"
 fi
 targets_b=()
 if [ -z "${FULL:-}" ]; then
@@ -33,7 +39,7 @@ if [ -z "${FULL:-}" ]; then
 fi
 start=$(date +%s)
 echo "[determinism] run A (whole offline config, from scratch) in $WORK/a"
-timeout 2400 "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "$SRC_A/config/$RUN.yaml" \
+PYTHONPATH=$PYPATH_A timeout 2400 "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "$SRC_A/config/$RUN.yaml" \
   --directory "$WORK/a" --cores 2 > "$WORK/a.log" 2>&1 || { tail -40 "$WORK/a.log"; exit 1; }
 mid=$(date +%s)
 echo "[determinism] run A took $((mid - start)) s; run B (${FULL:+whole config}${FULL:-$TRAINED chain + theory}, --cores 1) in $WORK/b"

@@ -153,11 +153,11 @@ def test_report_in_headless_chromium(test_run):
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(report.as_uri())
-        page.wait_for_timeout(1500)
+        page.get_by_text("Modelling choices").first.wait_for()  # the report's app has rendered its front page
         body = page.inner_text("body")
         page.screenshot(path=str(artifacts / "report.png"))
         page.get_by_text("1 Claims").first.click()
-        page.wait_for_timeout(800)
+        page.get_by_text("table_claims.html").first.wait_for()  # the category's list of results is shown
         page.screenshot(path=str(artifacts / "report_claims.png"))
         browser.close()
     assert errors == [], errors
@@ -248,21 +248,41 @@ BAD = {
 }
 
 
-@pytest.mark.parametrize("case", list(BAD))
-def test_bad_config_stops_before_any_work(tmp_path, case):
-    """Each user error stops while the DAG is built: problem + fix, exit status 2, no traceback, no job."""
-    top, model_patch, needle = BAD[case]
+def bad_config(tmp_path, case) -> Path:
+    top, model_patch, _ = BAD[case]
 
     def patch(cfg):
         cfg.update(top)
         if model_patch:
             cfg["models"]["tiny-bert"].update(model_patch)
 
-    cfg = patched_config(tmp_path, patch, "bad.yaml")
+    return patched_config(tmp_path, patch, "bad.yaml")
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_config_is_named_with_its_fix(tmp_path, case):
+    """Each user error is found by the checks Snakemake runs while it builds the DAG (the same two calls as
+    workflow/rules/common.smk, here in-process): a problem that names it and a fix."""
+    from powerlens.config import check_targets_on_disk, validate_config
+    from powerlens.errors import PowerlensError
+
+    path = bad_config(tmp_path, case)
+    cfg = yaml.safe_load(path.read_text())
+    with pytest.raises(PowerlensError) as e:
+        validate_config(cfg, [str(path)])
+        check_targets_on_disk(cfg, lambda m: tmp_path / "results" / m / "manifest.json")
+    assert BAD[case][2] in f"{e.value.problem} {e.value.fix}" and e.value.fix, (e.value.problem, e.value.fix)
+
+
+def test_bad_config_stops_snakemake_before_any_work(tmp_path):
+    """One launch: the last check made while the DAG is built (a target token the tokenizer splits) stops
+    Snakemake with problem + fix, exit status 2, no traceback and no job."""
+    cfg = bad_config(tmp_path, "target token split")
     r = smk("--cores", "1", "--configfile", str(cfg), "--directory", str(tmp_path), cwd=tmp_path)
     out = r.stdout + r.stderr
     assert r.returncode == 2, out[-2000:]
-    assert needle in out and "ERROR: " in out and "  fix: " in out and "Traceback" not in out, out[-2000:]
+    assert "splits the token" in out and "ERROR: " in out and "  fix: " in out and "Traceback" not in out, out[-2000:]
+    assert out.count("ERROR: ") == 1
     assert not (tmp_path / "results").exists() and not (tmp_path / "logs").exists()
 
 
@@ -304,8 +324,6 @@ def test_step_user_error_ends_the_run_with_its_message_and_status_2(tmp_path):
 def test_local_model_saved_again_reruns_its_chain(tmp_path):
     """A local model re-saved in place (new weights) is newer than its manifest: its fetch step and so its
     whole chain re-run; until then, loading says the files changed and never suggests deleting them."""
-    import time
-
     from powerlens.errors import PowerlensError
     from powerlens.io import read_json
     from powerlens.sources import load_model
@@ -321,10 +339,11 @@ def test_local_model_saved_again_reruns_its_chain(tmp_path):
     r = smk("--cores", "1", target, "--configfile", str(tmp_path / "loc.yaml"), "--directory", str(tmp_path),
             cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    time.sleep(1.1)
     other = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 1},
                         tmp_path / "other.json")
     shutil.copy(Path(other["path"]) / "model.safetensors", mine / "model.safetensors")  # saved again
+    later = (tmp_path / target).stat().st_mtime + 10  # saved after the fetch, whatever the clock's resolution
+    os.utime(mine / "model.safetensors", (later, later))
     with pytest.raises(PowerlensError) as e:
         load_model(read_json(tmp_path / target))
     assert "changed after the fetch step" in e.value.fix and "delete" not in str(e.value).lower()

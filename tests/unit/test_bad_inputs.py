@@ -22,7 +22,7 @@ def cli(script, *args):
 
 def test_fetch_missing_local_path_exits_2_with_fix(tmp_path):
     r = cli("fetch_model.py", "--name", "mine", "--entry",
-            json.dumps({"arch": "bert", "source": "local", "path": str(tmp_path / "nope")}), "--out", tmp_path / "m.json")
+            json.dumps({"arch": "bert", "source": "local", "path": str(tmp_path / "nope")}), "--out", tmp_path / "m.json", "--lock", "")
     assert r.returncode == 2
     assert "ERROR: model 'mine' (source: local): directory" in r.stderr and "fix:" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "m.json").exists()
@@ -30,7 +30,7 @@ def test_fetch_missing_local_path_exits_2_with_fix(tmp_path):
 
 def test_fetch_unknown_twin_exits_2(tmp_path):
     r = cli("fetch_model.py", "--name", "x", "--entry", json.dumps({"arch": "bert", "source": "random",
-                                                                  "twin_of": "bert-huge"}), "--out", tmp_path / "m.json")
+                                                                  "twin_of": "bert-huge"}), "--out", tmp_path / "m.json", "--lock", "")
     assert r.returncode == 2 and "unknown twin_of: 'bert-huge'" in r.stderr and "fix:" in r.stderr
 
 
@@ -145,10 +145,10 @@ def test_impossible_tolerance_is_named_as_such(tmp_path):
     from powerlens.steps import check_extraction, extract, fetch_model
 
     rec = fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
-    extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json")
+    extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
     with pytest.raises(PowerlensError, match="below that dtype's round-off") as e:
         check_extraction(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json",
-                         out_path=tmp_path / "c.json", tol32=1e-15)
+                         out_path=tmp_path / "c.json", threads=1, tol32=1e-15, tol64=1e-10)
     assert "tol_float32" in e.value.fix and "report" not in e.value.fix
     assert rec["source"] == "random"
 
@@ -229,12 +229,13 @@ def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path)
     from powerlens.steps import extract, fetch_model, spectra
 
     fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
-    extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json")
-    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv")
+    extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
+    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv", top_k=8, threads=1,
+            seed=0)
     st = tmp_path / "w.safetensors"
     st.write_bytes(st.read_bytes()[: st.stat().st_size // 2])
     r = cli("spectra.py", "--tensors", st, "--meta", tmp_path / "w.json", "--out-npz", tmp_path / "x.npz",
-            "--out-csv", tmp_path / "x.csv")
+            "--out-csv", tmp_path / "x.csv", "--top-k", 8, "--threads", 1, "--seed", 0)
     assert r.returncode == 2 and "written by the extract_weights step" in r.stderr, r.stderr[-2000:]
     assert "--forcerun extract_weights" in r.stderr and "Traceback" not in r.stderr
     npz = tmp_path / "s.npz"
@@ -318,6 +319,6 @@ def test_unknown_model_type_stops_in_the_fetch_step(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"")
     r = cli("fetch_model.py", "--name", "m", "--entry", json.dumps({"arch": "bert", "source": "local",
                                                                      "path": str(tmp_path)}),
-            "--out", tmp_path / "m.json")
+            "--out", tmp_path / "m.json", "--lock", "")
     assert r.returncode == 2 and "declares model_type 'mamba'" in r.stderr and "no adapter" in r.stderr
     assert not (tmp_path / "m.json").exists()

@@ -128,9 +128,9 @@ def test_step_is_deterministic_and_shared_layers_solved_once(tmp_path):
         w = ADAPTERS[arch].extract(build_tiny(name))
         w.save(tmp_path / "w.safetensors", tmp_path / "w.json", {"model": name})
         a = spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "a.npz",
-                    out_csv=tmp_path / "a.csv", top_k=4, threads=1)
+                    out_csv=tmp_path / "a.csv", top_k=4, threads=1, seed=0)
         spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "b.npz", out_csv=tmp_path / "b.csv",
-                top_k=4, threads=2)
+                top_k=4, threads=2, seed=0)
         assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
         za, zb = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
         assert all(np.array_equal(za[k], zb[k]) for k in za.files)

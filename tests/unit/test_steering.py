@@ -100,12 +100,14 @@ def test_steering_step_baseline_on_same_tokens(tmp_path):
 
     m = tmp_path / "manifest.json"
     fetch_model("g", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}, m)
-    extract(m, tmp_path / "w.safetensors", tmp_path / "w.json")
-    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv")
+    extract(m, tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
+    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv", top_k=8, threads=1,
+            seed=0)
     df = steering(m, tmp_path / "w.safetensors", tmp_path / "w.json", spectra_npz=tmp_path / "s.npz",
                   prompts_path=REPO / "config/prompts.txt", out_csv=tmp_path / "st.csv", out_json=tmp_path / "st.json",
                   targets=[{"kind": "unembedding", "token": "e"}], kappas=[0, 8, 256],
-                  max_prompts=6)
+                  max_prompts=6, batch_size=16, max_tokens=64, seed=0, device="cpu", threads=1,
+                  out_continuations=None, continuation_prompts=[], continuation_tokens=12)
     sw = df[df["kappa"] >= 0]
     for kappa, g in sw.groupby("kappa"):
         assert g["n_tokens"].nunique() == 1  # rank-1 and baseline measured on the same tokens

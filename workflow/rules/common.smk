@@ -4,14 +4,10 @@ import os
 import sys
 import time
 
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
-
-from powerlens.config import check_models, check_no_duplicate_keys, schema_error
+from powerlens.config import check_targets_on_disk, validate_config
 from powerlens.corpus import read_prompts
 from powerlens.resources import job_terms, load_coefficients, long_run_extra, predict
 from powerlens.sources import check_hub_reachable, hub_downloads_needed, source_files
-from powerlens.targets import check_targets, tokenizer_on_disk
 from powerlens.errors import PowerlensError, user_errors_in_logs
 
 
@@ -51,20 +47,7 @@ onerror:
 
 
 try:
-    for _f in workflow.configfiles:
-        if os.path.isfile(_f):
-            check_no_duplicate_keys(_f)
-    try:
-        validate(config, schema="../schemas/config.schema.yaml")
-    except WorkflowError as _e:
-        _v = _e.__context__  # the jsonschema ValidationError validate() caught
-        if not hasattr(_v, "absolute_path"):
-            raise
-        import yaml
-
-        with open(os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")) as _f:
-            raise schema_error(_v, yaml.safe_load(_f)) from None
-    check_models(config)
+    validate_config(config, workflow.configfiles)
 except PowerlensError as e:
     stop(e)
 
@@ -187,14 +170,8 @@ def targets_of(model):
 
 # steering targets whose tokenizer is on disk (twins, local folders, packages, fetched models) are checked now;
 # the others right after their fetch, before extraction (rule check_steering_targets)
-TARGETS_CHECKED_AT_FETCH = []
 try:
-    for _m in MODELS:
-        _found = tokenizer_on_disk(config["models"][_m], results(f"{_m}/manifest.json"))
-        if _found is None:
-            TARGETS_CHECKED_AT_FETCH.append(_m)
-        else:
-            check_targets(_m, targets_of(_m), *_found)
+    TARGETS_CHECKED_AT_FETCH = check_targets_on_disk(config, lambda m: results(f"{m}/manifest.json"))
 except PowerlensError as e:
     stop(e)
 

@@ -16,7 +16,7 @@ rule theory:
         runs=config["theory"]["runs"],
         epsilon=config["theory"]["epsilon"],
         seed=config["seed"],
-        residual="" if config["theory"]["residual"] else "--no-residual",
+        residual="yes" if config["theory"]["residual"] else "no",
     log:
         f"logs/{RUN}/theory/{{case}}.log",
     benchmark:
@@ -31,7 +31,7 @@ rule theory:
         "{params.py:q} {params.script:q} --case {wildcards.case} --out-json {output.json:q} "
         "--out-npz {output.npz:q} --d {params.d} --heads {params.heads} --tokens {params.tokens} "
         "--steps {params.steps} --runs {params.runs} --epsilon {params.epsilon} --seed {params.seed} "
-        "{params.residual} --threads {threads} > {log:q} 2>&1"
+        "--residual {params.residual} --threads {threads} > {log:q} 2>&1"
 
 
 rule plot_theory:

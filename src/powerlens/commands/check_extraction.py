@@ -9,10 +9,10 @@ def add_arguments(ap) -> None:
     ap.add_argument("--tensors", required=True)
     ap.add_argument("--meta", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--tol32", type=float, default=1e-5,
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--tol32", type=float, required=True,
                     help="largest |error| allowed between the rebuilt and the real sublayer in float32")
-    ap.add_argument("--tol64", type=float, default=1e-10,
+    ap.add_argument("--tol64", type=float, required=True,
                     help="largest |error| allowed in float64")
 
 

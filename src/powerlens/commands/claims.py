@@ -11,7 +11,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--theory", nargs="+", required=True)
     ap.add_argument("--steering", nargs="+", required=True)
     ap.add_argument("--criteria", required=True, help="JSON of the claims criteria")
-    ap.add_argument("--labels", default="{}")
+    ap.add_argument("--labels", required=True)
     ap.add_argument("--table", required=True)
 
 

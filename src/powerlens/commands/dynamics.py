@@ -10,19 +10,19 @@ def add_arguments(ap) -> None:
     for k in ("manifest", "tensors", "meta", "spectra", "prompts", "out-npz", "out-csv", "out-json"):
         ap.add_argument(f"--{k}", required=True)
     ap.add_argument("--mode", required=True, choices=["model", "attention-only"])
-    ap.add_argument("--norm", default="l2", choices=["l2", "layernorm"])
-    ap.add_argument("--steps", type=int, default=200, help="attention-only steps for shared-weight models")
+    ap.add_argument("--norm", required=True, choices=["l2", "layernorm"])
+    ap.add_argument("--steps", type=int, required=True, help="attention-only steps for shared-weight models")
     ap.add_argument("--long-run-prompts", type=int, required=True,
                     help="prompts that go on past the model's depth in long shared-weight runs (seeded sample)")
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, required=True)
     ap.add_argument("--batch-tokens", type=int, required=True, help="tokens per batch once padded, at most")
-    ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--null-draws", type=int, default=2000, help="R random subspaces of the Monte Carlo null")
-    ap.add_argument("--control", choices=["yes", "no"], default="yes",
+    ap.add_argument("--max-tokens", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--dtype", required=True, choices=["float32", "float64"])
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--null-draws", type=int, required=True, help="R random subspaces of the Monte Carlo null")
+    ap.add_argument("--control", choices=["yes", "no"], required=True,
                     help="attention-only: also run the bias-free control (attention biases removed)")
 
 

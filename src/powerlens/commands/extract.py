@@ -7,7 +7,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--out-tensors", required=True, help="weights.safetensors")
     ap.add_argument("--out-meta", required=True, help="weights.json")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, required=True)
 
 
 def run(a) -> None:

@@ -9,7 +9,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--name", required=True, help="model key in the config")
     ap.add_argument("--entry", required=True, help="the model's config entry, as JSON")
     ap.add_argument("--out", required=True, help="manifest.json to write")
-    ap.add_argument("--lock", default="", help="models.lock.yaml to pin revisions to (optional)")
+    ap.add_argument("--lock", required=True, help="models.lock.yaml to pin revisions to; an empty string: none")
 
 
 def run(a) -> None:

@@ -9,7 +9,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--csv", nargs="+", required=True, help="per-model, per-mode dynamics CSVs")
     ap.add_argument("--npz", nargs="+", required=True, help="matching dynamics arrays")
     ap.add_argument("--meta", nargs="+", required=True, help="weights.json of every model")
-    ap.add_argument("--labels", default="{}", help="JSON {model: display label}")
+    ap.add_argument("--labels", required=True, help="JSON {model: display label}")
     for o in OUTPUTS:
         ap.add_argument(f"--{o}", required=True, metavar="STEM", help=f"path of {o.replace('-', '_')} without suffix")
     ap.add_argument("--alpha", type=float, required=True, help="significance level after Holm correction")

@@ -6,11 +6,11 @@ from __future__ import annotations
 def add_arguments(ap) -> None:
     ap.add_argument("--npz", nargs="+", required=True)
     ap.add_argument("--csv", nargs="+", required=True)
-    ap.add_argument("--labels", default="{}", help="JSON {model: display label}")
+    ap.add_argument("--labels", required=True, help="JSON {model: display label}")
     ap.add_argument("--fig-spectra", required=True, help="output stem (no suffix)")
     ap.add_argument("--fig-gap", required=True, help="output stem (no suffix)")
-    ap.add_argument("--table", default="", help="table_spectra stem (no suffix); empty = skip")
-    ap.add_argument("--dpi", type=int, default=150)
+    ap.add_argument("--table", required=True, help="table_spectra stem (no suffix); empty = skip")
+    ap.add_argument("--dpi", type=int, required=True)
 
 
 def run(a) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 def add_arguments(ap) -> None:
     ap.add_argument("--csv", nargs="+", required=True)
-    ap.add_argument("--labels", default="{}")
+    ap.add_argument("--labels", required=True)
     ap.add_argument("--fig", required=True)
     ap.add_argument("--table", required=True)
-    ap.add_argument("--continuations", nargs="+", default=[])
-    ap.add_argument("--continuations-table", default=None)
-    ap.add_argument("--dpi", type=int, default=150)
+    ap.add_argument("--continuations", nargs="+", required=True)
+    ap.add_argument("--continuations-table", required=True)
+    ap.add_argument("--dpi", type=int, required=True)
 
 
 def run(a) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 def add_arguments(ap) -> None:
     ap.add_argument("--config", required=True, help="the run's config as JSON")
     ap.add_argument("--manifests", nargs="+", required=True)
-    ap.add_argument("--records", nargs="*", default=[], help="JSON outputs whose provenance blocks are gathered")
+    ap.add_argument("--records", nargs="*", required=True, help="JSON outputs whose provenance blocks are gathered")
     ap.add_argument("--out", required=True)
 
 

@@ -8,12 +8,12 @@ def add_arguments(ap) -> None:
     for k in ("manifest", "spectra", "dynamics", "prompts", "out-csv", "out-json"):
         ap.add_argument(f"--{k}", required=True)
     ap.add_argument("--types", nargs="+", required=True, help="gguf quantization types, e.g. Q4_1 Q8_0")
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--top-k", type=int, default=8)
-    ap.add_argument("--null-draws", type=int, default=2000)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, required=True)
+    ap.add_argument("--max-tokens", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--top-k", type=int, required=True)
+    ap.add_argument("--null-draws", type=int, required=True)
+    ap.add_argument("--threads", type=int, required=True)
 
 
 def run(a) -> None:

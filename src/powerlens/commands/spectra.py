@@ -9,9 +9,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--meta", required=True)
     ap.add_argument("--out-npz", required=True)
     ap.add_argument("--out-csv", required=True)
-    ap.add_argument("--top-k", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0, help="seed of the random non-leading eigenvector (a null)")
+    ap.add_argument("--top-k", type=int, required=True)
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True, help="seed of the random non-leading eigenvector (a null)")
 
 
 def run(a) -> None:

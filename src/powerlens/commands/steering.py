@@ -9,15 +9,15 @@ def add_arguments(ap) -> None:
         ap.add_argument(f"--{k}", required=True)
     ap.add_argument("--targets", required=True, help="JSON list of {kind, token?, seed?}")
     ap.add_argument("--kappas", required=True, help="JSON list of kappa values")
-    ap.add_argument("--max-prompts", type=int, default=64)
+    ap.add_argument("--max-prompts", type=int, required=True)
     ap.add_argument("--batch-size", type=int, required=True, help="prompts per batch of the steering passes")
-    ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out-continuations", default=None, help="CSV of greedy continuations (causal LMs)")
-    ap.add_argument("--continuation-prompts", default="[]", help="JSON list of prompts to continue")
-    ap.add_argument("--continuation-tokens", type=int, default=12)
+    ap.add_argument("--max-tokens", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--out-continuations", required=True, help="CSV of greedy continuations (causal LMs)")
+    ap.add_argument("--continuation-prompts", required=True, help="JSON list of prompts to continue")
+    ap.add_argument("--continuation-tokens", type=int, required=True)
 
 
 def run(a) -> None:

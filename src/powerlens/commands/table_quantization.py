@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 def add_arguments(ap) -> None:
-    ap.add_argument("--csv", nargs="*", default=[])
-    ap.add_argument("--labels", default="{}")
+    ap.add_argument("--csv", nargs="*", required=True)
+    ap.add_argument("--labels", required=True)
     ap.add_argument("--table", required=True)
 
 
