@@ -32,7 +32,8 @@ GLOSSARY = {
     "--out-npz": ".npz file to write (arrays, loaded without pickle)",
     "--out-csv": "CSV file to write (one row per layer unless the step says otherwise)",
     "--out-json": "JSON file to write (settings, counts and provenance)",
-    "--threads": "CPU threads for BLAS/LAPACK and torch (results do not depend on it)",
+    "--threads": ("CPU threads for BLAS/LAPACK and torch (results do not depend on it, except the round-off of "
+                  "the eigen-solve of a single shared layer, which runs on all of them)"),
     "--seed": "master seed (random targets, null draws, twins); recorded in the outputs",
     "--device": "where forward passes run: cpu, cuda or auto (eigen-solves always run on the CPU)",
     "--dpi": "resolution of the PNG figures (PDFs are vector)",
