@@ -35,7 +35,7 @@ def collect(bench_dir: Path, config_path: Path) -> list[dict]:
     prompts = read_prompts(REPO / cfg["prompts"] if not Path(cfg["prompts"]).is_absolute() else cfg["prompts"])
     rows = []
     for name, m in cfg["models"].items():
-        if m["source"] != "random":  # twins only: their byte-level token count is the one the terms use
+        if m["source"] != "random":  # twins only: measured models whose exact architecture is a paper model's
             continue
         terms = job_terms(cfg, name, prompts)
         files = {rule: bench_dir / d / f"{name}.tsv" for rule, d in RULE_DIRS.items()}
@@ -73,6 +73,7 @@ def main():
     keep = old.merge(new[["run", "rule", "model"]], how="left", indicator=True)
     df = pd.concat([keep[keep["_merge"] == "left_only"][COLUMNS], new]).sort_values(["rule", "params", "run", "model"])
     df.to_csv(measured, sep="\t", index=False, lineterminator="\n", float_format="%.6g")
+    df = pd.read_csv(measured, sep="\t")  # fit what is stored (6 significant digits), so a --refit agrees
     coeffs = fit(df.to_dict("records"))
     doc = {
         "about": "Fitted by scripts/fit_resources.py from workflow/resources_measured.tsv (Snakemake benchmark "

@@ -347,6 +347,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     # depth, so every pass runs the whole model
     x_ins = attention_only_prefix(x0s, w, bs)
     del x0s
+    bound = kappa_bound(F, lam1)  # ||F||_2 (a full SVD): the same for every target
     last_inputs: list | None = None if w.shared else []
     lm = "yes" if head else "no (vector alignment only)"
     rows, cont = [], []
@@ -355,7 +356,6 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
         u, tid = target_vector(model, tok, arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed), w.d_model)
         name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
         z_vec = rank1_z(W_V, u)
-        bound = kappa_bound(F, lam1)
         first = last_inputs is not None and not last_inputs
         replay = None if last_inputs is None or first else last_inputs
         base_res, ref = measure_model(model, arch, layer_module, bs, u, tid, head,
