@@ -146,8 +146,6 @@ def naive_steering(work: Path, prompts, w) -> None:
             st.attention_only_steering(st.attention_only_prefix(x0s, w, bs), w, bs, u, z, alpha)
 
 
-
-
 BENCH_FILES = {"fetch (build twin)": "fetch_model/{}.tsv", "extract": "extract_weights/{}.tsv",
                "check": "check_extraction/{}.tsv", "spectra": "spectra/{}.tsv",
                "dynamics model": "dynamics/{}-model.tsv", "dynamics attention-only": "dynamics/{}-attention-only.tsv",

@@ -25,13 +25,13 @@ COLUMNS = ["run", "rule", "model", "model_of", "params", "mem_term", "time_term"
 def collect(bench_dir: Path, config_path: Path) -> list[dict]:
     import pandas as pd
     import yaml
-    from snakemake.utils import validate
 
+    from powerlens.config import validate_config
     from powerlens.corpus import read_prompts
     from powerlens.resources import job_terms, size_of_entry
 
     cfg = yaml.safe_load(config_path.read_text())
-    validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))  # fills the schema's defaults
+    validate_config(cfg)  # as a run does; fills the schema's defaults
     prompts = read_prompts(REPO / cfg["prompts"] if not Path(cfg["prompts"]).is_absolute() else cfg["prompts"])
     rows = []
     for name, m in cfg["models"].items():

@@ -207,6 +207,11 @@ def validate_config(config: dict, configfiles: list[str] = ()) -> None:
     check_models(config)
 
 
+def steering_targets(config: dict, name: str) -> list[dict]:
+    """A model's steering targets: its own ``steering_targets``, else the run's ``steering.targets``."""
+    return config["models"][name].get("steering_targets", config["steering"]["targets"])
+
+
 def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
     """Check the steering targets of every model whose tokenizer is on disk already (twins, local folders,
     packages, models fetched earlier; ``manifest_of(name)`` is the path of its manifest). Returns the models
@@ -219,5 +224,5 @@ def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
         if found is None:
             later.append(name)
         else:
-            check_targets(name, m.get("steering_targets", config["steering"]["targets"]), *found)
+            check_targets(name, steering_targets(config, name), *found)
     return later

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .archs import ArchConfig
+from .config import steering_targets
 
 #: Safety margin applied to fitted lines: memory x1.2 + 300 MB, time x1.5 + 60 s (then whole minutes).
 MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
@@ -183,7 +184,7 @@ def job_terms(config: dict, name: str, prompts: list[str]) -> dict[str, tuple[in
     dyn, st = config["dynamics"], config["steering"]
     tokens = corpus_tokens(prompts, dyn["max_tokens"])
     s_tokens = corpus_tokens(prompts[: st["max_prompts"]], st["max_tokens"])
-    n_targets = len(m.get("steering_targets", st["targets"]))
+    n_targets = len(steering_targets(config, name))
     terms = {}
     for rule in RULES:
         terms[rule] = (mem_term(rule, size), time_term(rule, size, tokens=tokens if rule != "steering" else s_tokens,

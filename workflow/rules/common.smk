@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from powerlens.config import check_targets_on_disk, validate_config
+from powerlens.config import check_targets_on_disk, steering_targets, validate_config
 from powerlens.corpus import read_prompts
 from powerlens.resources import job_terms, load_coefficients, long_run_extra, predict
 from powerlens.sources import check_hub_reachable, hub_downloads_needed, source_files
@@ -135,7 +135,7 @@ def stem_of(key):
 
 
 def steering_targets_json(wildcards):
-    return json.dumps(targets_of(wildcards.model), sort_keys=True)
+    return json.dumps(steering_targets(config, wildcards.model), sort_keys=True)
 
 
 def claims_criteria_json():
@@ -162,10 +162,6 @@ def model_entry_json(wildcards):
     skip = {"steering_targets", "label"}
     m = {k: v for k, v in config["models"][wildcards.model].items() if k not in skip}
     return json.dumps(m, sort_keys=True)
-
-
-def targets_of(model):
-    return config["models"][model].get("steering_targets", config["steering"]["targets"])
 
 
 # steering targets whose tokenizer is on disk (twins, local folders, packages, fetched models) are checked now;
