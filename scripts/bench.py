@@ -12,6 +12,7 @@ the same way on the same prompts, as a ratio:
 
     python scripts/bench.py                       # albert-xxlarge-v2, gpt2-xl, gpt-neo-2.7B, full corpus
     python scripts/bench.py --twins gpt2 --prompts 40 --threads 2
+    python scripts/bench.py --twins albert-xxlarge-v2 --steps steering --shared-edit last_depth
 Each step runs in its own process (os.wait4 gives its CPU time and peak RSS). Our steps' figures are also
 written as Snakemake-style benchmark files under --bench-dir (with a config.yaml describing the run), which
 scripts/fit_resources.py turns into the rules' mem_mb and runtime.
@@ -49,7 +50,7 @@ def run(cmd, env=None):
     return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_gb": ru.ru_maxrss / 1e6}
 
 
-def naive(step, work, prompts, threads):
+def naive(step, work, prompts, threads, shared_edit):
     """The naive baseline of one step, run in a child of this script."""
     import numpy as np
     import torch
@@ -78,7 +79,7 @@ def naive(step, work, prompts, threads):
             del model
         return
     if step == "steering":
-        return naive_steering(work, prompts, w)
+        return naive_steering(work, prompts, w, shared_edit)
     from powerlens.adapters import get_adapter
     from powerlens.corpus import read_prompts
     from powerlens.sources import load_model, load_tokenizer
@@ -107,9 +108,12 @@ def naive(step, work, prompts, threads):
                 kept.append(states)
 
 
-def naive_steering(work: Path, prompts, w) -> None:
+def naive_steering(work: Path, prompts, w, shared_edit: str) -> None:
     """Every setting (target x kappa x method) as a full forward pass, and the attention-only law through
-    every layer per setting: the steering step's work without the replay of the last layer."""
+    every layer per setting: the steering step's work without the replay of the last layer (a shared layer
+    edited at its last depth only: by a hook at the last call of its output projection)."""
+    import contextlib
+
     import numpy as np
     import torch
     import transformers
@@ -132,6 +136,17 @@ def naive_steering(work: Path, prompts, w) -> None:
     W_V, lam1 = last.v_per_head().double().numpy(), float(np.abs(np.linalg.eigvals(last.F.numpy())).max())
     layer, (site, _) = adapter.layer_modules(model)[-1], st.output_projection(model, man["arch"])
     x0s = [adapter.embed(model, b.ids).double().detach() for b in bs]
+    depths = st.edited_depths(w, shared_edit)
+    gated = w.shared and depths == [w.n_layers - 1]  # the shared layer edited at its last depth only
+
+    def edited(u, z, alpha):
+        if gated:
+            return st.last_call_edit(site, w.n_layers, u, z, alpha)
+        return st.rank1_output_edit(model, man["arch"], u, z, alpha)
+
+    def added(vec):
+        return st.last_call_edit(site, w.n_layers, vec, None, add=vec) if gated else contextlib.nullcontext()
+
     for tgt in cfg["targets"]:
         u, tid = st.target_vector(model, tok, man["arch"], tgt["kind"], tgt.get("token"), tgt.get("seed", 0),
                                   w.d_model)
@@ -139,11 +154,13 @@ def naive_steering(work: Path, prompts, w) -> None:
         _, ref = st.measure_model(model, man["arch"], layer, bs, u, tid, head)
         for kappa in cfg["kappas"]:
             alpha = kappa * lam1
-            with st.rank1_output_edit(model, man["arch"], u, z, alpha):
+            with edited(u, z, alpha):
                 r1, _ = st.measure_model(model, man["arch"], layer, bs, u, tid, head, ref_probs=ref, site=site, z=z)
-            st.measure_model(model, man["arch"], layer, bs, u, tid, head, ref_probs=ref,
-                             add=alpha * r1["mean_abs_hz"] * u, site=site)
-            st.attention_only_steering(st.attention_only_prefix(x0s, w, bs), w, bs, u, z, alpha)
+            vec = alpha * r1["mean_abs_hz"] * u
+            with added(vec):
+                st.measure_model(model, man["arch"], layer, bs, u, tid, head, ref_probs=ref,
+                                 add=None if gated else vec, site=site)
+            st.attention_only_steering(st.attention_only_prefix(x0s, w, bs, depths), w, bs, u, z, alpha, depths)
 
 
 BENCH_FILES = {"fetch (build twin)": "fetch_model/{}.tsv", "extract": "extract_weights/{}.tsv",
@@ -152,8 +169,9 @@ BENCH_FILES = {"fetch (build twin)": "fetch_model/{}.tsv", "extract": "extract_w
                "steering": "steering/{}.tsv"}
 
 
-def write_bench_config(bench_dir: Path, twins, corpus: Path) -> None:
-    """A pipeline config describing this benchmark (models, corpus; schema defaults for the rest)."""
+def write_bench_config(bench_dir: Path, twins, corpus: Path, shared_edit: str) -> None:
+    """A pipeline config describing this benchmark (models, corpus, steering.shared_edit; schema defaults
+    for the rest)."""
     import yaml
 
     models = {t: {"arch": arch_of(t), "source": "random", "twin_of": t, "seed": 0} for t in twins}
@@ -162,7 +180,7 @@ def write_bench_config(bench_dir: Path, twins, corpus: Path) -> None:
         models = {**yaml.safe_load(old.read_text())["models"], **models}
     bench_dir.mkdir(parents=True, exist_ok=True)
     old.write_text(yaml.safe_dump({"run": bench_dir.name, "prompts": str(Path(corpus).resolve()),
-                                   "models": models}))
+                                   "steering": {"shared_edit": shared_edit}, "models": models}))
 
 
 def write_bench_file(bench_dir: Path, twin: str, step: str, r: dict) -> None:
@@ -185,11 +203,15 @@ def main():
                     help="where to write Snakemake-style benchmark files of our steps (its name is the run's)")
     ap.add_argument("--steps", nargs="+", default=["fetch", "extract", "check", "spectra", "dynamics", "steering"],
                     help="steps to run (fetch and extract are needed once per --work folder)")
+    ap.add_argument("--shared-edit", choices=["every_depth", "last_depth"],
+                    help="steering.shared_edit for shared-weight twins (default: the config schema's)")
     ap.add_argument("--naive-step", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    cfg = schema_defaults()
+    shared_edit = a.shared_edit or cfg["steering"]["shared_edit"]
     if a.naive_step:
         step, work, prompts = a.naive_step
-        return naive(step, Path(work), prompts, a.threads)
+        return naive(step, Path(work), prompts, a.threads, shared_edit)
     py = sys.executable
     s = REPO / "scripts"
     rows = []
@@ -210,9 +232,8 @@ def main():
         n = sum(len(x) for x in tok(ps, add_special_tokens=True)["input_ids"])
         print(f"  {twin}: {n} tokens, {n / words:.2f} tokens per word ({label})", flush=True)
     t_all = time.time()
-    cfg = schema_defaults()
     bench_dir = Path(a.bench_dir)
-    write_bench_config(bench_dir, a.twins, corpus)
+    write_bench_config(bench_dir, a.twins, corpus, shared_edit)
     for twin in a.twins:
         w = Path(a.work) / twin
         w.mkdir(parents=True, exist_ok=True)
@@ -230,13 +251,14 @@ def main():
         ]
         for mode in a.modes:
             steps.append((f"dynamics {mode}", [py, s / "dynamics.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-npz", w / f"d-{mode}.npz", "--out-csv", w / f"d-{mode}.csv", "--out-json", w / f"d-{mode}.json", "--mode", mode, "--steps", dyn["steps"], "--long-run-prompts", dyn["long_run_prompts"], "--batch-size", dyn["batch_size"], "--batch-tokens", dyn["batch_tokens"], "--max-tokens", dyn["max_tokens"], "--null-draws", dyn["null_draws"], "--norm", dyn["norm"], "--dtype", dyn["dtype"], "--control", "yes" if dyn["bias_free_control"] else "no", *common, *th], "model" if mode == "model" else "attention"))
-        steps.append(("steering", [py, s / "steering.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-csv", w / "steering.csv", "--out-json", w / "steering.json", "--targets", json.dumps(stc["targets"]), "--kappas", json.dumps(stc["kappas"]), "--max-prompts", stc["max_prompts"], "--batch-size", stc["batch_size"], "--max-tokens", stc["max_tokens"], "--out-continuations", w / "steering_continuations.csv", "--continuation-prompts", json.dumps(stc["continuations"]["prompts"]), "--continuation-tokens", stc["continuations"]["new_tokens"], *common, *th], "steering"))
+        steps.append(("steering", [py, s / "steering.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-csv", w / "steering.csv", "--out-json", w / "steering.json", "--targets", json.dumps(stc["targets"]), "--kappas", json.dumps(stc["kappas"]), "--max-prompts", stc["max_prompts"], "--batch-size", stc["batch_size"], "--max-tokens", stc["max_tokens"], "--shared-edit", shared_edit, "--out-continuations", w / "steering_continuations.csv", "--continuation-prompts", json.dumps(stc["continuations"]["prompts"]), "--continuation-tokens", stc["continuations"]["new_tokens"], *common, *th], "steering"))
         steps = [x for x in steps if x[0].split()[0] in a.steps or x[0] in a.steps]
         for name, cmd, naive_step in steps:
             r = run([str(c) for c in cmd])
             row = {"twin": twin, "step": name, **r}
             if naive_step and not a.no_naive:
-                n = run([py, __file__, "--threads", str(a.threads), "--naive-step", naive_step, str(w), str(corpus)])
+                n = run([py, __file__, "--threads", str(a.threads), "--shared-edit", shared_edit,
+                         "--naive-step", naive_step, str(w), str(corpus)])
                 row.update({f"naive_{k}": v for k, v in n.items()})
             rows.append(row)
             write_bench_file(bench_dir, twin, name, r)

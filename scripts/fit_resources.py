@@ -5,7 +5,9 @@
                                     --run benchmarks/bench benchmarks/bench/config.yaml
 Collects every `benchmark:` file of the named runs into workflow/resources_measured.tsv (rows of the same
 run, rule and model are replaced; other rows are kept), then refits workflow/resources.yaml from all rows.
-`--refit` only refits from the stored measurements.
+`--refit` only refits from the stored measurements. `--retime CONFIG RULE` recomputes the size terms of the
+stored rows of that config's run and that rule (after a change of the rule's term in powerlens.resources),
+without benchmark files; the config must be the one the rows were measured with.
 """
 
 import argparse
@@ -22,17 +24,44 @@ RULE_DIRS = {"fetch_model": "fetch_model", "extract_weights": "extract_weights",
 COLUMNS = ["run", "rule", "model", "model_of", "params", "mem_term", "time_term", "s", "max_rss_mb", "cpu_time"]
 
 
-def collect(bench_dir: Path, config_path: Path) -> list[dict]:
-    import pandas as pd
+def load_run_config(config_path: Path) -> tuple[dict, list[str]]:
+    """A run's config, validated as a run does (the schema's defaults filled in), and its prompts."""
     import yaml
 
     from powerlens.config import validate_config
     from powerlens.corpus import read_prompts
-    from powerlens.resources import job_terms, size_of_entry
 
     cfg = yaml.safe_load(config_path.read_text())
-    validate_config(cfg)  # as a run does; fills the schema's defaults
+    validate_config(cfg)
     prompts = read_prompts(REPO / cfg["prompts"] if not Path(cfg["prompts"]).is_absolute() else cfg["prompts"])
+    return cfg, prompts
+
+
+def retime(df, config_path: Path, rule: str):
+    """The stored rows of the config's run and ``rule`` with their size terms recomputed from the config."""
+    from powerlens.errors import PowerlensError
+    from powerlens.resources import job_terms
+
+    cfg, prompts = load_run_config(config_path)
+    rows = (df["run"] == cfg["run"]) & (df["rule"] == rule)
+    if not rows.any():
+        raise PowerlensError(f"no stored rows of run {cfg['run']!r} ({config_path}) and rule {rule!r}",
+                             "name the config of a stored run and one of its rules")
+    for i in df.index[rows]:
+        name = df.at[i, "model"]
+        if name not in cfg["models"]:
+            raise PowerlensError(f"stored row of model {name!r} (run {cfg['run']!r}) is not in {config_path}",
+                                 "add the model's entry to that config")
+        df.at[i, "mem_term"], df.at[i, "time_term"] = job_terms(cfg, name, prompts)[rule]
+    return df
+
+
+def collect(bench_dir: Path, config_path: Path) -> list[dict]:
+    import pandas as pd
+
+    from powerlens.resources import job_terms, size_of_entry
+
+    cfg, prompts = load_run_config(config_path)
     rows = []
     for name, m in cfg["models"].items():
         if m["source"] != "random":  # twins only: measured models whose exact architecture is a paper model's
@@ -59,6 +88,8 @@ def main():
     ap.add_argument("--measured", default=str(REPO / "workflow/resources_measured.tsv"))
     ap.add_argument("--out", default=str(REPO / "workflow/resources.yaml"))
     ap.add_argument("--refit", action="store_true", help="refit from the stored measurements only")
+    ap.add_argument("--retime", nargs=2, action="append", default=[], metavar=("CONFIG", "RULE"),
+                    help="recompute the size terms of the stored rows of this config's run and rule")
     a = ap.parse_args()
     import pandas as pd
     import yaml
@@ -68,10 +99,13 @@ def main():
     measured = Path(a.measured)
     old = pd.read_csv(measured, sep="\t") if measured.is_file() else pd.DataFrame(columns=COLUMNS)
     new = pd.DataFrame([r for d, c in a.run for r in collect(Path(d), Path(c))], columns=COLUMNS)
-    if not a.refit and new.empty:
+    for c, rule in a.retime:
+        old = retime(old, Path(c), rule)
+    if not (a.refit or a.retime) and new.empty:
         raise SystemExit("no benchmark files found under the given --run folders")
     keep = old.merge(new[["run", "rule", "model"]], how="left", indicator=True)
     df = pd.concat([keep[keep["_merge"] == "left_only"][COLUMNS], new]).sort_values(["rule", "params", "run", "model"])
+    df = df.astype({c: float for c in ("mem_term", "time_term", "s", "max_rss_mb", "cpu_time")})
     df.to_csv(measured, sep="\t", index=False, lineterminator="\n", float_format="%.6g")
     df = pd.read_csv(measured, sep="\t")  # fit what is stored (6 significant digits), so a --refit agrees
     coeffs = fit(df.to_dict("records"))

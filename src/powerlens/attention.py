@@ -106,9 +106,10 @@ def attention_pattern(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: 
 
 
 def attention_output(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: torch.Tensor,
-                     pattern: list | None = None) -> torch.Tensor:
+                     pattern: list | None = None, context: list | None = None) -> torch.Tensor:
     """Multi-head attention output (B, T, d): W_O concat_h(A^h V^h) + b_O (``pattern``: a list that
-    receives the attention weights A, for diagnostics)."""
+    receives the attention weights A, for diagnostics; ``context``: a list that receives concat_h(A^h V^h),
+    (B, T, H dh), the input of W_O, so that a change of W_O can be applied without recomputing A)."""
     B, T, d = h.shape
     dh = lw.d_head or d // n_heads
     A = attention_pattern(h, lw, n_heads, allowed)  # (B, H, T, T)
@@ -117,6 +118,8 @@ def attention_output(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: t
     v = (h @ lw.W_V.T + lw.b_V).view(B, T, -1, dh).transpose(1, 2)  # (B, H_kv, T, dh)
     v = v.repeat_interleave(lw.groups, dim=1)  # (B, H, T, dh)
     ctx = (A @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, H dh)
+    if context is not None:
+        context.append(ctx)
     return ctx @ lw.W_O.T + lw.b_O  # (B, T, d)
 
 

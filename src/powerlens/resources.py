@@ -13,7 +13,7 @@ check_extraction   params                       params
 spectra            d_model**2 * (n_unique + 10) n_unique_layers * d_model**3   (one eigen-solve per layer)
 dynamics (model)   params                       forward_params * tokens        (FLOPs / 2 of the forward pass)
 dynamics (attn)    params                       attention_params * steps * tokens
-steering           params                       forward_params * steering_tokens * kappas * targets
+steering           params                       the step's multiply-adds (:func:`steering_work`)
 =================  ===========================  ==============================================================
 
 ``params`` is the stored parameter count (ALBERT's shared layer once), ``forward_params`` the parameters a
@@ -43,6 +43,12 @@ MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
 #: about 3 ms per batch whatever the model's size (Python and kernel-launch overhead) and 5.2 KB of memory
 #: (its row of per-depth sums and statistics, which the outputs keep: CSV 0.28 KB and npz 0.42 KB a step).
 LONG_RUN = {"runtime_s_per_step_batch": 0.003, "mem_mb_per_step": 0.0052}
+
+#: Steering's parts in one unit, a multiply-add of the float32 forward pass, from the 2-core machine
+#: (albert-xxlarge-v2 twin, d = 4096: a whole-stack pass about 53 G multiply-adds/s; the float64
+#: attention-only law about 2.5x slower per multiply-add; ``np.linalg.eig`` with eigenvectors 26.8 s, about
+#: 20 d^3 in that unit; the 2-norm's SVD 13.4 s, about 10 d^3).
+STEERING_COSTS = {"law_float64": 2.5, "eig_d3": 20.0, "svd_d3": 10.0}
 
 RULES = ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics_model",
          "dynamics_attention-only", "steering")
@@ -80,7 +86,31 @@ def corpus_tokens(prompts: list[str], max_tokens: int) -> int:
     return sum(min(int(max_tokens), len(p.encode("utf-8")) + 2) for p in prompts)
 
 
-def time_term(rule: str, size: Size, *, tokens: int, steps: int, kappas: int, targets: int) -> float:
+def steering_work(size: Size, *, tokens: int, kappas: list[float], targets: int, shared_edit: str) -> float:
+    """The steering step's work in multiply-adds of the float32 forward pass (:data:`STEERING_COSTS`), as
+    :func:`powerlens.steering.run_steering` does it, with K kappas of which K+ are not 0:
+
+    - model passes: targets x (1 + 2 K+) of them (unsteered, rank-1 edit, baseline). A shared layer edited at
+      every depth runs the whole stack each time; otherwise one whole pass, the rest re-run the last depth;
+    - the float64 attention-only law: the unedited depths once, then two runs (edit, baseline) through the
+      edited depths per target and kappa;
+    - eigen-checks: one eig of F for kappa 0, one per target and non-zero kappa, and the SVD for ||F||_2."""
+    k_all = len(kappas)
+    k_on = sum(1 for k in kappas if k != 0)
+    c = STEERING_COSTS
+    whole_stack = size.n_unique_layers < size.n_layers and shared_edit == "every_depth"
+    edited = size.n_layers if whole_stack else 1
+    passes = targets * (1 + 2 * k_on)
+    layer = size.forward_params / size.n_layers
+    model = float(tokens) * (passes * size.forward_params if whole_stack else
+                             size.forward_params + (passes - 1) * layer)
+    law = float(tokens) * size.attention_params * c["law_float64"] * (size.n_layers - edited + targets * k_all * 2 * edited)
+    eig = float(size.d_model) ** 3 * (c["eig_d3"] * (targets * k_on + (1 if k_on < k_all else 0)) + c["svd_d3"])
+    return model + law + eig
+
+
+def time_term(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[float], targets: int,
+              shared_edit: str) -> float:
     """The size term a rule's run time is proportional to (see the module docstring)."""
     if rule == "spectra":
         return size.eig_work
@@ -90,7 +120,7 @@ def time_term(rule: str, size: Size, *, tokens: int, steps: int, kappas: int, ta
         n = steps if size.n_unique_layers < size.n_layers else size.n_layers
         return float(size.attention_params) * n * tokens
     if rule == "steering":
-        return float(size.forward_params) * tokens * kappas * targets
+        return steering_work(size, tokens=tokens, kappas=kappas, targets=targets, shared_edit=shared_edit)
     return float(size.params)
 
 
@@ -188,5 +218,6 @@ def job_terms(config: dict, name: str, prompts: list[str]) -> dict[str, tuple[in
     terms = {}
     for rule in RULES:
         terms[rule] = (mem_term(rule, size), time_term(rule, size, tokens=tokens if rule != "steering" else s_tokens,
-                                               steps=dyn["steps"], kappas=len(st["kappas"]), targets=n_targets))
+                                               steps=dyn["steps"], kappas=st["kappas"], targets=n_targets,
+                                               shared_edit=st["shared_edit"]))
     return terms

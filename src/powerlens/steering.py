@@ -12,9 +12,11 @@ orthogonal complement). So alpha >= ||F||_2 (1 + 1/delta) with delta <= 1 makes 
 
 The change is applied to a loaded model by :func:`rank1_output_edit`, a context manager that edits the
 last layer's output projection in place and restores it byte for byte (a checksum proves it). For
-shared-weight models (ALBERT) the last layer is the shared one, so every depth sees the change (noted in
-the outputs), in both dynamics modes and for both methods. The baseline is activation addition at the same
-site: beta u added to the output projection's output (at every depth for ALBERT, as the edit). The two are
+shared-weight models (ALBERT) the last layer is the shared one, so every depth sees the change
+(``shared_edit = "every_depth"``), in both dynamics modes and for both methods; ``"last_depth"`` applies
+both methods at the last depth only (paper.md section 6 allows either; the outputs say which). The baseline
+is activation addition at the same site: beta u added to the output projection's output (at the same
+depths as the edit). The two are
 compared on curves over the norm of the change at the site: the edit changes it by alpha u (z^T h), whose
 mean norm alpha |z^T h| sets the baseline's beta for each kappa (matched norm of change). The edit also adds
 the constant alpha u (z^T b_V) when V has a bias (rows of A sum to one): its size is reported.
@@ -45,11 +47,17 @@ def kappa_bound(F: np.ndarray, lam1_abs: float, delta: float = DELTA) -> float:
     return max(2.0, 1.0 + 1.0 / delta) * norm2 / lam1_abs
 
 
-def principal_check(F: np.ndarray, W_V: np.ndarray, u: np.ndarray, alpha: float) -> dict:
-    """Eigen-solve F' = F + alpha u (V^T z)^T; is u its principal eigenvector?"""
+def principal_check(F: np.ndarray, W_V: np.ndarray, u: np.ndarray, alpha: float,
+                    eig_of_F: tuple | None = None) -> dict:
+    """Eigen-solve F' = F + alpha u (V^T z)^T; is u its principal eigenvector?
+
+    ``eig_of_F``: ``np.linalg.eig(F)`` if already computed; used when alpha = 0 (then F' is F bit for bit,
+    so the result is the same), so a model's kappa-0 checks share one eigen-solve."""
     z = rank1_z(W_V, u)
-    Fp = F + alpha * np.outer(u, W_V.T @ z)
-    vals, V = np.linalg.eig(Fp)
+    if alpha == 0 and eig_of_F is not None:
+        vals, V = eig_of_F
+    else:
+        vals, V = np.linalg.eig(F + alpha * np.outer(u, W_V.T @ z))
     o = np.argsort(-np.abs(vals), kind="stable")
     v1 = V[:, o[0]]
     cos = float(abs(np.vdot(v1, u)) / np.linalg.norm(v1))
@@ -91,6 +99,32 @@ def rank1_output_edit(model, arch: str, u: np.ndarray, z: np.ndarray, alpha: flo
     finally:
         with torch.no_grad():
             W.copy_(saved)
+
+
+@contextlib.contextmanager
+def last_call_edit(site, calls: int, u: np.ndarray, z: np.ndarray | None, alpha: float = 0.0,
+                   add: np.ndarray | None = None):
+    """The rank-1 edit (``z``, ``alpha``: the site's output changed by alpha u z^T h) or the baseline
+    (``add``) at the last of the ``calls`` calls of a shared output projection per forward pass only, by a
+    forward hook, the weights untouched: the whole-stack reference of ``shared_edit = "last_depth"`` (the
+    steering step itself replays the last depth instead)."""
+    n = {"calls": 0}
+
+    def hook(mod, args, out):
+        n["calls"] += 1
+        if n["calls"] % calls:
+            return None
+        if add is not None:
+            return out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
+        h = args[0]
+        hz = h @ torch.as_tensor(z, dtype=h.dtype, device=h.device)  # (B, T)
+        return out + alpha * hz[..., None] * torch.as_tensor(u, dtype=out.dtype, device=out.device)
+
+    handle = site.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def target_vector(model, tokenizer, arch: str, kind: str, token: str | None = None, seed: int = 0,
@@ -148,11 +182,12 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     mean |z^T h| over counted tokens of the site's input h at its last application (the rank-1 edit changes
     the site's output by alpha u z^T h, so its norm of change is alpha |z^T h|).
 
-    ``capture``: a list this pass fills with the last layer's inputs (positional and keyword arguments) per
-    batch; ``replay``: such a list, from an earlier pass of the same model on the same batches: only the last
-    layer and what follows it (the adapter's :meth:`~powerlens.adapters.Adapter.tail`: final norm, head) are
-    re-run, not the whole model. Exact for a change confined to the last layer: everything before it is
-    the same computation on the same inputs (not for shared weights, whose edit is at every depth).
+    ``capture``: a list this pass fills with the last layer's inputs (positional and keyword arguments) at
+    its last call per batch (a shared layer: its last depth); ``replay``: such a list, from an earlier pass of
+    the same model on the same batches: only the last depth and what follows it (the adapter's
+    :meth:`~powerlens.adapters.Adapter.tail`: final norm, head) are re-run, not the whole model. Exact for a
+    change confined to the last depth: everything before it is the same computation on the same inputs (not
+    for a shared layer edited at every depth).
     Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
     log-probabilities the steered passes' KL is taken from."""
     from .adapters import get_adapter, no_kv_cache
@@ -177,7 +212,7 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
         if any(type(v).__name__.endswith("Cache") for v in (*args, *kwargs.values())):
             raise PowerlensError("the last layer was called with a key-value cache: its inputs cannot be replayed",
                                  "report this bug (steering passes run without a cache)")
-        capture.append((args, kwargs))
+        captured["inputs"] = (args, kwargs)  # a shared layer: overwritten until its last depth
 
     handles = [layer_module.register_forward_hook(hook)]
     if capture is not None:
@@ -196,6 +231,8 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
             else:
                 out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
                 last, logits = out.hidden_states[-1], (out.logits if head else None)
+                if capture is not None:
+                    capture.append(captured.pop("inputs"))
             stat = b.stat_mask
             s, n = _mean_abs_cos(captured["y"], ut, stat)
             acc["cos_layer"] += s
@@ -216,9 +253,6 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
         stack.close()
         for h in handles:
             h.remove()
-    if capture is not None and len(capture) != len(batches):
-        raise PowerlensError(f"the last layer ran {len(capture)} times over {len(batches)} batches: its inputs "
-                             "cannot be replayed (shared weights?)", "report this bug")
     n = max(acc["n"], 1)
     res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
            "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
@@ -226,10 +260,28 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     return res, probs_out
 
 
-def edited_depths(weights) -> list[int]:
-    """The depths the last layer's edit acts at: the last one, or every depth for shared weights."""
+SHARED_EDITS = ("every_depth", "last_depth")
+
+
+def edited_depths(weights, shared_edit: str) -> list[int]:
+    """The depths the last layer's edit acts at: the last one, or every depth for shared weights with
+    ``shared_edit = "every_depth"`` (the edited matrix is the shared layer's)."""
+    if shared_edit not in SHARED_EDITS:
+        raise PowerlensError(f"unknown steering.shared_edit {shared_edit!r}", f"use one of {', '.join(SHARED_EDITS)}")
     L = weights.n_layers
-    return list(range(L)) if weights.shared else [L - 1]
+    return list(range(L)) if weights.shared and shared_edit == "every_depth" else [L - 1]
+
+
+def intervention_sites(weights, shared_edit: str) -> str:
+    """Where both methods act, in words (for the outputs)."""
+    if edited_depths(weights, shared_edit) != [weights.n_layers - 1]:
+        return ("every depth: the edited output matrix is the shared layer's, so both methods (the rank-1 edit "
+                "and the baseline's beta u at the same output projection) act at every depth, in both dynamics "
+                "modes (steering.shared_edit: every_depth)")
+    if weights.shared:
+        return ("the last depth only: the shared layer is applied unedited at every earlier depth, and both "
+                "methods act at its last application, in both dynamics modes (steering.shared_edit: last_depth)")
+    return "the last layer's output projection only, for both methods, in both dynamics modes"
 
 
 def _l2_or_ln(y, lw, norm: str):
@@ -241,14 +293,14 @@ def _l2_or_ln(y, lw, norm: str):
 
 
 @torch.no_grad()
-def attention_only_prefix(x0s: list, weights, batches, norm: str = "l2") -> list:
-    """x entering the first depth the edit acts at (:func:`edited_depths`), per batch (float64): the paper's
+def attention_only_prefix(x0s: list, weights, batches, depths: list[int], norm: str = "l2") -> list:
+    """x entering the first of the edited ``depths`` (:func:`edited_depths`), per batch (float64): the paper's
     law through the unedited depths, computed once for every target and kappa. One layer's weights are held
     at a time (layers outer, batches inner: each batch's arithmetic is the same as batch by batch)."""
     from .attention import attention_output, visible_keys
 
     xs = list(x0s)
-    for t in range(edited_depths(weights)[0]):
+    for t in range(depths[0]):
         lw = weights.layer(t).to(torch.float64).exact()
         for i, b in enumerate(batches):
             allowed = visible_keys(xs[i].shape[1], weights.causal, lw.window, b.mask, device=xs[i].device)
@@ -258,31 +310,31 @@ def attention_only_prefix(x0s: list, weights, batches, norm: str = "l2") -> list
 
 @torch.no_grad()
 def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.ndarray, alpha: float,
-                            norm: str = "l2") -> dict:
-    """The paper's law through the edited depth(s) with the rank-1 edit, and with the activation-addition
-    baseline at matched norm of change, at the same site(s): the last layer, or every depth for shared weights.
+                            depths: list[int], norm: str = "l2") -> dict:
+    """The paper's law through the edited ``depths`` (:func:`edited_depths`: from the first to the last
+    depth) with the rank-1 edit, and with the activation-addition baseline at matched norm of change, at the
+    same site(s).
 
     x_ins: per batch, x entering the first edited depth (:func:`attention_only_prefix`, float64). Returns mean
     |cos(x, u)| after the last layer for both methods, the edit's mean norm of change at the site (last
     application) and the baseline's beta (= that norm)."""
-    import dataclasses
-
     from .attention import attention_output, visible_keys
 
-    depths = edited_depths(weights)
+    if list(depths) != list(range(depths[0], weights.n_layers)):
+        raise PowerlensError(f"edited depths {depths} do not run to the last depth", "report this bug")
     wl = {u_: weights.layers[u_].to(torch.float64).exact() for u_ in {weights.layer_map[t] for t in depths}}
     u_t = torch.as_tensor(u, dtype=torch.float64)
     z_t = torch.as_tensor(z, dtype=torch.float64)
 
     def step(x, lw, mask, edit=0.0, add=None):
         allowed = visible_keys(x.shape[1], weights.causal, lw.window, mask, device=x.device)
-        a = attention_output(x, lw, weights.n_heads, allowed)  # (B, T, d)
+        ctx: list = []
+        a = attention_output(x, lw, weights.n_heads, allowed, context=ctx)  # (B, T, d)
         change = None
-        if edit:
-            ed = dataclasses.replace(lw, W_O=lw.W_O + edit * torch.outer(u_t, z_t))  # O' = O + alpha u z^T
-            a_ed = attention_output(x, ed, weights.n_heads, allowed)
-            change = (a_ed - a).norm(dim=-1)  # (B, T): alpha |z^T h|
-            a = a_ed
+        if edit:  # O' = O + alpha u z^T adds alpha (z^T h) u to the output, h = concat_h(A^h V^h)
+            hz = edit * (ctx[0] @ z_t)  # (B, T): alpha z^T h, the attention computed once
+            a = a + hz[..., None] * u_t
+            change = hz.abs()  # (B, T): alpha |z^T h| (u is a unit vector)
         if add is not None:
             a = a + add
         return _l2_or_ln(x + a, lw, norm), change
@@ -319,7 +371,7 @@ CONTINUATION_COLUMNS = ["model", "target", "kappa", "prompt", "rank-1 (last laye
 
 
 def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[dict], kappas: list[float], *,
-                 head: bool, seed: int = 0, model_name: str = "", weights_label: str = "",
+                 head: bool, shared_edit: str, seed: int = 0, model_name: str = "", weights_label: str = "",
                  continuation_prompts: list[str] | None = None, continuation_tokens: int = 12) -> dict:
     """The steering experiment of claim C9 on a loaded model (its LM head if ``head``) and its extracted
     weights ``w``, over the batches ``bs``: for every target u and kappa (alpha = kappa ``lam1``, the last
@@ -342,16 +394,23 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     with torch.no_grad():
         x0s = [adapter.embed(model, b.ids.to(device)).double().cpu() for b in bs]  # (B, T, d) per batch
     # what no setting changes is computed once: the attention-only states entering the edited depth, and
-    # (model mode) the last layer's inputs, captured by the first unsteered pass and replayed by every other
-    # pass, which re-runs only the last layer, final norm and head; shared weights: the edit is at every
-    # depth, so every pass runs the whole model
-    x_ins = attention_only_prefix(x0s, w, bs)
+    # (model mode) the last depth's inputs, captured by the first unsteered pass and replayed by every other
+    # pass, which re-runs only the last depth, final norm and head; shared weights with the edit at every
+    # depth: every pass runs the whole model
+    depths = edited_depths(w, shared_edit)
+    whole_stack = depths != [w.n_layers - 1]
+    x_ins = attention_only_prefix(x0s, w, bs, depths)
     del x0s
     bound = kappa_bound(F, lam1)  # ||F||_2 (a full SVD): the same for every target
-    last_inputs: list | None = None if w.shared else []
+    eig_of_F = np.linalg.eig(F) if 0 in kappas else None  # kappa 0: F' = F for every target, solved once
+    last_inputs: list | None = None if whole_stack else []
     lm = "yes" if head else "no (vector alignment only)"
     rows, cont = [], []
     generates = bool(head and adapter.causal and continuation_prompts)
+    if generates and w.shared and not whole_stack:
+        raise PowerlensError("greedy continuations of a shared-weight causal LM would edit every depth, against "
+                             "steering.shared_edit: last_depth", "use shared_edit: every_depth for this model, "
+                             "or an empty steering.continuations.prompts list")
     for ti, tgt in enumerate(targets):
         u, tid = target_vector(model, tok, arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed), w.d_model)
         name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
@@ -363,7 +422,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
         replay = last_inputs
         for kappa in _progress(kappas, f"steering, target {ti + 1}/{len(targets)} {name} (kappas)", every=0):
             alpha = kappa * lam1
-            chk = principal_check(F, W_V, u, alpha)
+            chk = principal_check(F, W_V, u, alpha, eig_of_F)
             if alpha == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
                 r1 = ra = {**base_res, "kl": 0.0 if head else float("nan")}
             else:
@@ -375,7 +434,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
             if ra is None:
                 ra, _ = measure_model(model, arch, layer_module, bs, u, tid, head, ref_probs=ref,
                                       add=beta * u, site=site, replay=replay)
-            ao = attention_only_steering(x_ins, w, bs, u, z_vec, alpha)
+            ao = attention_only_steering(x_ins, w, bs, u, z_vec, alpha, depths)
             if generates and tid is not None:
                 with rank1_output_edit(model, arch, u, z_vec, alpha):
                     t1 = greedy_continuations(model, tok, continuation_prompts, continuation_tokens)

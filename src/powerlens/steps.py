@@ -318,7 +318,7 @@ def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, head
 
 def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_csv, out_json,
              targets: list[dict], kappas: list[float], max_prompts: int, batch_size: int, max_tokens: int,
-             seed: int, device: str, threads: int, out_continuations: str | Path | None,
+             shared_edit: str, seed: int, device: str, threads: int, out_continuations: str | Path | None,
              continuation_prompts: list[str], continuation_tokens: int) -> "pd.DataFrame":
     """Rank-1 steering of the last layer vs activation addition, in both dynamics modes (claim C9); for
     causal LMs and token targets, greedy continuations of fixed prompts at each kappa (both methods)."""
@@ -348,6 +348,7 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                                          batch_size)
     lam1 = float(np.abs(read_generated_npz(spectra_npz, "spectra")["eigvals"][w.layer_map[-1]][0]))
     res = st.run_steering(model, tok, man["arch"], w, bs, lam1, targets, kappas, seed=seed, head=head,
+                          shared_edit=shared_edit,
                           model_name=man["model"], weights_label=man["weights_label"],
                           continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens)
     before, after, generates = res["checksum_before"], res["checksum_after"], res["generates"]
@@ -358,21 +359,17 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
                           "checksum_before": before, "checksum_after": after, "n_prompts": len(prompts),
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
-                          "shared_weights": w.shared,
-                          "intervention_sites": (
-                              "every depth: the edited output matrix is the shared layer's, so both methods (the "
-                              "rank-1 edit and the baseline's beta u at the same output projection) act at every "
-                              "depth, in both dynamics modes" if w.shared else
-                              "the last layer's output projection only, for both methods, in both dynamics modes"),
+                          "shared_weights": w.shared, "shared_edit": shared_edit,
+                          "intervention_sites": st.intervention_sites(w, shared_edit),
                           "baseline": "activation addition of beta u at the output projection's output, beta = "
                                       "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
                                       "methods are compared on curves over the norm of the change",
                           "delta_principal": st.DELTA,
                           "computation": ("every pass runs the whole model (shared weights: the edit acts at "
-                                          "every depth)" if w.shared else
-                                          "the states entering the last layer are computed once; each setting "
-                                          "re-runs only the last layer, the final norm and the head (exact: "
-                                          "nothing before the last layer changes)"),
+                                          "every depth)" if st.edited_depths(w, shared_edit) != [w.n_layers - 1]
+                                          else "the states entering the last depth are computed once; each "
+                                          "setting re-runs only the last depth, the final norm and the head "
+                                          "(exact: nothing before the last depth changes)"),
                           "continuations": ({"prompts": continuation_prompts, "new_tokens": continuation_tokens,
                                              "decoding": "greedy (no sampling), one prompt at a time, both methods "
                                                          "at every decoding step"} if generates else
@@ -501,8 +498,9 @@ MODELLING_CHOICES = [
     "Attention-only law: x(0) is the embedding output; N is L2 normalisation (default) or the layer's "
     "LayerNorm; shared-weight models iterate their layer for `steps` steps.",
     "Steering: alpha = kappa |lambda_1(F)|; z from least squares V^T z = u; for ALBERT the edited output "
-    "matrix is the shared layer's, so every depth sees it, and the baseline then acts at every depth too, in "
-    "both modes; the unembedding target of causal LMs is the final norm's gain times W_U[token] (Gemma: 1 + w); "
+    "matrix is the shared layer's: with steering.shared_edit = every_depth (default) every depth sees it, and "
+    "the baseline then acts at every depth too, in both modes; with last_depth both act at the last depth only "
+    "(each model's steering.json says which); the unembedding target of causal LMs is the final norm's gain times W_U[token] (Gemma: 1 + w); "
     "causal LMs with a token target also get greedy continuations of fixed prompts per kappa, both methods; "
     "the baseline adds beta u at the output projection's output (the edit's site), beta = the edit's mean norm of change there, so the "
     "methods are compared at matched norm of change, kappa by kappa (a curve over the norm).",

@@ -107,3 +107,39 @@ def test_long_shared_weight_runs_enter_time_and_memory():
     assert long["runtime"] >= 13 and long["mem_mb"] >= 1000 and long["mem_mb"] > short["mem_mb"], (short, long)
     assert request("tiny-bert", 200) == request("tiny-bert", 100_000)
     assert long_run_extra(cfg, "tiny-bert", prompts) == (0.0, 0.0)
+
+
+def test_stored_steering_terms_are_the_current_definition():
+    """The steering rows of the runs whose configs ship with the repository carry the time term that
+    powerlens.resources computes today (scripts/fit_resources.py --retime after a change of the term)."""
+    from powerlens.config import validate_config
+    from powerlens.corpus import read_prompts
+    from powerlens.resources import job_terms
+
+    df = pd.read_csv(MEASURED, sep="\t")
+    checked = 0
+    for run, path in (("test", "config/test.yaml"), ("offline", "config/offline.yaml")):
+        cfg = yaml.safe_load((REPO / path).read_text())
+        validate_config(cfg)
+        prompts = read_prompts(REPO / cfg["prompts"])
+        for r in df[(df["run"] == run) & (df["rule"] == "steering")].to_dict("records"):
+            assert r["time_term"] == pytest.approx(job_terms(cfg, r["model"], prompts)["steering"][1], rel=1e-5), r
+            checked += 1
+    assert checked >= 8
+
+
+def test_steering_work_counts_what_the_step_runs():
+    """A shared layer edited at every depth re-runs the whole stack per setting; at its last depth only (or
+    for any other model) one whole pass, then the last depth; the eigen-checks grow with targets x kappas."""
+    from powerlens.resources import STEERING_COSTS, steering_work
+
+    alb, gpt = size_of(PAPER_MODELS["albert-xxlarge-v2"]), size_of(PAPER_MODELS["gpt2-xl"])
+    kw = {"tokens": 1000, "kappas": [0, 1, 4], "targets": 2}
+    every, last = (steering_work(alb, shared_edit=s, **kw) for s in ("every_depth", "last_depth"))
+    assert every > 3 * last
+    assert steering_work(gpt, shared_edit="every_depth", **kw) == steering_work(gpt, shared_edit="last_depth", **kw)
+    # no tokens: only the eigen-checks (kappa 0 once, 2 targets x 2 non-zero kappas) and the SVD remain
+    assert steering_work(gpt, tokens=0, kappas=[0, 1, 4], targets=2, shared_edit="every_depth") == pytest.approx(
+        gpt.d_model ** 3 * (5 * STEERING_COSTS["eig_d3"] + STEERING_COSTS["svd_d3"]))
+    assert steering_work(gpt, shared_edit="every_depth", **{**kw, "targets": 3}) > steering_work(
+        gpt, shared_edit="every_depth", **kw)

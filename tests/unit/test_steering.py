@@ -47,6 +47,19 @@ def test_bound_holds_on_generic_layers():
         assert chk["u_principal"] and chk["sin_v1_u"] <= st.DELTA
 
 
+def test_kappa_zero_checks_share_one_eigen_solve_of_F():
+    """At alpha = 0, F' is F bit for bit: the check from a precomputed eig(F) is the check itself."""
+    rng = np.random.default_rng(4)
+    F = rng.standard_normal((24, 24)) / 5
+    W_V = rng.standard_normal((24, 24))
+    eig_of_F = np.linalg.eig(F)
+    for seed in range(3):
+        u = rng.standard_normal(24)
+        u /= np.linalg.norm(u)
+        assert st.principal_check(F, W_V, u, 0.0, eig_of_F) == st.principal_check(F, W_V, u, 0.0)
+    assert st.principal_check(F, W_V, u, 5.0, eig_of_F) == st.principal_check(F, W_V, u, 5.0)  # unused
+
+
 def test_singular_V_uses_least_squares():
     F, W_V, u = layer_with_known_threshold()
     W_V[:, 0] = 0.0  # singular
@@ -106,7 +119,7 @@ def test_steering_step_baseline_on_same_tokens(tmp_path):
     df = steering(m, tmp_path / "w.safetensors", tmp_path / "w.json", spectra_npz=tmp_path / "s.npz",
                   prompts_path=REPO / "config/prompts.txt", out_csv=tmp_path / "st.csv", out_json=tmp_path / "st.json",
                   targets=[{"kind": "unembedding", "token": "e"}], kappas=[0, 8, 256],
-                  max_prompts=6, batch_size=16, max_tokens=64, seed=0, device="cpu", threads=1,
+                  max_prompts=6, batch_size=16, max_tokens=64, shared_edit="every_depth", seed=0, device="cpu", threads=1,
                   out_continuations=None, continuation_prompts=[], continuation_tokens=12)
     sw = df[df["kappa"] >= 0]
     for kappa, g in sw.groupby("kappa"):
@@ -167,11 +180,15 @@ def test_replaying_the_last_layer_gives_the_full_passs_numbers(name, arch):
                 assert b[k] == pytest.approx(v, abs=1e-6, rel=1e-6, nan_ok=True), (alpha, k)
 
 
-@pytest.mark.parametrize("name,arch", [("tiny-gpt2", "gpt2"), ("tiny-albert", "albert")])
-def test_attention_only_steering_from_the_prefix_equals_the_whole_stack(name, arch):
+@pytest.mark.parametrize("name,arch,shared_edit", [("tiny-gpt2", "gpt2", "every_depth"),
+                                                    ("tiny-albert", "albert", "every_depth"),
+                                                    ("tiny-albert", "albert", "last_depth")])
+def test_attention_only_steering_from_the_prefix_equals_the_whole_stack(name, arch, shared_edit):
     """The attention-only states entering the edited depth are computed once: running the edited depth(s)
     from them gives the same numbers as the law through every depth with the edit at the last one (ALBERT:
-    the edit is at every depth, the prefix is x(0) itself)."""
+    the edit is at every depth, the prefix is x(0) itself, or with last_depth at its last depth only). The
+    edit is applied to the attention computed once (alpha (z^T h) u added); the reference replaces O by O'
+    and recomputes the attention."""
     import dataclasses
 
     from powerlens.adapters import ADAPTERS
@@ -188,22 +205,30 @@ def test_attention_only_steering_from_the_prefix_equals_the_whole_stack(name, ar
     u /= np.linalg.norm(u)
     z = st.rank1_z(w.layer(w.n_layers - 1).v_per_head().double().numpy(), u)
     alpha = 5.0
-    got = st.attention_only_steering(st.attention_only_prefix(x0s, w, bs), w, bs, u, z, alpha)
-    assert len(st.edited_depths(w)) == (w.n_layers if w.shared else 1)
-    # the reference: every depth, the edit wherever the last layer's weights act
-    ut, zt, total, n = torch.as_tensor(u), torch.as_tensor(z), 0.0, 0
+    depths = st.edited_depths(w, shared_edit)
+    got = st.attention_only_steering(st.attention_only_prefix(x0s, w, bs, depths), w, bs, u, z, alpha, depths)
+    assert len(depths) == (w.n_layers if w.shared and shared_edit == "every_depth" else 1)
+    # the reference: every depth, the edit wherever the last layer's weights act (O replaced by O', the
+    # attention recomputed), the norm of change as the difference of the two outputs at the last edited depth
+    ut, zt, total, n, changes = torch.as_tensor(u), torch.as_tensor(z), 0.0, 0, []
     for x, b in zip(x0s, bs):
         for t in range(w.n_layers):
             lw = w.layer(t).to(torch.float64).exact()
-            if t in st.edited_depths(w):
-                lw = dataclasses.replace(lw, W_O=lw.W_O + alpha * torch.outer(ut, zt))
             allowed = visible_keys(x.shape[1], w.causal, lw.window, b.mask)
-            y = x + attention_output(x, lw, w.n_heads, allowed)
+            if t in depths:
+                a0 = attention_output(x, lw, w.n_heads, allowed)
+                lw = dataclasses.replace(lw, W_O=lw.W_O + alpha * torch.outer(ut, zt))
+            a = attention_output(x, lw, w.n_heads, allowed)
+            if t == depths[-1]:
+                changes.append((a - a0).norm(dim=-1)[b.stat_mask])
+            y = x + a
             x = y / y.norm(dim=-1, keepdim=True)
         xs = x[b.stat_mask]
         total += float(((xs @ ut).abs() / xs.norm(dim=-1)).sum())
         n += xs.shape[0]
     assert got["cos_rank1"] == pytest.approx(total / n, abs=1e-9)
+    assert got["change_norm"] == pytest.approx(float(torch.cat(changes).mean()), rel=1e-9)
+    assert got["change_norm"] > 0 and got["beta"] == got["change_norm"]
 
 
 def test_the_experiment_runs_without_files():
@@ -223,7 +248,8 @@ def test_the_experiment_runs_without_files():
     bs = prompt_batches(["The cat sat.", "A dog ran home.", "Rain falls."], tok, 16, 2)[0]
     lam1 = float(np.abs(np.linalg.eigvals(w.F(w.n_layers - 1).numpy())).max())
     targets = [{"kind": "unembedding", "token": "e"}, {"kind": "random", "seed": 3}]
-    res = st.run_steering(model, tok, "gpt2", w, bs, lam1, targets, [0, 2, 256], head=True, model_name="m",
+    res = st.run_steering(model, tok, "gpt2", w, bs, lam1, targets, [0, 2, 256], head=True, shared_edit="every_depth",
+                          model_name="m",
                           weights_label="random weights", continuation_prompts=["The"], continuation_tokens=2)
     rows = res["rows"]
     assert len(rows) == len(targets) * (2 * 3 + 1) and res["checksum_before"] == res["checksum_after"]
@@ -234,3 +260,58 @@ def test_the_experiment_runs_without_files():
         assert r1[(t, 0)]["kl_from_unsteered"] == 0 and r1[(t, 256)]["kl_from_unsteered"] > 0
         assert r1[(t, 256)]["cos_after_layer_model"] > r1[(t, 0)]["cos_after_layer_model"]
     assert len(res["continuations"]) == 3 and {c["target"] for c in res["continuations"]} == {"unembedding:e"}
+
+
+def test_shared_layer_edited_at_its_last_depth_replays_the_last_depth():
+    """shared_edit = last_depth on ALBERT: the steering passes replay the shared layer's last depth from the
+    unsteered pass's captured inputs; every measure, under the rank-1 edit and under activation addition,
+    equals a whole-stack pass whose edit (a hook) acts at the last of the shared projection's calls only, to
+    1e-6; the edit at every depth gives other numbers."""
+    import transformers
+
+    from powerlens.adapters import get_adapter
+    from powerlens.archs import TINY_MODELS
+    from powerlens.corpus import batches
+
+    ad = get_adapter("albert")
+    torch.manual_seed(0)
+    model = getattr(transformers, ad.head_class).from_config(TINY_MODELS["tiny-albert"].hf_config(),
+                                                             attn_implementation="eager").eval()
+    w = ad.extract(model)
+    assert w.shared and st.edited_depths(w, "last_depth") == [w.n_layers - 1]
+    rng = np.random.default_rng(5)
+    ids = [list(rng.integers(3, 60, size=n)) for n in (5, 9, 7)]
+    bs = batches(ids, [[0] * len(i) for i in ids], 2, pad_id=0)
+    u = rng.standard_normal(w.d_model)
+    u /= np.linalg.norm(u)
+    z = st.rank1_z(w.layer(0).v_per_head().double().numpy(), u)
+    layer = ad.layer_modules(model)[-1]
+    site, _ = st.output_projection(model, "albert")
+    inputs = []
+    base, ref = st.measure_model(model, "albert", layer, bs, u, 7, True, capture=inputs)
+    assert len(inputs) == len(bs)
+    alpha = 30.0
+    with st.rank1_output_edit(model, "albert", u, z, alpha):
+        rep, _ = st.measure_model(model, "albert", layer, bs, u, 7, True, ref_probs=ref, site=site, z=z,
+                                  replay=inputs)
+        every, _ = st.measure_model(model, "albert", layer, bs, u, 7, True, ref_probs=ref, site=site, z=z)
+    with st.last_call_edit(site, w.n_layers, u, z, alpha):
+        full, _ = st.measure_model(model, "albert", layer, bs, u, 7, True, ref_probs=ref, site=site, z=z)
+    add = alpha * full["mean_abs_hz"] * u
+    rep_a, _ = st.measure_model(model, "albert", layer, bs, u, 7, True, ref_probs=ref, add=add, site=site,
+                                replay=inputs)
+    with st.last_call_edit(site, w.n_layers, u, None, add=add):
+        full_a, _ = st.measure_model(model, "albert", layer, bs, u, 7, True, ref_probs=ref)
+    assert full["kl"] > 1e-6 and full["cos_layer"] != base["cos_layer"]  # the edit did act
+    assert abs(every["cos_layer"] - full["cos_layer"]) > 1e-3  # every depth is another experiment
+    for a, b in ((full, rep), (full_a, rep_a)):
+        for k, v in a.items():
+            assert b[k] == pytest.approx(v, abs=1e-6, rel=1e-6, nan_ok=True), k
+
+
+def test_unknown_shared_edit_is_refused():
+    from powerlens.adapters import ADAPTERS
+
+    w = ADAPTERS["albert"].extract(build_tiny("tiny-albert", torch.float64))
+    with pytest.raises(PowerlensError, match="shared_edit"):
+        st.edited_depths(w, "first_depth")

@@ -21,6 +21,7 @@ rule steering:
         max_prompts=config["steering"]["max_prompts"],
         batch_size=config["steering"]["batch_size"],
         max_tokens=config["steering"]["max_tokens"],
+        shared_edit=config["steering"]["shared_edit"],
         seed=config["seed"],
         device=config["device"],
         cont_prompts=json.dumps(config["steering"]["continuations"]["prompts"]),
@@ -41,7 +42,7 @@ rule steering:
         "--meta {input.meta:q} --spectra {input.spectra:q} --prompts {input.prompts:q} "
         "--out-csv {output.csv:q} --out-json {output.json:q} --targets {params.targets:q} "
         "--kappas {params.kappas:q} --max-prompts {params.max_prompts} --batch-size {params.batch_size} "
-        "--max-tokens {params.max_tokens} "
+        "--max-tokens {params.max_tokens} --shared-edit {params.shared_edit} "
         "--seed {params.seed} --device {params.device} --threads {threads} "
         "--out-continuations {output.continuations:q} --continuation-prompts {params.cont_prompts:q} "
         "--continuation-tokens {params.cont_tokens} > {log:q} 2>&1"

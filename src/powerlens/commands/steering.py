@@ -12,6 +12,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--max-prompts", type=int, required=True)
     ap.add_argument("--batch-size", type=int, required=True, help="prompts per batch of the steering passes")
     ap.add_argument("--max-tokens", type=int, required=True)
+    ap.add_argument("--shared-edit", required=True, choices=["every_depth", "last_depth"],
+                    help="shared-weight models: edit and baseline at every depth or at the last depth only")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--device", required=True)
     ap.add_argument("--threads", type=int, required=True)
@@ -28,7 +30,7 @@ def run(a) -> None:
     df = steering(a.manifest, a.tensors, a.meta, spectra_npz=a.spectra, prompts_path=a.prompts,
                   out_csv=a.out_csv, out_json=a.out_json, targets=json.loads(a.targets),
                   kappas=json.loads(a.kappas), max_prompts=a.max_prompts, batch_size=a.batch_size,
-                  max_tokens=a.max_tokens, seed=a.seed, device=a.device, threads=a.threads,
+                  max_tokens=a.max_tokens, shared_edit=a.shared_edit, seed=a.seed, device=a.device, threads=a.threads,
                   out_continuations=a.out_continuations, continuation_prompts=json.loads(a.continuation_prompts),
                   continuation_tokens=a.continuation_tokens)
     print(df[["target", "kappa", "method", "u_principal", "cos_after_layer_model", "p_target"]].to_string(index=False))
