@@ -228,7 +228,7 @@ class Lens:
         alpha = float(kappa) * lam1
         z = rank1_z(W_V, u)
         with rank1_output_edit(self.model, self.arch, u, z, alpha):
-            yield {"u": u, "alpha": alpha, "principal": principal_check(F, W_V, u, alpha)}
+            yield {"u": u, "alpha": alpha, "principal": principal_check(F, W_V, u, alpha, None, z)}
 
     def __repr__(self) -> str:
         cfg = self.model.config

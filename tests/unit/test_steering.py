@@ -47,17 +47,60 @@ def test_bound_holds_on_generic_layers():
         assert chk["u_principal"] and chk["sin_v1_u"] <= st.DELTA
 
 
+def _check_by_full_eig(F, W_V, u, alpha):
+    """The check as it was computed before principal_eig: a full eig with eigenvectors."""
+    z = st.rank1_z(W_V, u)
+    vals, V = np.linalg.eig(F + alpha * np.outer(u, W_V.T @ z))
+    o = np.argsort(-np.abs(vals), kind="stable")
+    v1 = V[:, o[0]]
+    cos = abs(np.vdot(v1, u)) / np.linalg.norm(v1)
+    return cos, abs(vals[o[0]]) - abs(vals[o[1]]), abs(vals[o[1]]) / abs(vals[o[0]])
+
+
+@pytest.mark.parametrize("case", ["generic", "complex pair", "real dominant"])
+def test_principal_eig_gives_the_full_eigs_check(case):
+    """Eigenvalues without eigenvectors plus inverse iteration give the numbers of a full eig: cos(v1, u)
+    to 1e-9, gap and ratio to 1e-12, at every kappa of the default sweep (a dominant complex pair at kappa 0
+    in the second case, a real dominant eigenvalue in the third)."""
+    rng = np.random.default_rng(6)
+    d = 96
+    F = rng.standard_normal((d, d)) / np.sqrt(d)
+    if case == "complex pair":
+        F += 1.5 * np.outer(rng.standard_normal(d), rng.standard_normal(d)) / d
+        R = np.array([[0.0, -2.5], [2.5, 0.0]])
+        Q, _ = np.linalg.qr(rng.standard_normal((d, 2)))
+        F += Q @ R @ Q.T
+    elif case == "real dominant":
+        q = rng.standard_normal(d)
+        F += 3.0 * np.outer(q, q) / (q @ q)
+    W_V = rng.standard_normal((d, d))
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    lam1 = np.abs(np.linalg.eigvals(F)).max()
+    if case == "complex pair":
+        vals = np.linalg.eigvals(F)
+        top = vals[np.argsort(-np.abs(vals))[:2]]
+        assert abs(top[0].imag) > 1 and abs(top[0] - top[1].conj()) < 1e-9  # the pair leads
+    for kappa in (0, 1, 4, 16, 64, 256):
+        chk = st.principal_check(F, W_V, u, kappa * lam1)
+        cos, gap, ratio = _check_by_full_eig(F, W_V, u, kappa * lam1)
+        assert chk["cos_v1_u"] == pytest.approx(cos, abs=1e-9), kappa
+        assert chk["gap"] == pytest.approx(gap, abs=1e-12) and chk["ratio"] == pytest.approx(ratio, abs=1e-12)
+
+
 def test_kappa_zero_checks_share_one_eigen_solve_of_F():
     """At alpha = 0, F' is F bit for bit: the check from a precomputed eig(F) is the check itself."""
     rng = np.random.default_rng(4)
     F = rng.standard_normal((24, 24)) / 5
     W_V = rng.standard_normal((24, 24))
-    eig_of_F = np.linalg.eig(F)
+    eig_of_F = st.principal_eig(F)
     for seed in range(3):
         u = rng.standard_normal(24)
         u /= np.linalg.norm(u)
         assert st.principal_check(F, W_V, u, 0.0, eig_of_F) == st.principal_check(F, W_V, u, 0.0)
     assert st.principal_check(F, W_V, u, 5.0, eig_of_F) == st.principal_check(F, W_V, u, 5.0)  # unused
+    z = st.rank1_z(W_V, u)
+    assert st.principal_check(F, W_V, u, 5.0, None, z) == st.principal_check(F, W_V, u, 5.0)  # z once per target
 
 
 def test_singular_V_uses_least_squares():
