@@ -46,9 +46,10 @@ LONG_RUN = {"runtime_s_per_step_batch": 0.003, "mem_mb_per_step": 0.0052}
 
 #: Steering's parts in one unit, a multiply-add of the float32 forward pass, from the 2-core machine
 #: (albert-xxlarge-v2 twin, d = 4096: a whole-stack pass about 53 G multiply-adds/s; the float64
-#: attention-only law about 2.5x slower per multiply-add; ``np.linalg.eig`` with eigenvectors 26.8 s, about
-#: 20 d^3 in that unit; the 2-norm's SVD 13.4 s, about 10 d^3).
-STEERING_COSTS = {"law_float64": 2.5, "eig_d3": 20.0, "svd_d3": 10.0}
+#: attention-only law about 2.5x slower per multiply-add; an eigen-check (eigenvalues 16.0 s, plus an LU
+#: factorisation for the leading vector) about 13 d^3 in that unit, the least-squares z per target about as
+#: much, the 2-norm's SVD 13.4 s, about 10 d^3).
+STEERING_COSTS = {"law_float64": 2.5, "eig_d3": 13.0, "lstsq_d3": 13.0, "svd_d3": 10.0}
 
 RULES = ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics_model",
          "dynamics_attention-only", "steering")
@@ -94,7 +95,8 @@ def steering_work(size: Size, *, tokens: int, kappas: list[float], targets: int,
       every depth runs the whole stack each time; otherwise one whole pass, the rest re-run the last depth;
     - the float64 attention-only law: the unedited depths once, then two runs (edit, baseline) through the
       edited depths per target and kappa;
-    - eigen-checks: one eig of F for kappa 0, one per target and non-zero kappa, and the SVD for ||F||_2."""
+    - eigen-checks: one of F for kappa 0, one per target and non-zero kappa; the least-squares z per target;
+      the SVD for ||F||_2."""
     k_all = len(kappas)
     k_on = sum(1 for k in kappas if k != 0)
     c = STEERING_COSTS
@@ -105,7 +107,8 @@ def steering_work(size: Size, *, tokens: int, kappas: list[float], targets: int,
     model = float(tokens) * (passes * size.forward_params if whole_stack else
                              size.forward_params + (passes - 1) * layer)
     law = float(tokens) * size.attention_params * c["law_float64"] * (size.n_layers - edited + targets * k_all * 2 * edited)
-    eig = float(size.d_model) ** 3 * (c["eig_d3"] * (targets * k_on + (1 if k_on < k_all else 0)) + c["svd_d3"])
+    eig = float(size.d_model) ** 3 * (c["eig_d3"] * (targets * k_on + (1 if k_on < k_all else 0))
+                                      + c["lstsq_d3"] * targets + c["svd_d3"])
     return model + law + eig
 
 

@@ -138,8 +138,10 @@ def test_steering_work_counts_what_the_step_runs():
     every, last = (steering_work(alb, shared_edit=s, **kw) for s in ("every_depth", "last_depth"))
     assert every > 3 * last
     assert steering_work(gpt, shared_edit="every_depth", **kw) == steering_work(gpt, shared_edit="last_depth", **kw)
-    # no tokens: only the eigen-checks (kappa 0 once, 2 targets x 2 non-zero kappas) and the SVD remain
+    # no tokens: only the eigen-checks (kappa 0 once, 2 targets x 2 non-zero kappas), the least-squares z per
+    # target and the SVD remain
+    c = STEERING_COSTS
     assert steering_work(gpt, tokens=0, kappas=[0, 1, 4], targets=2, shared_edit="every_depth") == pytest.approx(
-        gpt.d_model ** 3 * (5 * STEERING_COSTS["eig_d3"] + STEERING_COSTS["svd_d3"]))
+        gpt.d_model ** 3 * (5 * c["eig_d3"] + 2 * c["lstsq_d3"] + c["svd_d3"]))
     assert steering_work(gpt, shared_edit="every_depth", **{**kw, "targets": 3}) > steering_work(
         gpt, shared_edit="every_depth", **kw)
