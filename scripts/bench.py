@@ -2,13 +2,17 @@
 """Benchmark (not a test): every per-model step (fetch, extract, check, spectra, both dynamics modes,
 steering) on architecture twins of the paper's largest models, over the prompt corpus, with the schema's
 defaults; prints wall time, CPU time and peak RSS per step, and the same figures for a naive baseline run in
-the same way on the same prompts, as a ratio:
+the same way on the same prompts, as a ratio. Each baseline computes the same outputs as our step, the
+straightforward way:
     check     the float32 model checked, then the whole model loaded again in float64 and checked;
-    spectra   full float64 eig with all eigenvectors of every layer (shared layers at every depth);
-    dynamics  unbatched per-prompt forward passes keeping every hidden state (model mode), or the law
-              through every step keeping every state (attention-only, every prompt for every step);
-    steering  a full forward pass per setting (target x kappa x method) and the attention-only law through
-              every layer per setting, as before the last-layer replay.
+    spectra   the same spectra (F, the norm-folded F~, the heads), one layer after another on all the BLAS
+              threads, and shared layers solved again at every depth;
+    dynamics  the same statistics (Monte Carlo null included) by the dynamics step itself, one prompt per
+              batch, and every prompt through every step of a long shared-weight run; the bench prints the
+              largest difference between its per-layer statistics and ours over the model's depth;
+    steering  a full forward pass per setting (target x kappa x method), the attention-only law through
+              every layer per setting with O replaced by O' and the attention recomputed, a least-squares z
+              and a full eig of F' per setting, and the same greedy continuations.
 
     python scripts/bench.py                       # albert-xxlarge-v2, gpt2-xl, gpt-neo-2.7B, full corpus
     python scripts/bench.py --twins gpt2 --prompts 40 --threads 2
@@ -38,7 +42,9 @@ def arch_of(twin):
     return twin_config(twin).arch
 
 
-def run(cmd, env=None):
+def run(cmd, env=None, must_pass=True):
+    """Run one step in a child process: wall time, CPU time and peak RSS. A failing baseline
+    (``must_pass=False``) is reported with its exit status and the benchmark goes on."""
     t0 = time.time()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     out = p.stdout.read().decode(errors="replace")
@@ -46,8 +52,21 @@ def run(cmd, env=None):
     wall = time.time() - t0
     if status != 0:
         print(out[-3000:])
-        raise SystemExit(f"step failed: {' '.join(cmd)}")
+        if must_pass:
+            raise SystemExit(f"step failed: {' '.join(cmd)}")
+        return {"failed": f"exit status {os.waitstatus_to_exitcode(status)} after {wall:.0f} s"}
     return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_gb": ru.ru_maxrss / 1e6}
+
+
+def naive_check_memory_gb(twin: str) -> float:
+    """Peak memory the naive check needs: the whole model in float64 while its float32 copy is cast."""
+    from powerlens.archs import count_params, twin_config
+
+    return count_params(twin_config(twin)) * (8 + 4) / 1e9
+
+
+def machine_memory_gb() -> float:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
 
 
 def naive(step, work, prompts, threads, shared_edit):
@@ -64,8 +83,19 @@ def naive(step, work, prompts, threads, shared_edit):
 
     w = ModelWeights.load(work / "weights.safetensors", work / "weights.json")
     if step == "spectra":
-        for t in range(w.n_layers):  # every depth, shared layers too, all eigenvectors
-            np.linalg.eig(w.F(t).numpy())
+        from threadpoolctl import threadpool_limits
+
+        from powerlens.spectra import layer_spectrum
+
+        threadpool_limits(threads)  # every eigen-solve on all the BLAS threads
+        for t in range(w.n_layers):  # every depth (shared layers again), one after another
+            lw = w.layers[w.layer_map[t]]
+            g, p = lw.folded_gains()
+            pre = w.norm == "pre"
+            layer_spectrum(lw.F.numpy(), int(schema_defaults()["spectra"]["top_k"]), lw.v_per_head().double().numpy(),
+                           lw.W_O.double().numpy(), w.n_heads, rng=np.random.default_rng([0, 11, t]),
+                           gain=g.double().numpy() if pre else None,
+                           post_gain=p.double().numpy() if pre and p is not None else None)
         return
     if step == "check":
         from powerlens.adapters import get_adapter
@@ -80,38 +110,13 @@ def naive(step, work, prompts, threads, shared_edit):
         return
     if step == "steering":
         return naive_steering(work, prompts, w, shared_edit)
-    from powerlens.adapters import get_adapter
-    from powerlens.corpus import read_prompts
-    from powerlens.sources import load_model, load_tokenizer
-
-    man = read_json(work / "manifest.json")
-    model = load_model(man)
-    tok = load_tokenizer(man)
-    ps = read_prompts(prompts)
-    adapter = get_adapter(man["arch"])
-    kept = []
-    with torch.no_grad():
-        for p in ps:  # one prompt at a time, every hidden state kept
-            ids = torch.tensor([tok(p)["input_ids"][:128]])
-            if step == "model":
-                kept.append([h.double() for h in model(input_ids=ids, output_hidden_states=True).hidden_states])
-            else:
-                from powerlens.dynamics import attention_only_step
-
-                x = adapter.embed(model, ids).double()
-                states = [x]
-                steps = 200 if w.shared else w.n_layers
-                for t in range(steps):
-                    lw = w.layer(t % w.n_layers).to(torch.float64)
-                    x = attention_only_step(x, lw, w.n_heads, w.causal, torch.ones_like(ids), "l2")
-                    states.append(x)
-                kept.append(states)
+    raise SystemExit(f"no in-process naive baseline for {step!r}")
 
 
 def naive_steering(work: Path, prompts, w, shared_edit: str) -> None:
-    """Every setting (target x kappa x method) as a full forward pass, and the attention-only law through
-    every layer per setting: the steering step's work without the replay of the last layer (a shared layer
-    edited at its last depth only: by a hook at the last call of its output projection)."""
+    """The steering step's outputs the straightforward way: every setting (target x kappa x method) as a full
+    forward pass (a shared layer edited at its last depth only: by a hook at the last call of its output
+    projection), the law by :func:`naive_law`, z and a full eig of F' per setting, the same continuations."""
     import contextlib
 
     import numpy as np
@@ -137,7 +142,7 @@ def naive_steering(work: Path, prompts, w, shared_edit: str) -> None:
     layer, (site, _) = adapter.layer_modules(model)[-1], st.output_projection(model, man["arch"])
     x0s = [adapter.embed(model, b.ids).double().detach() for b in bs]
     depths = st.edited_depths(w, shared_edit)
-    gated = w.shared and depths == [w.n_layers - 1]  # the shared layer edited at its last depth only
+    gated = w.shared and not st.edits_every_depth(w, shared_edit)  # the shared layer edited at its last depth only
 
     def edited(u, z, alpha):
         if gated:
@@ -145,22 +150,105 @@ def naive_steering(work: Path, prompts, w, shared_edit: str) -> None:
         return st.rank1_output_edit(model, man["arch"], u, z, alpha)
 
     def added(vec):
-        return st.last_call_edit(site, w.n_layers, vec, None, add=vec) if gated else contextlib.nullcontext()
+        return st.last_call_edit(site, w.n_layers, add=vec) if gated else contextlib.nullcontext()
 
+    F = last.F.numpy()
+    st.kappa_bound(F, lam1)
+    conts = cfg["continuations"]["prompts"] if head and adapter.causal else []
     for tgt in cfg["targets"]:
         u, tid = st.target_vector(model, tok, man["arch"], tgt["kind"], tgt.get("token"), tgt.get("seed", 0),
                                   w.d_model)
-        z = st.rank1_z(W_V, u)
         _, ref = st.measure_model(model, man["arch"], layer, bs, u, tid, head)
         for kappa in cfg["kappas"]:
             alpha = kappa * lam1
+            z = st.rank1_z(W_V, u)  # per setting, and a full eig of F' with every eigenvector
+            np.linalg.eig(F + alpha * np.outer(u, W_V.T @ z))
             with edited(u, z, alpha):
                 r1, _ = st.measure_model(model, man["arch"], layer, bs, u, tid, head, ref_probs=ref, site=site, z=z)
             vec = alpha * r1["mean_abs_hz"] * u
             with added(vec):
                 st.measure_model(model, man["arch"], layer, bs, u, tid, head, ref_probs=ref,
                                  add=None if gated else vec, site=site)
-            st.attention_only_steering(st.attention_only_prefix(x0s, w, bs, depths), w, bs, u, z, alpha, depths)
+            naive_law(x0s, w, bs, u, z, alpha, depths)
+            if conts and tid is not None and not gated:  # greedy continuations, both methods, as our step
+                with edited(u, z, alpha):
+                    st.greedy_continuations(model, tok, conts, cfg["continuations"]["new_tokens"])
+                st.greedy_continuations(model, tok, conts, cfg["continuations"]["new_tokens"], site=site,
+                                        add=vec if alpha else None)
+
+
+def naive_law(x0s, w, bs, u, z, alpha: float, depths: list[int]) -> tuple[float, float]:
+    """The steering law the straightforward way: every depth from x(0) for each setting, O replaced by
+    O' = O + alpha u z^T at the edited depths and the attention recomputed (the norm of change as the
+    difference of the two outputs at the last edited depth), then the baseline run at the same norm."""
+    import dataclasses
+
+    import torch
+
+    from powerlens.attention import attention_output, visible_keys
+
+    ut, zt = torch.as_tensor(u, dtype=torch.float64), torch.as_tensor(z, dtype=torch.float64)
+    changes, cos = [], {}
+    for method in ("rank1", "actadd"):
+        beta = float(torch.cat(changes).mean()) if changes else 0.0
+        total = n = 0
+        for x, b in zip(x0s, bs):
+            for t in range(w.n_layers):
+                lw = w.layer(t).to(torch.float64).exact()
+                allowed = visible_keys(x.shape[1], w.causal, lw.window, b.mask)
+                a = attention_output(x, lw, w.n_heads, allowed)
+                if t in depths and method == "rank1":
+                    a1 = attention_output(x, dataclasses.replace(lw, W_O=lw.W_O + alpha * torch.outer(ut, zt)),
+                                          w.n_heads, allowed)
+                    if t == depths[-1]:
+                        changes.append((a1 - a).norm(dim=-1)[b.stat_mask])
+                    a = a1
+                elif t in depths:
+                    a = a + beta * ut
+                y = x + a
+                x = y / y.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+            xs = x[b.stat_mask]
+            total += float(((xs @ ut).abs() / xs.norm(dim=-1)).sum())
+            n += xs.shape[0]
+        cos[method] = total / max(n, 1)
+    return cos["rank1"], cos["actadd"]
+
+
+def _swap(cmd: list, flag: str, value) -> list:
+    out = list(cmd)
+    out[out.index(flag) + 1] = value
+    return out
+
+
+def naive_dynamics(cmd: list, n_prompts: int) -> list:
+    """The dynamics step's own command as the per-prompt baseline: one prompt per batch, every prompt
+    through every step of a long shared-weight run (no seeded subset), outputs beside ours as naive-*."""
+    cmd = _swap(_swap(cmd, "--batch-size", 1), "--long-run-prompts", max(n_prompts, 1))
+    for flag in ("--out-npz", "--out-csv", "--out-json"):
+        f = Path(cmd[cmd.index(flag) + 1])
+        cmd = _swap(cmd, flag, f.with_name("naive-" + f.name))
+    return cmd
+
+
+def stats_difference(cmd: list) -> tuple[float, str]:
+    """Largest absolute difference between the per-layer statistics of our dynamics step and of its naive
+    baseline over the model's depth (a long run's later steps are computed over different prompts by
+    design): round-off of the batched forward pass, or a sign that the two do not compute the same thing."""
+    import numpy as np
+    import pandas as pd
+
+    ours = Path(cmd[cmd.index("--out-csv") + 1])
+    a, b = pd.read_csv(ours), pd.read_csv(ours.with_name("naive-" + ours.name))
+    depth = int(a["n_prompts"].notna().sum()) if "n_prompts" in a else len(a)
+    a, b = a.iloc[:depth], b.iloc[:depth]
+    num = [c for c in a.columns if c in b.columns and pd.api.types.is_numeric_dtype(a[c])]
+    x, y = a[num].to_numpy(float), b[num].to_numpy(float)
+    d = np.where(np.isnan(x) & np.isnan(y), 0.0, np.abs(x - y))  # NaN on one side only stays NaN
+    d = np.where(np.isnan(d), np.inf, d)
+    j = int(np.argmax(d.max(axis=0))) if d.size else 0
+    if not d.size:
+        return float("nan"), ""
+    return float(d.max()), (num[j] if d.max() > 0 else "")
 
 
 BENCH_FILES = {"fetch (build twin)": "fetch_model/{}.tsv", "extract": "extract_weights/{}.tsv",
@@ -257,8 +345,17 @@ def main():
             r = run([str(c) for c in cmd])
             row = {"twin": twin, "step": name, **r}
             if naive_step and not a.no_naive:
-                n = run([py, __file__, "--threads", str(a.threads), "--shared-edit", shared_edit,
-                         "--naive-step", naive_step, str(w), str(corpus)])
+                need = naive_check_memory_gb(twin) if naive_step == "check" else 0.0
+                if need > 0.9 * machine_memory_gb():  # it would be killed for memory, or swap the machine
+                    n = {"failed": f"not run: a float64 copy of the model needs about {need:.1f} GB, this "
+                                   f"machine has {machine_memory_gb():.1f} GB"}
+                elif name.startswith("dynamics"):
+                    n = run([str(c) for c in naive_dynamics(cmd, len(ps))], must_pass=False)
+                    if "failed" not in n:
+                        row["stats_diff"], row["stats_diff_column"] = stats_difference(cmd)
+                else:
+                    n = run([py, __file__, "--threads", str(a.threads), "--shared-edit", shared_edit,
+                             "--naive-step", naive_step, str(w), str(corpus)], must_pass=False)
                 row.update({f"naive_{k}": v for k, v in n.items()})
             rows.append(row)
             write_bench_file(bench_dir, twin, name, r)
@@ -289,6 +386,10 @@ def targets(df, twins) -> None:
     print(f"target total <= 20 min:           {ours / 60:.1f} min -> {'met' if ours <= 1200 else 'MISSED'}")
     print(f"target peak RSS <= 1.3 x {weights_gb:.2f} GB: {peak:.2f} GB = {peak / weights_gb:.2f} x -> "
           f"{'met' if peak <= 1.3 * weights_gb else 'MISSED'}")
+    if "naive_failed" in df:
+        for _, r in df.dropna(subset=["naive_failed"]).iterrows():
+            print(f"naive baseline without a time: {r['twin']} {r['step']}: {r['naive_failed']} "
+                  f"(ours: {r['wall_s']:.0f} s, {r['peak_rss_gb']:.2f} GB)")
     if "naive_wall_s" in df:
         sub = df.dropna(subset=["naive_wall_s"])
         ratio = sub["naive_wall_s"].sum() / sub["wall_s"].sum()
@@ -298,6 +399,10 @@ def targets(df, twins) -> None:
               f"{'met' if worst['naive_wall_s'] >= worst['wall_s'] else 'MISSED'}")
         print(f"target sum >= 3x naive:           {ratio:.2f}x over the steps with a baseline -> "
               f"{'met' if ratio >= 3 else 'MISSED'}")
+    if "stats_diff" in df:
+        for _, r in df.dropna(subset=["stats_diff"]).iterrows():
+            print(f"same statistics as the naive run: {r['twin']} {r['step']}: largest difference "
+                  f"{r['stats_diff']:.3g} ({r['stats_diff_column']}) over the model's depth")
 
 
 if __name__ == "__main__":

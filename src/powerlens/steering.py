@@ -123,12 +123,14 @@ def rank1_output_edit(model, arch: str, u: np.ndarray, z: np.ndarray, alpha: flo
 
 
 @contextlib.contextmanager
-def last_call_edit(site, calls: int, u: np.ndarray, z: np.ndarray | None, alpha: float = 0.0,
+def last_call_edit(site, calls: int, u: np.ndarray | None = None, z: np.ndarray | None = None, alpha: float = 0.0,
                    add: np.ndarray | None = None):
-    """The rank-1 edit (``z``, ``alpha``: the site's output changed by alpha u z^T h) or the baseline
-    (``add``) at the last of the ``calls`` calls of a shared output projection per forward pass only, by a
-    forward hook, the weights untouched: the whole-stack reference of ``shared_edit = "last_depth"`` (the
-    steering step itself replays the last depth instead)."""
+    """The rank-1 edit (``u``, ``z``, ``alpha``: the site's output changed by alpha u z^T h) or the baseline
+    (``add``, a vector added to the output) at the last of the ``calls`` calls of a shared output projection
+    per forward pass only, by a forward hook, the weights untouched: the whole-stack reference of
+    ``shared_edit = "last_depth"`` (the steering step itself replays the last depth instead)."""
+    if (add is None) == (z is None or u is None):
+        raise ValueError("last_call_edit: give u and z (the rank-1 edit) or add (the baseline), not both")
     n = {"calls": 0}
 
     def hook(mod, args, out):
@@ -284,18 +286,23 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
 SHARED_EDITS = ("every_depth", "last_depth")
 
 
-def edited_depths(weights, shared_edit: str) -> list[int]:
-    """The depths the last layer's edit acts at: the last one, or every depth for shared weights with
-    ``shared_edit = "every_depth"`` (the edited matrix is the shared layer's)."""
+def edits_every_depth(weights, shared_edit: str) -> bool:
+    """Whether the last layer's edit acts at every depth (so every pass runs the whole stack): shared
+    weights with ``shared_edit = "every_depth"`` (the edited matrix is the shared layer's)."""
     if shared_edit not in SHARED_EDITS:
         raise PowerlensError(f"unknown steering.shared_edit {shared_edit!r}", f"use one of {', '.join(SHARED_EDITS)}")
+    return bool(weights.shared) and shared_edit == "every_depth"
+
+
+def edited_depths(weights, shared_edit: str) -> list[int]:
+    """The depths the last layer's edit acts at: every depth (:func:`edits_every_depth`) or the last one."""
     L = weights.n_layers
-    return list(range(L)) if weights.shared and shared_edit == "every_depth" else [L - 1]
+    return list(range(L)) if edits_every_depth(weights, shared_edit) else [L - 1]
 
 
 def intervention_sites(weights, shared_edit: str) -> str:
     """Where both methods act, in words (for the outputs)."""
-    if edited_depths(weights, shared_edit) != [weights.n_layers - 1]:
+    if edits_every_depth(weights, shared_edit):
         return ("every depth: the edited output matrix is the shared layer's, so both methods (the rank-1 edit "
                 "and the baseline's beta u at the same output projection) act at every depth, in both dynamics "
                 "modes (steering.shared_edit: every_depth)")
@@ -419,7 +426,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     # pass, which re-runs only the last depth, final norm and head; shared weights with the edit at every
     # depth: every pass runs the whole model
     depths = edited_depths(w, shared_edit)
-    whole_stack = depths != [w.n_layers - 1]
+    whole_stack = edits_every_depth(w, shared_edit)
     x_ins = attention_only_prefix(x0s, w, bs, depths)
     del x0s
     bound = kappa_bound(F, lam1)  # ||F||_2 (a full SVD): the same for every target

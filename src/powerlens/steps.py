@@ -366,7 +366,7 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                                       "methods are compared on curves over the norm of the change",
                           "delta_principal": st.DELTA,
                           "computation": ("every pass runs the whole model (shared weights: the edit acts at "
-                                          "every depth)" if st.edited_depths(w, shared_edit) != [w.n_layers - 1]
+                                          "every depth)" if st.edits_every_depth(w, shared_edit)
                                           else "the states entering the last depth are computed once; each "
                                           "setting re-runs only the last depth, the final norm and the head "
                                           "(exact: nothing before the last depth changes)"),

@@ -343,7 +343,7 @@ def test_shared_layer_edited_at_its_last_depth_replays_the_last_depth():
     add = alpha * full["mean_abs_hz"] * u
     rep_a, _ = st.measure_model(model, "albert", layer, bs, u, 7, True, ref_probs=ref, add=add, site=site,
                                 replay=inputs)
-    with st.last_call_edit(site, w.n_layers, u, None, add=add):
+    with st.last_call_edit(site, w.n_layers, add=add):
         full_a, _ = st.measure_model(model, "albert", layer, bs, u, 7, True, ref_probs=ref)
     assert full["kl"] > 1e-6 and full["cos_layer"] != base["cos_layer"]  # the edit did act
     assert abs(every["cos_layer"] - full["cos_layer"]) > 1e-3  # every depth is another experiment
