@@ -93,8 +93,9 @@ def steering_work(size: Size, *, tokens: int, kappas: list[float], targets: int,
 
     - model passes: targets x (1 + 2 K+) of them (unsteered, rank-1 edit, baseline). A shared layer edited at
       every depth runs the whole stack each time; otherwise one whole pass, the rest re-run the last depth;
-    - the float64 attention-only law: the unedited depths once, then two runs (edit, baseline) through the
-      edited depths per target and kappa;
+    - the float64 attention-only law: the unedited depths once, the first edited depth's attention once,
+      then two runs (edit, baseline) through the other edited depths per target and non-zero kappa, and one
+      unedited run for kappa 0 (:class:`powerlens.steering.LawCache`);
     - eigen-checks: one of F for kappa 0, one per target and non-zero kappa; the least-squares z per target;
       the SVD for ||F||_2."""
     k_all = len(kappas)
@@ -106,7 +107,8 @@ def steering_work(size: Size, *, tokens: int, kappas: list[float], targets: int,
     layer = size.forward_params / size.n_layers
     model = float(tokens) * (passes * size.forward_params if whole_stack else
                              size.forward_params + (passes - 1) * layer)
-    law = float(tokens) * size.attention_params * c["law_float64"] * (size.n_layers - edited + targets * k_all * 2 * edited)
+    runs = targets * k_on * 2 + (1 if k_on < k_all else 0)
+    law = float(tokens) * size.attention_params * c["law_float64"] * (size.n_layers - edited + 1 + runs * (edited - 1))
     eig = float(size.d_model) ** 3 * (c["eig_d3"] * (targets * k_on + (1 if k_on < k_all else 0))
                                       + c["lstsq_d3"] * targets + c["svd_d3"])
     return model + law + eig

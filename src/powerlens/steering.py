@@ -336,57 +336,86 @@ def attention_only_prefix(x0s: list, weights, batches, depths: list[int], norm: 
     return xs
 
 
+class LawCache:
+    """What every setting of :func:`attention_only_steering` shares, for one list of inputs ``x_ins``: the
+    attention at the first edited depth (its input is x_ins for every target, kappa and method; the edit
+    and the baseline act after it) and the unedited law's final states (kappa 0: alpha = beta = 0 leaves
+    the law unedited for every target and both methods). Each is computed once, on first use, by the same
+    arithmetic as without the cache, so the numbers are the same bit for bit."""
+
+    def __init__(self, x_ins: list):
+        self.x_ins = x_ins
+        self.first: dict[int, tuple] = {}  # batch -> (attention output (B, T, d), concat_h(A^h V^h) (B, T, H dh))
+        self.plain: dict[int, torch.Tensor] = {}  # batch -> x after the last depth, unedited (B, T, d)
+
+
 @torch.no_grad()
 def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.ndarray, alpha: float,
-                            depths: list[int], norm: str = "l2") -> dict:
+                            depths: list[int], norm: str = "l2", cache: LawCache | None = None) -> dict:
     """The paper's law through the edited ``depths`` (:func:`edited_depths`: from the first to the last
     depth) with the rank-1 edit, and with the activation-addition baseline at matched norm of change, at the
     same site(s).
 
-    x_ins: per batch, x entering the first edited depth (:func:`attention_only_prefix`, float64). Returns mean
-    |cos(x, u)| after the last layer for both methods, the edit's mean norm of change at the site (last
-    application) and the baseline's beta (= that norm)."""
+    x_ins: per batch, x entering the first edited depth (:func:`attention_only_prefix`, float64). ``cache``: a
+    :class:`LawCache` of the same x_ins, shared by the calls of every target and kappa. Returns mean |cos(x,
+    u)| after the last layer for both methods, the edit's mean norm of change at the site (last application)
+    and the baseline's beta (= that norm)."""
     from .attention import attention_output, visible_keys
 
     if list(depths) != list(range(depths[0], weights.n_layers)):
         raise PowerlensError(f"edited depths {depths} do not run to the last depth", "report this bug")
+    if cache is not None and cache.x_ins is not x_ins:
+        raise PowerlensError("the law's cache belongs to other inputs", "report this bug")
     wl = {u_: weights.layers[u_].to(torch.float64).exact() for u_ in {weights.layer_map[t] for t in depths}}
     u_t = torch.as_tensor(u, dtype=torch.float64)
     z_t = torch.as_tensor(z, dtype=torch.float64)
 
-    def step(x, lw, mask, edit=0.0, add=None):
+    def attend(x, lw, mask, i, t):
+        if cache is not None and t == depths[0]:
+            if i not in cache.first:
+                cache.first[i] = attend(x, lw, mask, i, None)
+            return cache.first[i]
         allowed = visible_keys(x.shape[1], weights.causal, lw.window, mask, device=x.device)
         ctx: list = []
         a = attention_output(x, lw, weights.n_heads, allowed, context=ctx)  # (B, T, d)
+        return a, ctx[0]
+
+    def step(x, lw, mask, i, t, edit=0.0, add=None):
+        a, ctx = attend(x, lw, mask, i, t)
         change = None
         if edit:  # O' = O + alpha u z^T adds alpha (z^T h) u to the output, h = concat_h(A^h V^h)
-            hz = edit * (ctx[0] @ z_t)  # (B, T): alpha z^T h, the attention computed once
+            hz = edit * (ctx @ z_t)  # (B, T): alpha z^T h, the attention computed once
             a = a + hz[..., None] * u_t
             change = hz.abs()  # (B, T): alpha |z^T h| (u is a unit vector)
         if add is not None:
             a = a + add
         return _l2_or_ln(x + a, lw, norm), change
 
-    def run(x, mask, stat, edit=0.0, add=None):
+    def run(i, x, mask, stat, edit=0.0, add=None):
+        plain = not edit and add is None
+        if plain and cache is not None and i in cache.plain:
+            return cache.plain[i], None
         change = None
         for t in depths:
-            x, c = step(x, wl[weights.layer_map[t]], mask, edit, add)
+            x, c = step(x, wl[weights.layer_map[t]], mask, i, t, edit, add)
             if c is not None:
                 change = c[stat]
+        if plain and cache is not None:
+            cache.plain[i] = x
         return x, change
 
     cos = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
     changes = []
-    for x0, b in zip(x_ins, batches):
-        x, ch = run(x0, b.mask, b.stat_mask, edit=alpha)
+    for i, (x0, b) in enumerate(zip(x_ins, batches)):
+        x, ch = run(i, x0, b.mask, b.stat_mask, edit=alpha)
         if ch is not None:
             changes.append(ch)
         a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
         cos["rank1"][0] += float(a.sum())
         cos["rank1"][1] += int(a.numel())
     beta = float(torch.cat(changes).mean()) if changes else 0.0
-    for x0, b in zip(x_ins, batches):  # the baseline, at the edit's mean norm of change
-        x, _ = run(x0, b.mask, b.stat_mask, add=beta * u_t if beta else None)
+    for i, (x0, b) in enumerate(zip(x_ins, batches)):  # the baseline, at the edit's mean norm of change
+        x, _ = run(i, x0, b.mask, b.stat_mask, add=beta * u_t if beta else None)
         a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
         cos["actadd"][0] += float(a.sum())
         cos["actadd"][1] += int(a.numel())
@@ -428,6 +457,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     depths = edited_depths(w, shared_edit)
     whole_stack = edits_every_depth(w, shared_edit)
     x_ins = attention_only_prefix(x0s, w, bs, depths)
+    law_cache = LawCache(x_ins)  # the first edited depth's attention and the unedited law, once for all settings
     del x0s
     bound = kappa_bound(F, lam1)  # ||F||_2 (a full SVD): the same for every target
     eig_of_F = principal_eig(F) if 0 in kappas else None  # kappa 0: F' = F for every target, solved once
@@ -462,7 +492,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
             if ra is None:
                 ra, _ = measure_model(model, arch, layer_module, bs, u, tid, head, ref_probs=ref,
                                       add=beta * u, site=site, replay=replay)
-            ao = attention_only_steering(x_ins, w, bs, u, z_vec, alpha, depths)
+            ao = attention_only_steering(x_ins, w, bs, u, z_vec, alpha, depths, cache=law_cache)
             if generates and tid is not None:
                 with rank1_output_edit(model, arch, u, z_vec, alpha):
                     t1 = greedy_continuations(model, tok, continuation_prompts, continuation_tokens)

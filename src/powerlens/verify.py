@@ -101,19 +101,23 @@ def layerwise_errors(model: torch.nn.Module, adapter: Adapter, weights: ModelWei
     assert len(calls) == weights.n_layers, (len(calls), weights.n_layers)
     valid = mask.bool()
     errs = []
+    held: tuple | None = None  # (module, its copy in dtype, the site in the copy, extracted matrices in dtype)
     for t, (mod, args, kwargs) in enumerate(calls):
         assert mod is layers[t], t
-        path = {id(m): n for n, m in mod.named_modules()}
-        one = copy.deepcopy(mod).to(dtype)  # this layer alone in dtype
-        site = Site(one.get_submodule(path[id(sites[t].input_module)]),
-                    one.get_submodule(path[id(sites[t].output_module)]))
+        if held is None or held[0] is not mod:  # a shared layer is copied once for all its depths
+            held = None  # the previous layer's copy is freed before the next is made
+            path = {id(m): n for n, m in mod.named_modules()}
+            one = copy.deepcopy(mod).to(dtype)  # this layer alone in dtype
+            site = Site(one.get_submodule(path[id(sites[t].input_module)]),
+                        one.get_submodule(path[id(sites[t].output_module)]))
+            held = (mod, one, site, weights.layer(t).to(dtype))
+            del one
+        _, one, site, lw = held
         rec: list[tuple] = []
         with site_io([site], lambda i, x, y: rec.append((x, y)), clone=True):
             one(*_cast(args, dtype), **_cast(kwargs, dtype))
         assert len(rec) == 1, (t, len(rec))
         x, y = rec[0]
-        del one
-        y_rebuilt = sublayer(x, weights.layer(t).to(dtype), weights.n_heads, weights.norm, weights.causal,
-                             pad_mask=mask)
+        y_rebuilt = sublayer(x, lw, weights.n_heads, weights.norm, weights.causal, pad_mask=mask)
         errs.append(float((y_rebuilt - y)[valid].abs().max()))
     return errs

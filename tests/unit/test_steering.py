@@ -274,6 +274,38 @@ def test_attention_only_steering_from_the_prefix_equals_the_whole_stack(name, ar
     assert got["change_norm"] > 0 and got["beta"] == got["change_norm"]
 
 
+@pytest.mark.parametrize("name,arch,shared_edit", [("tiny-gpt2", "gpt2", "every_depth"),
+                                                    ("tiny-albert", "albert", "every_depth"),
+                                                    ("tiny-albert", "albert", "last_depth")])
+def test_the_law_cache_changes_no_bit(name, arch, shared_edit):
+    """Every target and kappa share the first edited depth's attention and the unedited law (kappa 0):
+    with the cache, each setting's numbers are those of a call without it, bit for bit, and the cache holds
+    one entry per batch."""
+    from powerlens.adapters import ADAPTERS
+    from powerlens.corpus import batches
+
+    model = build_tiny(name, torch.float64)
+    w = ADAPTERS[arch].extract(model)
+    rng = np.random.default_rng(4)
+    ids = [list(rng.integers(3, 60, size=n)) for n in (4, 6, 5)]
+    bs = batches(ids, [[0] * len(i) for i in ids], 2, pad_id=0)
+    depths = st.edited_depths(w, shared_edit)
+    x_ins = st.attention_only_prefix([ADAPTERS[arch].embed(model, b.ids).double().detach() for b in bs], w, bs,
+                                     depths)
+    cache = st.LawCache(x_ins)
+    W_V = w.layer(w.n_layers - 1).v_per_head().double().numpy()
+    for seed in (0, 1):
+        u = np.random.default_rng(seed).standard_normal(w.d_model)
+        u /= np.linalg.norm(u)
+        z = st.rank1_z(W_V, u)
+        for alpha in (0.0, 3.0, 0.0, 40.0):
+            got = st.attention_only_steering(x_ins, w, bs, u, z, alpha, depths, cache=cache)
+            assert got == st.attention_only_steering(x_ins, w, bs, u, z, alpha, depths)
+    assert len(cache.first) == len(bs) and len(cache.plain) == len(bs)
+    with pytest.raises(PowerlensError, match="other inputs"):
+        st.attention_only_steering(list(x_ins), w, bs, u, z, 1.0, depths, cache=cache)
+
+
 def test_the_experiment_runs_without_files():
     """steering.run_steering on a model in memory: one row per target, kappa and method plus the unsteered
     row, the model restored (same checksum), u principal at large kappa and the KL zero at kappa 0 only;
