@@ -223,6 +223,20 @@ def test_replaying_the_last_layer_gives_the_full_passs_numbers(name, arch):
                 assert b[k] == pytest.approx(v, abs=1e-6, rel=1e-6, nan_ok=True), (alpha, k)
 
 
+def _law_inputs(name: str, arch: str, seed: int):
+    """A tiny float64 model's extracted weights, three right-padded batches of random ids, their x(0), and
+    the generator that drew them (for u)."""
+    from powerlens.adapters import ADAPTERS
+    from powerlens.corpus import batches
+
+    model = build_tiny(name, torch.float64)
+    w = ADAPTERS[arch].extract(model)
+    rng = np.random.default_rng(seed)
+    ids = [list(rng.integers(3, 60, size=n)) for n in (4, 6, 5)]
+    bs = batches(ids, [[0] * len(i) for i in ids], 2, pad_id=0)
+    return w, bs, [ADAPTERS[arch].embed(model, b.ids).double().detach() for b in bs], rng
+
+
 @pytest.mark.parametrize("name,arch,shared_edit", [("tiny-gpt2", "gpt2", "every_depth"),
                                                     ("tiny-albert", "albert", "every_depth"),
                                                     ("tiny-albert", "albert", "last_depth")])
@@ -234,16 +248,9 @@ def test_attention_only_steering_from_the_prefix_equals_the_whole_stack(name, ar
     and recomputes the attention."""
     import dataclasses
 
-    from powerlens.adapters import ADAPTERS
     from powerlens.attention import attention_output, visible_keys
-    from powerlens.corpus import batches
 
-    model = build_tiny(name, torch.float64)
-    w = ADAPTERS[arch].extract(model)
-    rng = np.random.default_rng(2)
-    ids = [list(rng.integers(3, 60, size=n)) for n in (4, 6, 5)]
-    bs = batches(ids, [[0] * len(i) for i in ids], 2, pad_id=0)
-    x0s = [ADAPTERS[arch].embed(model, b.ids).double().detach() for b in bs]
+    w, bs, x0s, rng = _law_inputs(name, arch, 2)
     u = rng.standard_normal(w.d_model)
     u /= np.linalg.norm(u)
     z = st.rank1_z(w.layer(w.n_layers - 1).v_per_head().double().numpy(), u)
@@ -281,17 +288,9 @@ def test_the_law_cache_changes_no_bit(name, arch, shared_edit):
     """Every target and kappa share the first edited depth's attention and the unedited law (kappa 0):
     with the cache, each setting's numbers are those of a call without it, bit for bit, and the cache holds
     one entry per batch."""
-    from powerlens.adapters import ADAPTERS
-    from powerlens.corpus import batches
-
-    model = build_tiny(name, torch.float64)
-    w = ADAPTERS[arch].extract(model)
-    rng = np.random.default_rng(4)
-    ids = [list(rng.integers(3, 60, size=n)) for n in (4, 6, 5)]
-    bs = batches(ids, [[0] * len(i) for i in ids], 2, pad_id=0)
+    w, bs, x0s, _ = _law_inputs(name, arch, 4)
     depths = st.edited_depths(w, shared_edit)
-    x_ins = st.attention_only_prefix([ADAPTERS[arch].embed(model, b.ids).double().detach() for b in bs], w, bs,
-                                     depths)
+    x_ins = st.attention_only_prefix(x0s, w, bs, depths)
     cache = st.LawCache(x_ins)
     W_V = w.layer(w.n_layers - 1).v_per_head().double().numpy()
     for seed in (0, 1):
