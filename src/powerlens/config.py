@@ -72,6 +72,10 @@ def check_models(config: dict) -> None:
                 f"models.{name}.path: directory {m['path']} does not exist",
                 "point `path` at a folder made by `model.save_pretrained(...)` (config.json + *.safetensors)",
             )
+        if m["source"] == "local":
+            from .sources import check_claimed_size
+
+            check_claimed_size(Path(m["path"]).expanduser(), f"models.{name} ({m['path']})")
 
 
 def _arch_from_config_json(path: Path, arch: str) -> ArchConfig | None:
@@ -185,16 +189,110 @@ def check_no_duplicate_keys(path: str | Path) -> None:
         return  # Snakemake reports malformed YAML itself
 
 
+#: Unicode categories refused in config text: control characters (but newline and tab), format characters
+#: (zero-width, bidirectional overrides, BOM), line and paragraph separators, surrogates. Every character
+#: that any reader (docutils, Markdown, a terminal) may take as a line break is in one of them.
+REFUSED_CATEGORIES = {"Cc": "control", "Cf": "format", "Zl": "line separator", "Zp": "paragraph separator",
+                      "Cs": "surrogate"}
+ALLOWED_CONTROLS = {"\n", "\t"}
+
+
+def refused_character(text: str) -> tuple[int, str, str] | None:
+    """The first character of ``text`` that config text may not hold: (position, the character, why)."""
+    import unicodedata
+
+    for i, ch in enumerate(text):
+        cat = unicodedata.category(ch)
+        if cat in REFUSED_CATEGORIES and ch not in ALLOWED_CONTROLS:
+            name = unicodedata.name(ch, "")
+            return i, ch, f"U+{ord(ch):04X}{' ' + name if name else ''} ({REFUSED_CATEGORIES[cat]} character)"
+    return None
+
+
+def check_config_values(node, where: str = "") -> None:
+    """Every number finite and every string printable text, anywhere in the config (keys included).
+
+    JSON schema bounds cannot catch NaN (``NaN < min`` and ``NaN > max`` are both false, so ``.nan`` passes
+    every ``minimum``/``maximum``) and say nothing about the characters of a string. Control and separator
+    characters are refused at load (each names its place): none of them belongs in a label, path, token or
+    description, and they are how text escapes from the block it is shown in."""
+    import math
+
+    if isinstance(node, bool) or node is None:
+        return
+    if isinstance(node, float) and not math.isfinite(node):
+        raise PowerlensError(f"config value {where or '(top level)'}: {node} is not a finite number",
+                             "every number in the config must be finite (no .nan, .inf or -.inf)")
+    if isinstance(node, str):
+        bad = refused_character(node)
+        if bad:
+            raise PowerlensError(
+                f"config value {where or '(top level)'}: {bad[2]} at character {bad[0] + 1}",
+                "remove it: config text holds printable characters, newlines and tabs only")
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            sub = f"{where}.{k}" if where else str(k)
+            if isinstance(k, str) and refused_character(k):
+                check_config_values(k, f"{where or '(top level)'} key {k!r}")
+            check_config_values(v, sub)
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            check_config_values(v, f"{where}[{i}]")
+
+
+def check_options(section: str, **values) -> None:
+    """Check options given outside a config file (the Python API) against the config schema's own rules for
+    ``section`` (``"dynamics"``, ``"steering"``, ``"spectra"``, or ``""`` for top-level keys such as
+    ``seed``), with the pipeline's wording: one validation for the API and the pipeline. ``None`` values are
+    skipped (they take the schema's default)."""
+    import jsonschema
+    import yaml
+
+    root = yaml.safe_load(SCHEMA.read_text())
+    node = root["properties"][section] if section else root
+    given = {k: v for k, v in values.items() if v is not None}
+    for k in given:
+        if k not in node["properties"]:
+            raise PowerlensError(f"unknown option {k!r}", f"options of {section or 'the config'}: "
+                                 f"{', '.join(sorted(node['properties']))}")
+    check_config_values(given, section)
+    sub = {"$defs": root.get("$defs", {}), "type": "object",
+           "properties": {k: node["properties"][k] for k in given}}
+    err = next(iter(sorted(jsonschema.Draft202012Validator(sub).iter_errors(given), key=lambda e: e.path)), None)
+    if err is not None:
+        e = schema_error(err, sub)
+        where = f"{section}.{'.'.join(map(str, err.absolute_path))}" if section else ".".join(
+            map(str, err.absolute_path))
+        raise PowerlensError(e.problem.replace(f"config value {'.'.join(map(str, err.absolute_path))}",
+                                               f"option {where}", 1), e.fix)
+
+
+def check_paths(config: dict) -> None:
+    """File and folder paths of the config hold no ``<`` or ``>``: a path reaches Snakemake's report as it is
+    (a rule's input, the fetch step's ``--lock``), inside an inline script, where ``</script>`` would end it.
+    Every other config text reaches the steps as :func:`powerlens.io.params_json`, which escapes them."""
+    paths = [("prompts", config.get("prompts")), ("lock_file", config.get("lock_file"))]
+    for name, m in (config.get("models") or {}).items():
+        if isinstance(m, dict):
+            paths += [(f"models.{name}.{k}", m.get(k)) for k in ("path", "subdir")]
+    for where, p in paths:
+        if isinstance(p, str) and ("<" in p or ">" in p):
+            raise PowerlensError(f"config value {where}: the path {p!r} holds '<' or '>'",
+                                 "rename the file or folder (or link it under a plain name) and give that path")
+
+
 def validate_config(config: dict, configfiles: list[str] = ()) -> None:
     """Everything Snakemake checks about a config while it builds the DAG, before any job: no key twice in a
-    config file, the schema (Snakemake's ``validate``, which also fills in the schema's defaults), then
-    :func:`check_models`. Raises :class:`PowerlensError` (problem + fix) on the first problem."""
+    config file, finite numbers and printable text (:func:`check_config_values`), the schema (Snakemake's
+    ``validate``, which also fills in the schema's defaults), then :func:`check_models`. Raises
+    :class:`PowerlensError` (problem + fix) on the first problem."""
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
     for f in configfiles:
         if Path(f).is_file():
             check_no_duplicate_keys(f)
+    check_config_values(config)
     try:
         validate(config, schema=str(SCHEMA))
     except WorkflowError as e:
@@ -204,6 +302,7 @@ def validate_config(config: dict, configfiles: list[str] = ()) -> None:
         import yaml
 
         raise schema_error(v, yaml.safe_load(SCHEMA.read_text())) from None
+    check_paths(config)
     check_models(config)
 
 
@@ -215,14 +314,18 @@ def steering_targets(config: dict, name: str) -> list[dict]:
 def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
     """Check the steering targets of every model whose tokenizer is on disk already (twins, local folders,
     packages, models fetched earlier; ``manifest_of(name)`` is the path of its manifest). Returns the models
-    whose targets can only be checked after their fetch (rule check_steering_targets)."""
+    whose targets can only be known from their fetch (rule check_steering_targets), decided from the config
+    entry alone: the same list before and after the fetch."""
     from .targets import check_targets, tokenizer_on_disk
 
     later = []
     for name, m in config["models"].items():
-        found = tokenizer_on_disk(m, manifest_of(name))
+        found = tokenizer_on_disk(m, None)
         if found is None:
+            # known only after the fetch: these go through check_steering_targets on every run, fetched or not,
+            # so that extraction's inputs never change between a first run and a rerun (which would redo it)
             later.append(name)
-        else:
+            found = tokenizer_on_disk(None, manifest_of(name))
+        if found is not None:
             check_targets(name, steering_targets(config, name), *found)
     return later

@@ -31,18 +31,70 @@ def read_prompts(path: str | Path) -> list[str]:
     except UnicodeDecodeError as e:
         raise PowerlensError(f"prompt file {path} is not UTF-8 (byte {e.start})",
                              "re-save it as UTF-8 (e.g. iconv -t utf-8)") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark is not text of prompt 1
     prompts = []
     for i, ln in enumerate(text.split("\n"), start=1):
         ln = ln.removesuffix("\r")
-        bad = [c for c in ln if (ord(c) < 32 and c != "\t") or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029\x85"]
-        if bad:
-            raise PowerlensError(f"prompt file {path}, line {i}: control character {bad[0]!r}",
-                                 "remove control characters (NUL, vertical tab, form feed, separators) from the prompts")
+        check_prompt(ln, f"prompt file {path}, line {i}")
         if ln.strip():
             prompts.append(ln.strip())
     if not prompts:
         raise PowerlensError(f"prompt file {path} holds no prompts", "write one natural-language prompt per line")
     return prompts
+
+
+def check_prompt(text: str, where: str) -> None:
+    """Refuse control characters other than tab (NUL, vertical tab, form feed, file separators, ...) in one
+    prompt: Python's splitlines() would cut a line at some of them and silently make one prompt several."""
+    bad = [c for c in text if (ord(c) < 32 and c != "\t") or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029\x85"]
+    if bad:
+        raise PowerlensError(f"{where}: control character {bad[0]!r}",
+                             "remove control characters (NUL, vertical tab, form feed, separators) from the prompts")
+
+
+def check_prompt_list(prompts) -> list[str]:
+    """Prompts given to the Python API: a list of non-empty strings without control characters (the checks
+    :func:`read_prompts` makes of a prompt file)."""
+    if isinstance(prompts, str):
+        raise PowerlensError("prompts is one string, not a list of prompts (each of its characters would be "
+                             "taken for a prompt)", f"pass a list: [{prompts[:40]!r}]")
+    try:
+        prompts = list(prompts)
+    except TypeError:
+        raise PowerlensError(f"prompts must be a list of strings, got {type(prompts).__name__}",
+                             "pass a list of natural-language prompts") from None
+    if not prompts:
+        raise PowerlensError("no prompts given", "pass a list of natural-language prompts")
+    for i, p in enumerate(prompts):
+        if not isinstance(p, str):
+            raise PowerlensError(f"prompt {i + 1} is a {type(p).__name__}, not a string", "pass strings")
+        if not p.strip():
+            raise PowerlensError(f"prompt {i + 1} is empty", "remove empty prompts")
+        check_prompt(p, f"prompt {i + 1}")
+    return [p.strip() for p in prompts]
+
+
+#: Fewest text tokens (special tokens excluded) a corpus must give for the statistics to be computed.
+MIN_COUNTED_TOKENS = 8
+
+
+def check_counted_tokens(ids: list[list[int]], special: list[list[int]], tokenizer) -> None:
+    """Stop when the corpus gives fewer than :data:`MIN_COUNTED_TOKENS` text tokens (special tokens do not
+    count: every prompt tokenized to nothing but [CLS]/[SEP] leaves no statistic to compute), and warn on
+    stderr when most of them are the unknown token (the statistics would then describe [UNK], not the text)."""
+    import sys
+
+    counted = [t for x, s in zip(ids, special) for t, sp in zip(x, s) if not sp]
+    if len(counted) < MIN_COUNTED_TOKENS:
+        raise PowerlensError(
+            f"the prompts give {len(counted)} text token(s) for the statistics (special tokens excluded; at "
+            f"least {MIN_COUNTED_TOKENS} are needed)", "use more or longer natural-language prompts")
+    unk = getattr(tokenizer, "unk_token_id", None)
+    n_unk = sum(t == unk for t in counted) if unk is not None else 0
+    if n_unk * 2 > len(counted):
+        print(f"WARNING: {n_unk} of the {len(counted)} text tokens of the prompts are the unknown token "
+              f"{getattr(tokenizer, 'unk_token', '')!r}: the statistics describe it, not the text (use prompts in "
+              "the tokenizer's language and script)", file=sys.stderr)
 
 
 @dataclass
@@ -87,6 +139,7 @@ def prompt_batches(prompts: list[str], tokenizer, max_len: int, batch_size: int,
     """Tokenize ``prompts`` (truncated to ``max_len``) and batch them, padding with the tokenizer's pad token
     (else its end-of-text token, else 0): (batches, ids, special-token masks, number truncated)."""
     ids, special, truncated = tokenize(prompts, tokenizer, max_len)
+    check_counted_tokens(ids, special, tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     return batches(ids, special, batch_size, pad, batch_tokens), ids, special, truncated
 

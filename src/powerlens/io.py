@@ -17,6 +17,17 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def params_json(obj: Any) -> str:
+    """JSON for a Snakemake rule's ``params`` (and so a step's command line) that is safe in the HTML report.
+
+    Snakemake's report embeds every job's params inside an inline ``<script>`` without escaping, so a config
+    string holding ``</script>`` would end the script and run what follows. Here ``<``, ``>`` and ``&`` are
+    written as the JSON escapes ``\\u003c``, ``\\u003e`` and ``\\u0026``: any JSON parser reads back the same
+    strings, and none of the three characters appears raw. Keys sorted, so the text is stable."""
+    return (json.dumps(obj, sort_keys=True)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds."""
@@ -59,6 +70,40 @@ def current_umask() -> int:
     m = os.umask(0o022)
     os.umask(m)
     return m
+
+
+def save_model_folder(model, tokenizer, folder: str | os.PathLike, what: str) -> None:
+    """``save_pretrained`` of a model (safetensors) and its tokenizer into ``folder``, all or nothing: on any
+    failure (a full disk: OSError 28, or safetensors' own error) the folder is removed and the problem named,
+    so no partial model is ever taken for a finished one. Files get the outputs' mode (:func:`share_folder`)."""
+    import errno
+    import shutil
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        model.save_pretrained(folder, safe_serialization=True)
+        tokenizer.save_pretrained(folder)
+    except Exception as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        from .errors import PowerlensError
+
+        full = getattr(e, "errno", None) == errno.ENOSPC or "No space left" in str(e)
+        raise PowerlensError(
+            f"{what}: saving it to {folder} failed ({'no space left on device' if full else type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''}); the partial folder was removed",
+            "free disk space where the run's results/ lie (or point --directory elsewhere) and re-run"
+            if full else "check that the results folder is writable, then re-run") from None
+    share_folder(folder)
+
+
+def share_folder(folder: str | os.PathLike) -> None:
+    """Give every file in ``folder`` the mode of this module's outputs (0666 less the umask). Libraries that
+    write through a private temporary file (transformers' ``save_pretrained``) leave 0600 behind."""
+    mode = 0o666 & ~current_umask()
+    for p in Path(folder).iterdir():
+        if p.is_file():
+            os.chmod(p, mode)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -43,9 +43,16 @@ def unique_handles(axes) -> tuple[list, list]:
     return hs, ls
 
 
+def plain(text: str) -> str:
+    """Config text as literal text in a figure: ``$`` escaped, so matplotlib never reads it as mathtext (a
+    label such as ``$x^`` would otherwise stop the plot with a parse error)."""
+    return str(text).replace("$", r"\$")
+
+
 def panel_title(label: str, weights_label: str) -> str:
-    """The model's label, with "(random weights)" for twins and the precision of quantized trained weights
-    ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)")."""
+    """The model's label (literal text, :func:`plain`), with "(random weights)" for twins and the precision
+    of quantized trained weights ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)")."""
+    label = plain(label)
     if weights_label == "random weights":
         return f"{label} (random weights)"
     if weights_label.startswith("trained, "):

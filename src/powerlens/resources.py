@@ -181,6 +181,32 @@ def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[fl
     return {"mem_mb": int(math.ceil(mem / 100.0) * 100), "runtime": max(1, int(math.ceil(sec / 60.0)))}
 
 
+#: The largest request a plan may make for one job: beyond any machine or cluster partition this pipeline
+#: is meant for (the largest paper model asks about 15 GB and about an hour). A config whose sizes imply
+#: more than this is wrong, not large.
+PLAN_LIMITS = {"mem_mb": 2_000_000, "runtime": 60 * 24 * 14}
+
+
+def check_plan(coeffs: dict, terms: dict[str, dict], extras: dict[str, tuple[float, float]]) -> None:
+    """Refuse a plan in which one job's fitted request passes :data:`PLAN_LIMITS` (``terms``: model ->
+    :func:`job_terms`; ``extras``: model -> :func:`long_run_extra`), naming the model, the step and the
+    request, before any job runs."""
+    from .errors import PowerlensError
+
+    for name, per_rule in terms.items():
+        for rule, (params, term) in per_rule.items():
+            extra = extras.get(name, (0.0, 0.0)) if rule == "dynamics_attention-only" else (0.0, 0.0)
+            got = predict(coeffs, rule, params, term, extra)
+            over = [k for k in PLAN_LIMITS if got[k] > PLAN_LIMITS[k]]
+            if over:
+                raise PowerlensError(
+                    f"model {name!r}: its {rule} job would ask for {got['mem_mb'] / 1000:.3g} GB and "
+                    f"{got['runtime'] / 60:.3g} hours (more than the {PLAN_LIMITS['mem_mb'] / 1000:.0f} GB / "
+                    f"{PLAN_LIMITS['runtime'] / 60:.0f} hours any job of this pipeline may ask)",
+                    "check the model's sizes (config.json: layers, hidden size, vocabulary) and the config's "
+                    "dynamics.steps, prompts and steering settings")
+
+
 def load_coefficients(path: str | Path) -> dict:
     import yaml
 

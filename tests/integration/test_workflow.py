@@ -173,6 +173,83 @@ def test_report_in_headless_chromium(test_run):
     assert next(iter(sorted(cats))) == "1 Claims"
 
 
+SCRIPT_PROBE = '</script><script>window.__pwned="script"</script>'
+IMG_PROBE = '<img src=x onerror="window.__pwned=\'img\'">'
+
+
+def open_in_chromium(pages: list[Path]) -> dict[str, dict]:
+    """Open each page in headless Chromium: whether any of the probes' code ran (window.__pwned set, a
+    dialog opened) and the page's text."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    out = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        for path in pages:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            dialogs = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(path.as_uri())
+            page.wait_for_timeout(1500)
+            out[path.name] = {"pwned": page.evaluate("() => window.__pwned === undefined ? null : window.__pwned"),
+                              "dialogs": dialogs, "text": page.inner_text("body")}
+            page.close()
+        browser.close()
+    return out
+
+
+def test_config_text_never_runs_in_the_report(test_run, tmp_path):
+    """Labels, the description and continuation prompts holding `</script>` and `<img onerror>`: the report
+    is built from the finished run with that config and opened in Chromium. Snakemake embeds every job's
+    params in an inline script; config text reaches them as JSON with <, > and & escaped, so nothing runs.
+    A raw or include directive in the description stays text, and no local file is embedded."""
+    marker = tmp_path / "secret.txt"
+    marker.write_text("SECRET-MARKER-5501\n")
+
+    def patch(c):
+        c["description"] = (f"probe {SCRIPT_PROBE} {IMG_PROBE}\n\n.. raw:: html\n\n   {IMG_PROBE}\n\n"
+                            f".. include:: {marker}\n")
+        for m in c["models"].values():
+            m["label"] = f"L {SCRIPT_PROBE} {IMG_PROBE} & $x^"
+        c["steering"]["continuations"]["prompts"] = [f"The cat {SCRIPT_PROBE}"]
+
+    cfg = patched_config(tmp_path, patch)
+    report = tmp_path / "probe-report.html"
+    r = smk("--configfile", str(cfg), "--directory", str(test_run), "--report", str(report), cwd=test_run)
+    assert r.returncode == 0, r.stderr[-2000:]
+    raw = report.read_text()
+    assert SCRIPT_PROBE not in raw and "SECRET-MARKER-5501" not in raw
+    seen = open_in_chromium([report])[report.name]
+    assert seen["pwned"] is None and seen["dialogs"] == [], seen
+    assert "raw:: html" in seen["text"] and "include::" in seen["text"]  # the description, shown as text
+
+
+def test_control_characters_in_config_text_stop_the_report_and_the_renderer_holds_anyway(test_run, tmp_path):
+    """U+2028, U+2029, NEL, VT, FF and CR end a line for docutils: a description holding them is refused at
+    load (exit status 2, the character named). The front page's renderer does not rely on that refusal: given
+    each probe directly, the HTML it makes runs nothing and embeds no file in Chromium."""
+    from ..unit.test_untrusted_text import hostile_descriptions, render_front_page
+
+    cfg = patched_config(tmp_path, lambda c: c.update(description="x\u2028.. raw:: html\u2028\u2028   <img src=x>"))
+    r = smk("--configfile", str(cfg), "--directory", str(test_run), "--report", str(tmp_path / "r.html"),
+            cwd=test_run)
+    assert r.returncode == 2 and "U+2028" in r.stderr and "  fix: " in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "r.html").exists()
+    marker = tmp_path / "secret.txt"
+    marker.write_text("SECRET-MARKER-6602\n")
+    pages = []
+    for name, desc in hostile_descriptions(marker).items():
+        page = tmp_path / f"front-{name.replace('+', '')}.html"
+        page.write_text(f"<!DOCTYPE html><html><body>{render_front_page(desc)}</body></html>")
+        pages.append(page)
+    for name, seen in open_in_chromium(pages).items():
+        assert seen["pwned"] is None and seen["dialogs"] == [], (name, seen)
+        assert "SECRET-MARKER-6602" not in seen["text"] and "raw:: html" in seen["text"], name
+
+
 def test_plot_option_recomputes_no_numbers(test_run, tmp_path):
     cfg = (REPO / "config/test.yaml").read_text() + "plot: {dpi: 120}\n"
     (tmp_path / "dpi.yaml").write_text(cfg)

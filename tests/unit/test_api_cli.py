@@ -53,13 +53,13 @@ def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
     (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n")
     ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", spectra_npz=d / "s.npz",
                    prompts_path=tmp_path / "p.txt", out_npz=tmp_path / "d.npz", out_csv=tmp_path / "d.csv",
-                   out_json=tmp_path / "d.json", mode="model", null_draws=50,
+                   out_json=tmp_path / "d.json", mode="model", null_draws=2000,
                    max_tokens=16, batch_size=2, long_run_prompts=32, batch_tokens=20, norm="l2", steps=200, seed=0,
                    device="cpu", dtype="float32", threads=1, control=True)
     import powerlens
 
     lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
-    got = lens.dynamics(prompts, null_draws=50, max_tokens=16, batch_size=2, batch_tokens=20)
+    got = lens.dynamics(prompts, null_draws=2000, max_tokens=16, batch_size=2, batch_tokens=20)
     for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95"):
         assert np.allclose(got[c].to_numpy(), ref[c].to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True), c
 

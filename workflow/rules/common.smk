@@ -6,9 +6,10 @@ import time
 
 from powerlens.config import check_targets_on_disk, steering_targets, validate_config
 from powerlens.corpus import read_prompts
-from powerlens.resources import job_terms, load_coefficients, long_run_extra, predict
+from powerlens.resources import check_plan, job_terms, load_coefficients, long_run_extra, predict
 from powerlens.sources import check_hub_reachable, hub_downloads_needed, source_files
 from powerlens.errors import PowerlensError, user_errors_in_logs
+from powerlens.io import params_json
 
 
 START = time.time()
@@ -134,12 +135,14 @@ def stem_of(key):
     return f
 
 
+# Config text reaches a step as params_json (never raw): Snakemake's report embeds every job's params in an
+# inline <script>, so <, > and & are written as JSON escapes (a step's json.loads reads back the same text).
 def steering_targets_json(wildcards):
-    return json.dumps(steering_targets(config, wildcards.model), sort_keys=True)
+    return params_json(steering_targets(config, wildcards.model))
 
 
 def claims_criteria_json():
-    return json.dumps({**config["claims"], "alpha": config["dynamics"]["alpha"]}, sort_keys=True)
+    return params_json({**config["claims"], "alpha": config["dynamics"]["alpha"]})
 
 
 def provenance_records():
@@ -153,7 +156,7 @@ def provenance_records():
 
 
 def labels_json():
-    return json.dumps({m: e.get("label", m) for m, e in config["models"].items()}, sort_keys=True)
+    return params_json({m: e.get("label", m) for m, e in config["models"].items()})
 
 
 def model_entry_json(wildcards):
@@ -161,7 +164,7 @@ def model_entry_json(wildcards):
     # figures' and tables', so changing either re-runs those only, never the download and all after it
     skip = {"steering_targets", "label"}
     m = {k: v for k, v in config["models"][wildcards.model].items() if k not in skip}
-    return json.dumps(m, sort_keys=True)
+    return params_json(m)
 
 
 # steering targets whose tokenizer is on disk (twins, local folders, packages, fetched models) are checked now;
@@ -194,6 +197,10 @@ except PowerlensError as e:
     stop(e)
 JOB_TERMS = {name: job_terms(config, name, _PROMPT_LIST) for name in MODELS}
 LONG_RUN_EXTRA = {name: long_run_extra(config, name, _PROMPT_LIST) for name in MODELS}
+try:
+    check_plan(RESOURCE_FIT, JOB_TERMS, LONG_RUN_EXTRA)
+except PowerlensError as e:
+    stop(e)
 
 
 def fitted(rule, key):

@@ -48,7 +48,7 @@ rule provenance:
     params:
         script=os.path.join(SCRIPTS, "provenance.py"),
         py=PY,
-        config=json.dumps(config, sort_keys=True),
+        config=params_json(config),
     log:
         f"logs/{RUN}/provenance.log",
     benchmark:
