@@ -192,6 +192,12 @@ class Adapter:
         (weight stored (out, in)) or 'conv1d' ((in, out))."""
         raise NotImplementedError
 
+    def output_norm(self, model) -> "nn.Module | None":
+        """The norm that follows the last layer's output projection before the residual add (Gemma 3's
+        post-attention RMSNorm), or None: every change of W_O reaches the residual stream through it, capped in
+        norm and in direction p * u (paper.md section 6)."""
+        return None
+
     def input_embeddings(self, model) -> "torch.Tensor":
         """The token embedding matrix (vocab, d) in the residual stream's space."""
         return self.base(model).get_input_embeddings().weight
@@ -615,6 +621,9 @@ class Gemma3Adapter(LlamaAdapter):
 
     def sites(self, model):
         return [Site(layer, layer.post_attention_layernorm) for layer in self.base(model).layers]
+
+    def output_norm(self, model):
+        return self.base(model).layers[-1].post_attention_layernorm
 
     def final_norm_gain(self, model):
         return self._one_plus(self.base(model).norm).double()

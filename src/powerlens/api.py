@@ -217,7 +217,7 @@ class Lens:
             sub = None if long_run_prompts is None else long_run_subset(len(prompts), int(long_run_prompts), seed)
             arr = run_attention_only(x0s, w, dirs, bs, n, len(prompts), nulls, norm=norm, progress=False,
                                      long_run_prompts=sub)
-        return layer_stats(arr, dirs)
+        return layer_stats(arr, dirs, seed=seed)
 
     @contextlib.contextmanager
     def steer(self, target, kappa: float, kind: str = "embedding", seed: int = 0) -> Iterator[dict]:

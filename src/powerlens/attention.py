@@ -50,6 +50,18 @@ def input_norm(x: torch.Tensor, lw: LayerWeights) -> torch.Tensor:
     return rms_norm(x, lw.ln_w, lw.ln_eps, lw.norm_kind, lw.norm_fp32)
 
 
+def law_norm(y: torch.Tensor, lw: LayerWeights, norm: str) -> torch.Tensor:
+    """N of the attention-only law x <- N(x + attn(x)): ``l2`` (unit norm, the paper's analysis) or
+    ``layernorm``, which means the layer's own norm (paper.md section 4, revision 3): LayerNorm where the
+    model has LayerNorm, RMSNorm where it has RMSNorm (Llama, Gemma 3), with the layer's gain. The one
+    function the dynamics and steering's law both call."""
+    if norm == "l2":
+        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-30)
+    if norm != "layernorm":
+        raise ValueError(f"unknown law norm {norm!r}: use 'l2' or 'layernorm'")
+    return input_norm(y, lw)
+
+
 def rope(x: torch.Tensor, inv_freq: torch.Tensor, scale: float) -> torch.Tensor:
     """Rotary embedding of x (B, T, heads, dh) at positions 0..T-1, cos and sin formed in float32 as the
     models' rotary modules form them (rotate-half layout)."""

@@ -5,7 +5,8 @@
 ``attention-only``  the paper's law, FFN removed:
                     x_i(t+1) = N( x_i(t) + sum_h W_O^h sum_j A^h_ij(t) (W_V^h x_j(t) + b_V^h) + b_O ),
                     A from the layer's own W_Q, W_K (causal masks for GPT models, GPT-Neo's unscaled
-                    scores and local windows); N = L2 normalisation (default) or the layer's LayerNorm.
+                    scores and local windows); N = L2 normalisation (default) or the layer's own norm
+                    (LayerNorm or RMSNorm, :func:`~powerlens.attention.law_norm`).
                     x(0) is the model's embedding output (ALBERT: after its embedding projection).
                     Shared-weight models iterate their one layer for ``steps`` steps.
 
@@ -39,7 +40,7 @@ import torch
 
 from .adapters import Site, site_io
 from .alignment import align, eig_direction, orthonormal_basis, plane_angle
-from .attention import attention_output, layer_norm, visible_keys
+from .attention import attention_output, law_norm, visible_keys
 from .nulls import random_subspaces, subspace_alignments
 from .progress import progress as _progress
 from .spectra import leading_type
@@ -325,9 +326,7 @@ def attention_only_step(x, lw, n_heads, causal, pad_mask, norm: str, pattern: li
     y = x + attention_output(x, lw, n_heads, allowed, pattern)  # (B, T, d)
     if pattern is not None:
         pattern.append(allowed)
-    if norm == "l2":
-        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-    return layer_norm(y, lw.ln_w, lw.ln_b, lw.ln_eps)
+    return law_norm(y, lw, norm)
 
 
 def bias_free(lw):
@@ -440,19 +439,22 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
     return acc.arrays()
 
 
-def _mc_columns(prefix: str, value: float, null: np.ndarray | None) -> dict:
-    from .nulls import mc_test
+def _mc_columns(prefix: str, value: float, null: np.ndarray | None, seed: int, depth: int) -> dict:
+    from .nulls import SATURATED_TIES, mc_test, tie_uniform
 
     if null is None:
         return {prefix: value}
-    m = mc_test(value, null)
+    m = mc_test(value, null, tie_uniform(seed, depth, prefix))
     return {prefix: value, f"{prefix}_null_median": m["null_median"], f"{prefix}_null_q95": m["null_q95"],
-            f"{prefix}_pct": m["pct"], f"{prefix}_p": m["p"]}
+            f"{prefix}_pct": m["pct"], f"{prefix}_p": m["p"], f"{prefix}_ties": m["ties"],
+            f"{prefix}_saturated": bool(m["ties"] >= SATURATED_TIES)}
 
 
-def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix: str = "") -> "pd.DataFrame":
+def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix: str = "",
+                seed: int = 0) -> "pd.DataFrame":
     """Per-depth statistics: gamma_t, rho_t and the tilt for every lead (F, M = I + F, F~), each with the Monte
-    Carlo null (median, 95th percentile, the lead's percentile, empirical p, Holm across the model's depth);
+    Carlo null (median, 95th percentile, the lead's percentile, p with seeded randomised tie-breaking, the
+    share of draws tied with the lead and "saturated" where it is at least half, Holm across the model's depth);
     the non-leading-eigenvector null; secondary token- and prompt-level tests (named as such, never a
     verdict's basis); consensus and rotation measures; L2-law diagnostics (attention-only)."""
     import pandas as pd
@@ -488,7 +490,7 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
                             "tilt": arr[f"null_tilt_{name}"][i] / n}[q]
                     if np.isnan(v):
                         null = None
-                row.update(_mc_columns(f"{q}{key}", v, null))
+                row.update(_mc_columns(f"{q}{key}", v, null, seed, int(t)))
             if name == "lead":
                 row["rho_p_token_sign"] = sign_test(int(inc), int(inc + dec)) if i < S else float("nan")
                 if i < S:
@@ -521,9 +523,10 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
             row["bias_ratio"] = col("b_eff", i) / max(col("fx_sum", i) / max(col("fx_n", i), 1), 1e-300)
         if i == S - 1:
             v = col("first_lead:out", i) / n
-            row.update(_mc_columns("first_lead_gamma", v, arr["null_out_first_lead"] / n))
+            row.update(_mc_columns("first_lead_gamma", v, arr["null_out_first_lead"] / n, seed, int(t)))
         if i == len(arr["depth"]) - 1:
-            row.update(_mc_columns("span_M_final", row["span_M_alignment"], arr["null_out_span_M_final"] / n))
+            row.update(_mc_columns("span_M_final", row["span_M_alignment"], arr["null_out_span_M_final"] / n, seed,
+                                   int(t)))
             row["span_M_final_null_q99"] = float(np.quantile(arr["null_out_span_M_final"] / n, 0.99))
         rows.append(row)
     df = pd.DataFrame(rows)

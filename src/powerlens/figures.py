@@ -131,13 +131,19 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
     for ax, m in zip(axes, models):
         for i, (mode, g_all) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
             g = g_all[g_all["rho_p_holm"].notna()]  # the model's own depth (long shared-weight runs: its first L)
-            sig = g["rho_p_holm"] < alpha
+            sat = (g["rho_saturated"].fillna(False).astype(bool) if "rho_saturated" in g
+                   else pd.Series(False, index=g.index))
+            sig = (g["rho_p_holm"] < alpha) & (g["rho"] > 0.5) & ~sat  # as the claims count it
             ax.fill_between(g["layer"], g["rho_null_median"], g["rho_null_q95"], color=f"C{i}", alpha=0.15, lw=0,
                             label=f"{mode}: null, median to 95th percentile")
             ax.plot(g["layer"], g["rho"], color=f"C{i}", lw=1, ls="-" if mode == "model" else "--")
-            ax.scatter(g["layer"][sig], g["rho"][sig], color=f"C{i}", s=14, label=f"{mode}: p (Holm) < {alpha}")
-            ax.scatter(g["layer"][~sig], g["rho"][~sig], facecolors="white", edgecolors=f"C{i}", s=14,
+            ax.scatter(g["layer"][sig], g["rho"][sig], color=f"C{i}", s=14,
+                       label=f"{mode}: rho > 0.5, p (Holm) < {alpha}")
+            ax.scatter(g["layer"][~sig & ~sat], g["rho"][~sig & ~sat], facecolors="white", edgecolors=f"C{i}", s=14,
                        label=f"{mode}: not significant")
+            if sat.any():
+                ax.scatter(g["layer"][sat], g["rho"][sat], color=f"C{i}", marker="x", s=18,
+                           label=f"{mode}: saturated (half or more of the draws tie)")
             if mode == "attention-only":
                 _depth_note(ax, g_all, g)
         ax.axhline(0.5, color="0.3", lw=0.8, ls=":")
@@ -235,7 +241,8 @@ def fig_albert_rotation(runs: list[dict], stem, dpi: int = 150):
 
 def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int = 150):
     """Three panels: (a) convergence to +-v1 vs the power-method rate, (b) plane distance and rotation
-    angle vs arg(mu1), (c) fraction of perturbed bipartite states that have left, per head count."""
+    angle vs arg(mu1), (c) the C4 sweep: fraction of perturbed bipartite equilibria that broke vs attention
+    sharpness, per head count (colour) and size (line style), with the positive control's rate."""
     style()
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 3.9))
     for i, att in enumerate(("full", "softmax")):
@@ -270,18 +277,24 @@ def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int = 1
     b2.set_ylabel("angle advanced per step (rad)")
     b2.grid(False)
     b.set_title("(b) complex leading pair: closed orbit in the plane")
-    items = sorted(bip.items())
-    for i, (k, v) in enumerate(items):  # markers at staggered steps keep overlapping lines visible
-        full = "full" in k
-        n = len(v)
-        every = max(n // 8, 1)
-        c.plot(np.arange(n), v, color=f"C{i}", lw=2.4 if full else 1.2, ls="-" if full else "--",
-               marker="osD^v<>"[i % 7], ms=5, markevery=(i * every // max(len(items), 1), every),
-               label=k.replace("broken_", "").replace("-H", ", heads = "))
+    rate, sharp = np.asarray(bip["sweep_rate"], dtype=float), np.asarray(bip["sweep_sharpness"], dtype=float)
+    heads, sizes = [int(h) for h in bip["sweep_heads"]], [int(x) for x in bip["sweep_sizes"]]
+    styles = ["-", "--", ":", "-."]
+    for si, d_ in enumerate(sizes):
+        for hi, H in enumerate(heads):
+            c.plot(sharp, rate[si, hi], color=f"C{hi}", ls=styles[si % 4], marker="osD^v<>"[hi % 7], ms=4,
+                   label=f"{H} head{'s' if H > 1 else ''}")
+    for si, d_ in enumerate(sizes):
+        c.plot([], [], color="0.3", ls=styles[si % 4], label=f"d = {d_}")
+    pc = float(bip["positive_control_rate"])
+    c.axhline(pc, color="0.3", lw=0.8, ls=(0, (1, 2)))
+    c.text(sharp.min(), pc - 0.04, f"positive control (known unstable): {pc:.0%} broke", fontsize=7, va="top")
+    c.set_xscale("log")
     c.set_ylim(-0.05, 1.05)
-    c.set_xlabel("step t")
-    c.set_ylabel("fraction of perturbed runs that left")
-    c.set_title("(c) multi-head bipartite equilibrium, perturbed by epsilon")
+    c.set_xlabel("attention sharpness: typical |score| at the bipartite start")
+    c.set_ylabel("fraction of perturbed runs that broke")
+    c.set_title(f"(c) bipartite equilibrium perturbed by epsilon = {float(bip['epsilon']):g}\n"
+                "(gaps: no equilibrium found, or the epsilon = 0 control left)", fontsize=9)
     fig.suptitle("Theory checks on synthetic layers with prescribed spectra (no checkpoint involved)", y=1.02,
                  fontsize=9)
     fig.tight_layout()
@@ -321,12 +334,18 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
             top.plot(x1, r1["cos_after_layer_model"], "-o", ms=3, color=c)
             top.plot(r1["change_norm_attention_only"], r1["cos_after_layer_attention_only"], "--", color=c)
             top.plot(aa["change_norm_model"], aa["cos_after_layer_model"], ":s", ms=3, color=c)
+            if "cos_pu_after_layer_model" in r1 and r1["cos_pu_after_layer_model"].notna().any():
+                # a norm follows W_O (Gemma 3): what the residual stream receives points along p * u
+                top.plot(x1, r1["cos_pu_after_layer_model"], "-.^", ms=3, color=c)
+                cap = float(r1["post_norm_cap"].iloc[0])
+                top.axvline(cap, color="0.5", lw=0.8, ls=(0, (1, 3)))
+                top.text(cap, 0.02, " cap", fontsize=7, color="0.4")
             if r1["p_target"].notna().any():
                 bot.plot(x1, r1["p_target"], "-o", ms=3, color=c)
                 bot.plot(x1, aa["p_target"], ":s", ms=3, color=c)
         for ax in (top, bot):
             ax.set_xscale("log")
-            ax.set_xlabel("norm of the change at the site")
+            ax.set_xlabel("norm of the change the residual stream receives")
         top.set_ylim(0, 1.02)
         top.set_ylabel(r"mean $|\cos(x_i, u)|$ after the last layer")
         top.set_title(_name(labels, weights, m))
@@ -341,6 +360,9 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
            Line2D([], [], color="0.3", ls=":", marker="s", ms=3)]
     ls += ["rank-1 change of W_O, real forward pass", "rank-1 change, attention-only law",
            "activation addition, same site and norm of change"]
+    if "cos_pu_after_layer_model" in df and df["cos_pu_after_layer_model"].notna().any():
+        hs.append(Line2D([], [], color="0.3", ls="-.", marker="^", ms=3))
+        ls.append("rank-1, alignment with p * u (post-attention norm gain p; dotted line: its cap)")
     fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the "
                  "same site, over the mean norm of the change there (one point per kappa > 0)", y=1.0, fontsize=9)
     fig.tight_layout()

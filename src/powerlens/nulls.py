@@ -7,9 +7,13 @@ verdict's test is therefore a Monte Carlo test: the statistic s(D) of the leadin
 the same statistic of R random subspaces of D's dimension r (unit vectors for r = 1, planes for r = 2),
 measured on the same tokens in the same pass,
 
-    p = (1 + #{k : s(N_k) >= s(D)}) / (1 + R),
+    p = (#{k : s(N_k) > s(D)} + U (1 + #{k : s(N_k) = s(D)})) / (1 + R),   U ~ Uniform(0, 1) seeded,
 
-one-sided, Holm across layers. For a random D the statistic is exchangeable with the R null draws, so the
+one-sided, Holm across layers. Ties (paper.md section 4, revision 3): rho_t is a count, and near consensus
+most draws tie with the lead (rho = 1); the old p = (1 + #{s(N_k) >= s(D)}) / (1 + R) counted every tie
+against the lead and could then never reject. The randomised tie-break is exactly calibrated with ties; the
+share of draws tied with the lead is reported, and where it is at least half the layer is "saturated" (the
+statistic cannot separate any direction there). For a random D the statistic is exchangeable with the R null draws, so the
 test is significant 5% of the time by construction, whatever the dependence between tokens.
 
 Random subspaces are drawn once per model (seeded) and shared by all layers, so the projections of a state
@@ -44,17 +48,33 @@ def subspace_alignments(x: torch.Tensor, U: torch.Tensor, r: int) -> torch.Tenso
     return proj / x.norm(dim=-1, keepdim=True).clamp_min(1e-300)
 
 
-def mc_test(lead: float, null: np.ndarray) -> dict:
-    """Monte Carlo test of ``lead`` against the null draws (H1: lead is larger).
+SATURATED_TIES = 0.5  # paper.md section 4: a layer where at least half the draws tie with the lead is saturated
+
+
+def tie_uniform(seed: int, *key) -> float:
+    """The seeded U of one test: a fixed function of the run's seed and the test's key (depth, statistic),
+    so a rerun gives the same p and two statistics never share their U."""
+    import zlib
+
+    ints = [int(k) if isinstance(k, (int, np.integer)) else zlib.crc32(str(k).encode()) for k in key]
+    return float(np.random.default_rng([int(seed), 23, *ints]).random())
+
+
+def mc_test(lead: float, null: np.ndarray, u: float) -> dict:
+    """Monte Carlo test of ``lead`` against the null draws (H1: lead is larger), ties broken by ``u`` in [0, 1).
 
     Returns the null's median and 95th percentile, the lead's percentile in the null (share of draws below
-    it, in %), the empirical p = (1 + #{null >= lead}) / (1 + R), and R."""
+    it, in %), p = (#{null > lead} + u (1 + #{null == lead})) / (1 + R), the share of draws tied with the
+    lead, and R. For a lead exchangeable with the draws, P(p <= a) = a exactly, ties or not."""
     null = np.asarray(null, dtype=np.float64)
     null = null[~np.isnan(null)]
     R = len(null)
     if R == 0 or lead is None or np.isnan(lead):
-        return {"null_median": np.nan, "null_q95": np.nan, "pct": np.nan, "p": np.nan, "R": R}
+        return {"null_median": np.nan, "null_q95": np.nan, "pct": np.nan, "p": np.nan, "ties": np.nan, "R": R}
+    if not 0.0 <= u < 1.0:
+        raise ValueError(f"the tie-break u must lie in [0, 1), got {u}")
+    above, tied = int(np.sum(null > lead)), int(np.sum(null == lead))
     return {"null_median": float(np.median(null)), "null_q95": float(np.quantile(null, 0.95)),
-            "pct": float(100.0 * np.mean(null < lead)), "p": float((1 + np.sum(null >= lead)) / (1 + R)),
-            "R": R}
+            "pct": float(100.0 * np.mean(null < lead)), "p": float((above + u * (1 + tied)) / (1 + R)),
+            "ties": tied / R, "R": R}
 

@@ -118,6 +118,7 @@ class Spectrum:
             "residual_same_as_F": bool(self.residual_index == 0 or (typ == "complex pair" and self.residual_index == 1)),
             "residual_ratio": res_sorted[1] / res_sorted[0] if res_sorted[0] > 0 else np.nan,
             "null_eig_index": self.null_eig_index,
+            "null_eig_candidates": len(null_eig_candidates(ev)),
             **fold,
         }
 
@@ -143,15 +144,25 @@ def partner_index(vals: np.ndarray, i: int) -> int | None:
     return cands[0] if cands else None
 
 
-def null_eig_choice(vals: np.ndarray, rng: np.random.Generator) -> int:
-    """A random non-leading eigenvalue of the lead's type (real for a real lead; one per conjugate pair, the
-    one with positive imaginary part, for a complex lead), drawn uniformly from the whole spectrum; -1 if
-    the spectrum has none."""
+NULL_EIG_REL_FLOOR = 1e-9  # paper.md section 4: the second null draws among |lambda| > 1e-9 |lambda_1|
+
+
+def null_eig_candidates(vals: np.ndarray) -> list[int]:
+    """Indices of the eigenvalues the second null may draw: non-leading, of the lead's type (real for a real
+    lead; one per conjugate pair, the one with positive imaginary part, for a complex lead), from the whole
+    spectrum, with |lambda| > 1e-9 |lambda_1| (paper.md section 4, revision 3: with grouped-query attention
+    most of the spectrum is V's kernel, numerically zero eigenvalues whose directions F never moves)."""
     lead_complex = leading_type(complex(vals[0])) == "complex pair"
     skip = {0, partner_index(vals, 0)}
-    cands = [j for j in range(len(vals)) if j not in skip
-             and (leading_type(complex(vals[j])) == "complex pair") == lead_complex
-             and (not lead_complex or vals[j].imag > 0)]
+    floor = NULL_EIG_REL_FLOOR * abs(vals[0])
+    return [j for j in range(len(vals)) if j not in skip and abs(vals[j]) > floor
+            and (leading_type(complex(vals[j])) == "complex pair") == lead_complex
+            and (not lead_complex or vals[j].imag > 0)]
+
+
+def null_eig_choice(vals: np.ndarray, rng: np.random.Generator) -> int:
+    """One of :func:`null_eig_candidates`, drawn uniformly; -1 if there is none."""
+    cands = null_eig_candidates(vals)
     return int(rng.choice(cands)) if cands else -1
 
 

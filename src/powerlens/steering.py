@@ -4,7 +4,11 @@ Given a unit target u in token space, choose z with V^T z = u (least squares whe
 
     O' = O + alpha u z^T,   so that   F' = O' V = F + alpha u (V^T z)^T = F + alpha u u^T,
 
-with alpha = kappa |lambda_1(F)|. For large alpha, u becomes F''s principal eigenvector. The bound the code
+with alpha = kappa |lambda_1(F)|. For large alpha, u becomes F''s principal eigenvector. With grouped-query
+attention V has rank H_kv d_h < d: least squares gives V^T z = P u (P the projector on V's row space) and
+F' = F + alpha u (P u)^T, not normal; ``lstsq_residual`` = ||V^T z - u|| is reported per target and the bound
+below is stated only where z solves V^T z = u exactly (:func:`bound_note`); the eigen-check of F' (the
+matrix the edit really makes) decides "u principal" everywhere. The bound the code
 states (``kappa_bound``) follows from Bauer-Fike (alpha u u^T is normal, with eigenvalues alpha and 0):
 if alpha > 2 ||F||_2 exactly one eigenvalue mu of F' lies within ||F||_2 of alpha, and it dominates; its
 eigenvector w satisfies sin angle(w, u) <= ||F||_2 / (alpha - ||F||_2) (project F' w = mu w onto u's
@@ -20,6 +24,14 @@ depths as the edit). The two are
 compared on curves over the norm of the change at the site: the edit changes it by alpha u (z^T h), whose
 mean norm alpha |z^T h| sets the baseline's beta for each kappa (matched norm of change). The edit also adds
 the constant alpha u (z^T b_V) when V has a bias (rows of A sum to one): its size is reported.
+
+Where a norm follows the edited W_O before the residual add (Gemma 3's post-attention RMSNorm, gain p; the
+adapter's :meth:`~powerlens.adapters.Adapter.output_norm`), every change at that site reaches the residual
+stream through the norm: its norm is capped (``post_norm_cap`` = sqrt(d) max |p_i|, the largest norm the
+norm's output can have, eps aside) and its direction tends to p * u, not u. There the matched norm of change
+is measured after the norm, where the residual stream receives it (||P(o') - P(o)||, mean over counted
+tokens), the baseline adds beta u after the norm, and the alignment with p * u (normalised) is reported
+beside the alignment with u.
 """
 
 from __future__ import annotations
@@ -46,6 +58,19 @@ def kappa_bound(F: np.ndarray, lam1_abs: float, delta: float = DELTA) -> float:
     """Sufficient kappa: alpha = kappa |lambda_1| >= max(2, 1 + 1/delta) ||F||_2 makes u principal (sin <= delta)."""
     norm2 = float(np.linalg.norm(F, 2))
     return max(2.0, 1.0 + 1.0 / delta) * norm2 / lam1_abs
+
+
+EXACT_LSTSQ = 1e-10  # ||V^T z - u|| (u a unit vector) below which z solves V^T z = u exactly
+
+
+def bound_note(lstsq_residual: float) -> str:
+    """Why a target has no stated bound ("" when it has one): the Bauer-Fike bound is derived for
+    F + alpha u u^T (normal perturbation); with V of rank < d (grouped-query attention) least squares gives
+    V^T z = P u and F' = F + alpha u (P u)^T, for which it is not a bound (paper.md section 6)."""
+    if lstsq_residual <= EXACT_LSTSQ:
+        return ""
+    return (f"none: V^T z = u has no exact solution (||V^T z - u|| = {lstsq_residual:.2g}, V of rank < d), so "
+            "F' = F + alpha u (P u)^T is not F + alpha u u^T; the eigen-check alone decides")
 
 
 def principal_eig(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -197,7 +222,8 @@ def _first(out):
 def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: int | None, head: bool,
                   ref_probs: list | None = None, add: np.ndarray | None = None, site=None,
                   z: np.ndarray | None = None, capture: list | None = None,
-                  replay: list | None = None) -> tuple[dict, list]:
+                  replay: list | None = None, post=None, post_ref: list | None = None,
+                  pu: np.ndarray | None = None) -> tuple[dict, list]:
     """One pass over the batches: |cos| with u after the last layer and at the output; LM metrics.
 
     ``site``: the last layer's output projection (the edit's site; ALBERT's is shared, so it fires at every
@@ -211,6 +237,13 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     :meth:`~powerlens.adapters.Adapter.tail`: final norm, head) are re-run, not the whole model. Exact for a
     change confined to the last depth: everything before it is the same computation on the same inputs (not
     for a shared layer edited at every depth).
+
+    ``post``: the norm between the site and the residual add (:meth:`~powerlens.adapters.Adapter.output_norm`,
+    Gemma 3's post-attention RMSNorm), or None. With it, the baseline's ``add`` acts on the norm's output
+    (where the residual stream receives the attention output), and the norm of change is measured there:
+    ``post_ref`` (a list) is filled with the norm's outputs by the unsteered pass, and a steered pass
+    given that list measures the mean ||P(o') - P(o)|| over counted tokens. ``pu``: a second unit direction
+    (p * u normalised) whose mean |cos| after the layer is reported beside u's.
     Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
     log-probabilities the steered passes' KL is taken from."""
     from .adapters import get_adapter, no_kv_cache
@@ -218,7 +251,9 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     adapter = get_adapter(arch)
     stack = contextlib.ExitStack()
     ut = torch.as_tensor(u, dtype=torch.float64)
-    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0}
+    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0, "post_change": 0.0,
+           "cos_pu": 0.0}
+    fill_post = post is not None and post_ref is not None and not post_ref  # the unsteered pass fills it
     probs_out = []
     captured = {}
 
@@ -231,6 +266,12 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     def site_add(mod, args, out):
         return out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
 
+    def post_out(mod, args, out):
+        if add is not None:
+            out = out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
+        captured["post"] = out  # (B, T, d): what the residual stream receives
+        return out
+
     def keep_inputs(mod, args, kwargs):
         if any(type(v).__name__.endswith("Cache") for v in (*args, *kwargs.values())):
             raise PowerlensError("the last layer was called with a key-value cache: its inputs cannot be replayed",
@@ -242,7 +283,9 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
         handles.append(layer_module.register_forward_pre_hook(keep_inputs, with_kwargs=True))
     if site is not None and z is not None:
         handles.append(site.register_forward_pre_hook(site_pre))
-    if add is not None:
+    if post is not None:
+        handles.append(post.register_forward_hook(post_out))
+    elif add is not None:
         handles.append(site.register_forward_hook(site_add))
     zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
     try:
@@ -263,6 +306,13 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
             acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
             if zt is not None:
                 acc["hz"] += float((captured["h"][stat].double() @ zt).abs().sum())
+            if pu is not None:
+                acc["cos_pu"] += _mean_abs_cos(captured["y"], torch.as_tensor(pu, dtype=torch.float64), stat)[0]
+            if fill_post:
+                post_ref.append(captured["post"].detach().clone())
+            elif post is not None and post_ref is not None:
+                acc["post_change"] += float((captured["post"][stat].double() - post_ref[i][stat].double())
+                                            .norm(dim=-1).sum())
             if head:
                 logp = torch.log_softmax(logits[stat].float(), dim=-1)  # (n, V)
                 if ref_probs is None:
@@ -279,7 +329,9 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     n = max(acc["n"], 1)
     res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
            "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
-           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "mean_abs_hz": acc["hz"] / n}
+           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "mean_abs_hz": acc["hz"] / n,
+           "post_change": acc["post_change"] / n if post is not None and not fill_post else float("nan"),
+           "cos_pu_layer": acc["cos_pu"] / n if pu is not None else float("nan")}
     return res, probs_out
 
 
@@ -312,27 +364,19 @@ def intervention_sites(weights, shared_edit: str) -> str:
     return "the last layer's output projection only, for both methods, in both dynamics modes"
 
 
-def _l2_or_ln(y, lw, norm: str):
-    from .attention import layer_norm
-
-    if norm == "l2":
-        return y / y.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-    return layer_norm(y, lw.ln_w, lw.ln_b, lw.ln_eps)
-
-
 @torch.no_grad()
 def attention_only_prefix(x0s: list, weights, batches, depths: list[int], norm: str = "l2") -> list:
     """x entering the first of the edited ``depths`` (:func:`edited_depths`), per batch (float64): the paper's
     law through the unedited depths, computed once for every target and kappa. One layer's weights are held
     at a time (layers outer, batches inner: each batch's arithmetic is the same as batch by batch)."""
-    from .attention import attention_output, visible_keys
+    from .attention import attention_output, law_norm, visible_keys
 
     xs = list(x0s)
     for t in range(depths[0]):
         lw = weights.layer(t).to(torch.float64).exact()
         for i, b in enumerate(batches):
             allowed = visible_keys(xs[i].shape[1], weights.causal, lw.window, b.mask, device=xs[i].device)
-            xs[i] = _l2_or_ln(xs[i] + attention_output(xs[i], lw, weights.n_heads, allowed), lw, norm)
+            xs[i] = law_norm(xs[i] + attention_output(xs[i], lw, weights.n_heads, allowed), lw, norm)
     return xs
 
 
@@ -360,7 +404,7 @@ def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.
     :class:`LawCache` of the same x_ins, shared by the calls of every target and kappa. Returns mean |cos(x,
     u)| after the last layer for both methods, the edit's mean norm of change at the site (last application)
     and the baseline's beta (= that norm)."""
-    from .attention import attention_output, visible_keys
+    from .attention import attention_output, law_norm, visible_keys
 
     if list(depths) != list(range(depths[0], weights.n_layers)):
         raise PowerlensError(f"edited depths {depths} do not run to the last depth", "report this bug")
@@ -389,7 +433,7 @@ def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.
             change = hz.abs()  # (B, T): alpha |z^T h| (u is a unit vector)
         if add is not None:
             a = a + add
-        return _l2_or_ln(x + a, lw, norm), change
+        return law_norm(x + a, lw, norm), change
 
     def run(i, x, mask, stat, edit=0.0, add=None):
         plain = not edit and add is None
@@ -459,7 +503,10 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     x_ins = attention_only_prefix(x0s, w, bs, depths)
     law_cache = LawCache(x_ins)  # the first edited depth's attention and the unedited law, once for all settings
     del x0s
-    bound = kappa_bound(F, lam1)  # ||F||_2 (a full SVD): the same for every target
+    bound = kappa_bound(F, lam1)  # ||F||_2 (a full SVD): the same for every target (where it applies)
+    post = adapter.output_norm(model)  # Gemma 3: the post-attention norm between W_O and the residual add
+    p_gain = None if last.post_w is None else last.post_w.double().numpy()
+    cap = float(np.sqrt(w.d_model) * np.abs(p_gain).max()) if post is not None else float("nan")
     eig_of_F = principal_eig(F) if 0 in kappas else None  # kappa 0: F' = F for every target, solved once
     last_inputs: list | None = None if whole_stack else []
     lm = "yes" if head else "no (vector alignment only)"
@@ -473,10 +520,18 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
         u, tid = target_vector(model, tok, arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed), w.d_model)
         name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
         z_vec = rank1_z(W_V, u)
+        resid = float(np.linalg.norm(W_V.T @ z_vec - u))  # u is a unit vector: relative as well
+        note = bound_note(resid)
+        pu = None
+        if post is not None:  # what the residual stream receives from a change along u: direction p * u
+            pu = p_gain * u
+            pu = pu / np.linalg.norm(pu)
+        post_ref = [] if post is not None else None
         first = last_inputs is not None and not last_inputs
         replay = None if last_inputs is None or first else last_inputs
         base_res, ref = measure_model(model, arch, layer_module, bs, u, tid, head,
-                                      capture=last_inputs if first else None, replay=replay)
+                                      capture=last_inputs if first else None, replay=replay, post=post,
+                                      post_ref=post_ref, pu=pu)
         replay = last_inputs
         for kappa in _progress(kappas, f"steering, target {ti + 1}/{len(targets)} {name} (kappas)", every=0):
             alpha = kappa * lam1
@@ -486,18 +541,21 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
             else:
                 with rank1_output_edit(model, arch, u, z_vec, alpha) as _:
                     r1, _ = measure_model(model, arch, layer_module, bs, u, tid, head, ref_probs=ref,
-                                          site=site, z=z_vec, replay=replay)
+                                          site=site, z=z_vec, replay=replay, post=post, post_ref=post_ref, pu=pu)
                 ra = None
-            beta = alpha * r1.get("mean_abs_hz", 0.0)  # the edit's mean norm of change at the site: alpha |z^T h|
+            # the edit's mean norm of change where the residual stream receives it: alpha |z^T h| at W_O's
+            # output, or after the post-attention norm where one follows (Gemma 3); the baseline adds beta u there
+            site_change = alpha * r1.get("mean_abs_hz", 0.0)
+            beta = site_change if post is None else (r1["post_change"] if alpha else 0.0)
             if ra is None:
                 ra, _ = measure_model(model, arch, layer_module, bs, u, tid, head, ref_probs=ref,
-                                      add=beta * u, site=site, replay=replay)
+                                      add=beta * u, site=site, replay=replay, post=post, post_ref=post_ref, pu=pu)
             ao = attention_only_steering(x_ins, w, bs, u, z_vec, alpha, depths, cache=law_cache)
             if generates and tid is not None:
                 with rank1_output_edit(model, arch, u, z_vec, alpha):
                     t1 = greedy_continuations(model, tok, continuation_prompts, continuation_tokens)
-                ta = greedy_continuations(model, tok, continuation_prompts, continuation_tokens, site=site,
-                                          add=beta * u if beta else None)
+                ta = greedy_continuations(model, tok, continuation_prompts, continuation_tokens,
+                                          site=site if post is None else post, add=beta * u if beta else None)
                 for pi, p in enumerate(continuation_prompts):
                     cont.append({"model": model_name, "target": name, "kappa": kappa, "prompt": p,
                                  "rank-1 (last layer O')": t1[pi], "activation addition (matched norm)": ta[pi],
@@ -505,17 +563,20 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
                                  "target_in_actadd": tgt["token"].strip().lower() in ta[pi].lower(),
                                  "weights": weights_label})
             common = {"model": model_name, "target": name, "target_token_id": tid, "kappa": kappa,
-                      "alpha": alpha, "kappa_bound": bound, "u_principal": chk["u_principal"],
+                      "alpha": alpha, "kappa_bound": bound if not note else float("nan"), "bound_note": note,
+                      "lstsq_residual": resid, "u_principal": chk["u_principal"],
                       "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
-                      "lm_head": lm, "weights": weights_label}
+                      "post_norm_cap": cap, "lm_head": lm, "weights": weights_label}
             rows.append({**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
-                         "change_norm_attention_only": ao["change_norm"],
+                         "change_norm_at_W_O": site_change, "change_norm_attention_only": ao["change_norm"],
+                         "cos_pu_after_layer_model": r1["cos_pu_layer"],
                          "edit_constant_norm": abs(alpha * float(z_vec @ b_V)),
                          "cos_after_layer_model": r1["cos_layer"], "cos_output_model": r1["cos_output"],
                          "cos_after_layer_attention_only": ao["cos_rank1"],
                          "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "n_tokens": r1["n_tokens"]})
             rows.append({**common, "method": "activation addition (beta u, matched norm)",
-                         "change_norm_model": beta, "change_norm_attention_only": ao["beta"],
+                         "change_norm_model": beta, "change_norm_at_W_O": beta if post is None else float("nan"),
+                         "change_norm_attention_only": ao["beta"], "cos_pu_after_layer_model": ra["cos_pu_layer"],
                          "edit_constant_norm": float("nan"),
                          "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
                          "cos_after_layer_attention_only": ao["cos_actadd"],
@@ -523,6 +584,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
         rows.append({"model": model_name, "target": name, "target_token_id": tid, "kappa": -1.0,
                      "method": "unsteered", "cos_after_layer_model": base_res["cos_layer"],
                      "cos_output_model": base_res["cos_output"], "p_target": base_res["p_target"],
+                     "cos_pu_after_layer_model": base_res["cos_pu_layer"], "lstsq_residual": resid,
                      "weights": weights_label, "lm_head": lm})
     after = checksum(model)
     if after != before:

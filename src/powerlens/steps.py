@@ -234,9 +234,9 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
             ctrl = run_attention_only(x0s, w, dirs, bs, min(n_steps, w.n_layers), n_prompts, nulls, norm=norm,
                                       device=device, dtype=getattr(torch, dtype), control=True)
         del w, x0s
-    df = layer_stats(arr, dirs)
+    df = layer_stats(arr, dirs, seed=seed)
     if mode != "model" and ctrl is not None:
-        c = layer_stats(ctrl, dirs, suffix="_nobias")
+        c = layer_stats(ctrl, dirs, suffix="_nobias", seed=seed)
         keep = [k for k in c.columns if k.split("_")[0] in ("gamma", "rho", "tilt") and "_M_" not in k
                 and "_Ft_" not in k and "null_eig" not in k and not k.startswith(("gamma_M", "rho_M", "tilt_M",
                                                                                      "gamma_Ft", "rho_Ft", "tilt_Ft"))]
@@ -261,7 +261,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
         "norm": norm if mode == "attention-only" else "model's own LayerNorm",
         "dtype": dtype if mode == "attention-only" else "float32 forward, float64 metrics",
         "x0": "embedding output (ALBERT: after embedding_hidden_mapping_in)",
-        "special_tokens": "kept in the forward pass, excluded from statistics (our choice)",
+        "special_tokens": ("kept in the forward pass, excluded from the statistics: BOS/CLS/SEP are not prompt "
+                           "text (paper.md section 4)"),
         "tokenizer": type(tok).__name__, "device": device, "seed": seed,
         "null": {"draws": int(null_draws), "kind": "random subspaces of each lead's dimension (Haar), drawn once "
                  "per model and shared by all layers; Monte Carlo p = (1 + #{null >= lead}) / (1 + R), one-sided, "
@@ -274,8 +275,11 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
 
 
 def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, heads: int, tokens: int, steps: int,
-           seed: int, runs: int, epsilon: float, residual: bool, threads: int) -> list[dict]:
-    """One synthetic experiment (a: real, b: complex, c: bipartite), full and softmax attention."""
+           seed: int, runs: int, epsilon: float, residual: bool, threads: int, c4_sizes: list[int] = (16, 32),
+           c4_heads: list[int] = (1, 2, 4, 8), c4_sharpness: list[float] = (0.1, 0.3, 1, 3, 10),
+           c4_equilibrium_steps: int = 1500) -> list[dict]:
+    """One synthetic experiment (a: real, b: complex, c: bipartite, the C4 sweep over sizes, head counts and
+    attention sharpness with its positive control), full and softmax attention."""
     import dataclasses
 
 
@@ -296,9 +300,13 @@ def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, head
             arrays[f"dtheta_{att}"] = c["dtheta"]
             arrays[f"coords_{att}"] = c["coords"]
     elif case == "bipartite":
-        res, curves = th.experiment_bipartite(d, sorted({1, heads}), tokens, steps, seed, runs, epsilon, residual)
+        if 1 not in c4_heads:
+            raise PowerlensError(f"theory.c4_heads {list(c4_heads)} lacks 1", "add 1: every other head count is "
+                                 "tested against one head")
+        res, arrays = th.experiment_c4_sweep(list(c4_sizes), sorted(set(c4_heads)), list(c4_sharpness), tokens,
+                                             steps, seed, runs, epsilon, residual,
+                                             max_eq_steps=c4_equilibrium_steps)
         rows += res
-        arrays.update({f"broken_{k}": v for k, v in curves.items()})
     else:
         raise PowerlensError(f"unknown theory case {case!r}", "use real, complex or bipartite")
     out = []
@@ -311,6 +319,10 @@ def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, head
     write_json(out_json, {"case": case, "results": out,
                           "setup": {"d": d, "heads": heads, "tokens": tokens, "steps": steps, "seed": seed,
                                     "runs": runs, "epsilon": epsilon, "residual": residual,
+                                    **({"c4_sizes": list(c4_sizes), "c4_heads": list(c4_heads),
+                                        "c4_sharpness": list(c4_sharpness),
+                                        "c4_equilibrium_steps": c4_equilibrium_steps} if case == "bipartite"
+                                       else {}),
                                     "weights_label": "synthetic (prescribed spectrum)"},
                           "provenance": provenance.record(threads=threads, seed=seed)})
     return out
@@ -353,6 +365,8 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                           continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens)
     before, after, generates = res["checksum_before"], res["checksum_after"], res["generates"]
     df = pd.DataFrame(res["rows"])
+    caps = df["post_norm_cap"].dropna() if "post_norm_cap" in df else []
+    post_cap = float(caps.iloc[0]) if len(caps) else None
     write_csv(out_csv, df)
     if out_continuations is not None:
         write_csv(out_continuations, pd.DataFrame(res["continuations"], columns=st.CONTINUATION_COLUMNS))
@@ -361,9 +375,20 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
                           "shared_weights": w.shared, "shared_edit": shared_edit,
                           "intervention_sites": st.intervention_sites(w, shared_edit),
-                          "baseline": "activation addition of beta u at the output projection's output, beta = "
-                                      "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
-                                      "methods are compared on curves over the norm of the change",
+                          "baseline": ("activation addition of beta u at the output projection's output, beta = "
+                                       "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
+                                       "methods are compared on curves over the norm of the change"
+                                       if not post_cap else
+                                       "activation addition of beta u after the post-attention norm (where the "
+                                       "residual stream receives the attention output), beta = the edit's mean "
+                                       "norm of change there, ||P(o') - P(o)||, at each kappa"),
+                          "post_attention_norm": ({"cap": post_cap, "meaning": "the largest norm the post-attention "
+                                                   "norm's output can have (sqrt(d) max |p_i|, eps aside): every "
+                                                   "change at W_O reaches the residual stream through it, capped, "
+                                                   "and along p * u rather than u"} if post_cap else
+                                                  "none: W_O's output is added to the residual stream directly"),
+                          "stated_bound": ("given where z solves V^T z = u exactly (||V^T z - u|| <= "
+                                           f"{st.EXACT_LSTSQ:g}); otherwise none, with the reason in bound_note"),
                           "delta_principal": st.DELTA,
                           "computation": ("every pass runs the whole model (shared weights: the edit acts at "
                                           "every depth)" if st.edits_every_depth(w, shared_edit)
@@ -419,7 +444,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
                                 batch_size)[0]
         nulls = null_sets(w.d_model, dirs, int(null_draws), seed, "cpu")
         arr = run_model_mode(model, adapter, dirs, bs, len(prompts), nulls)
-        dyn_q = layer_stats(arr, dirs)
+        dyn_q = layer_stats(arr, dirs, seed=seed)
         del model
         gc.collect()
         for r in qz.compare_layers(full, arrays, w.layer_map, dyn_full, dyn_q):
@@ -473,8 +498,11 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
 
 MODELLING_CHOICES = [
     "F_t = W_O W_V (grouped-query attention: sum_h W_O^h W_V^g(h)) with biases dropped from F and kept in the "
-    "dynamics (paper.md section 4, our choice). Gemma 3: F is the map between its pre- and post-attention norms, "
-    "F~ = diag(p) F diag(g) beside it, and the attention-only law leaves the post-attention norm out (our choice).",
+    "dynamics (paper.md section 4; the summaries are silent, so this is the spec's choice). Pre-norm models: the "
+    "norm-folded F~ = O V diag(g) beside F; where a norm also follows the attention output (Gemma 3's "
+    "post-attention norm, gain p) F~ = diag(p) O V diag(g) (paper.md section 4, revision 3: the spec's "
+    "definition). The attention-only law leaves the post-attention norm out, as the paper's law has none (our "
+    "choice).",
     "Eigenvalues ordered by modulus, ties by argument; eigenvectors of unit norm with the largest-magnitude "
     "component real and positive; a conjugate pair counts as a complex leading eigenvalue.",
     "Complex leading pair: the direction is the plane span(Re v_1, Im v_1); alignment is the projection norm.",
@@ -482,28 +510,45 @@ MODELLING_CHOICES = [
     "beside it where the two differ.",
     "gamma_t, rho_t and the tilt a(t+1) - a(t) measured against v_{1,t} before and after layer t, in float64. "
     "Verdicts use a Monte Carlo test against R >= 2000 random subspaces of the lead's dimension, drawn once per "
-    "model and measured on the same tokens (empirical p = (1 + #{null >= lead}) / (1 + R), one-sided, Holm across "
-    "the model's depth): tokens and prompts are not independent units (a corpus-wide drift between layers), so "
-    "token- and prompt-level sign tests are reported only as secondary columns. A second null: a seeded random "
-    "non-leading eigen-direction of F_t of the lead's dimension, drawn from the whole spectrum.",
+    "model and measured on the same tokens (p = (#{null > lead} + U (1 + #{null == lead})) / (1 + R) with a seeded "
+    "uniform U breaking ties, one-sided, Holm across the model's depth; paper.md section 4, revision 3): tokens "
+    "and prompts are not independent units (a corpus-wide drift between layers), so token- and prompt-level "
+    "sign tests are reported only as secondary columns. Each statistic reports the share of draws tied with "
+    "the lead; where it is at least half the layer is 'saturated' and never counts towards a verdict (our "
+    "choice: saturated layers stay in the denominator). A second null: a seeded random non-leading "
+    "eigen-direction of F_t of the lead's dimension, drawn from the whole spectrum among eigenvalues with "
+    "|lambda| > 1e-9 |lambda_1| (the count of candidates is in the spectra table).",
     "Every statistic is also computed against the leading direction of M = I + F and, for pre-norm models, of "
     "the norm-folded F~ = O V diag(g) (g the pre-attention norm's gain); F's stays the main result.",
     "Attention-only diagnostics: attention entropy relative to log(visible keys), ||W_O b_V + b_O|| / "
     "||F x_mean|| (x_mean a prompt's mean token), and a bias-free control run (attention biases removed).",
-    "Claim criteria are those of paper.md section 4b (pre-registered); C10's criterion (C7's test in the "
-    "attention-only law) is ours.",
-    "C4: the multi-head bipartite equilibrium is found by iterating from a bipartite start on +-v_1 until it "
-    "stops moving; a perturbed run breaks when its groups are no longer antipodal (|cos| < 0.999).",
-    "Special tokens kept in the forward pass and excluded from statistics; prompts truncated to max_tokens.",
-    "Attention-only law: x(0) is the embedding output; N is L2 normalisation (default) or the layer's "
-    "LayerNorm; shared-weight models iterate their layer for `steps` steps.",
+    "Claim criteria are those of paper.md section 4b, revision 3 (pre-registered): C5(c) is 'not judged' "
+    "outside the four paper sizes; C6(a) needs Monte Carlo significance after Holm; C7 is judged for every "
+    "trained model, shared-weight ones included; C10 compares the attention-only law's significant-tilt layers "
+    "with the real forward pass's.",
+    "C4 (paper.md section 4b, revision 3): over a sweep of sizes, head counts and attention sharpness (the "
+    "typical |score| of the bipartite start, set through the q.k scale), the multi-head bipartite equilibrium is "
+    "found by iterating from a bipartite start on +-v_1 until it stops moving (up to a swap of the two groups: "
+    "our choice); a perturbed run breaks when its groups are no longer antipodal (|cos| < 0.999); cells without "
+    "a fixed point or whose epsilon = 0 control leaves are reported and left out; several heads vs one head by "
+    "one-sided Fisher tests, Holm across the sweep; a positive control (self-only attention on +-v_2 of M, a "
+    "known unstable equilibrium) must break.",
+    "The statistics exclude the tokenizer's special tokens, which the forward pass keeps: BOS/CLS/SEP are not "
+    "prompt text (paper.md section 4). Prompts are truncated to max_tokens (our choice).",
+    "Attention-only law: x(0) is the embedding output; N is L2 normalisation (default) or, with norm: "
+    "layernorm, the layer's own norm (LayerNorm or RMSNorm, as the model has it; paper.md section 4); "
+    "shared-weight models iterate their layer for `steps` steps.",
     "Steering: alpha = kappa |lambda_1(F)|; z from least squares V^T z = u; for ALBERT the edited output "
     "matrix is the shared layer's: with steering.shared_edit = every_depth (default) every depth sees it, and "
     "the baseline then acts at every depth too, in both modes; with last_depth both act at the last depth only "
     "(each model's steering.json says which); the unembedding target of causal LMs is the final norm's gain times W_U[token] (Gemma: 1 + w); "
     "causal LMs with a token target also get greedy continuations of fixed prompts per kappa, both methods; "
-    "the baseline adds beta u at the output projection's output (the edit's site), beta = the edit's mean norm of change there, so the "
-    "methods are compared at matched norm of change, kappa by kappa (a curve over the norm).",
+    "the baseline adds beta u where the residual stream receives the attention output (W_O's output; after "
+    "the post-attention norm where one follows, Gemma 3), beta = the edit's mean norm of change there, so the "
+    "methods are compared at matched norm of change, kappa by kappa (a curve over the norm). With a "
+    "post-attention norm the change is capped (the cap is in steering.json) and points along p * u: the "
+    "alignment with p * u is reported beside u's. With grouped-query attention V^T z = u has no exact "
+    "solution: ||V^T z - u|| is reported per target and no bound is stated there (paper.md section 6).",
     "GGUF models (source: gguf) are trained but quantized (e.g. 4-bit Q4_1): dequantized to float32 once and "
     "labelled with their quantization; quantization sensitivity is measured on a full-precision model.",
     "Twins (source: random) share a paper model's exact architecture with seeded random weights and their "

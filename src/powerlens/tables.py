@@ -6,6 +6,7 @@ import json
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .io import atomic_path, write_text
@@ -106,9 +107,11 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
     labels = labels or {}
     rows = []
 
+    from .claims import n_saturated, share_significant
+
     def sig(g, stat, above):
-        c = f"{stat}_p_holm"
-        return int(((g[stat] > above) & (g[c] < alpha)).sum()) if c in g else float("nan")
+        # the claims' own count (saturated layers never count), so table and verdict cannot disagree
+        return share_significant(g, stat, alpha, above)[0] if f"{stat}_p_holm" in g else float("nan")
 
     for (m, mode), g in df.groupby(["model", "mode"], sort=False):
         g = g[g["rho_p_holm"].notna()]  # the model's own depth
@@ -119,10 +122,12 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
             "gamma null median": float(g["gamma_null_median"].median()),
             "gamma null q95": float(g["gamma_null_q95"].median()),
             "layers gamma > null q95": int((g["gamma"] > g["gamma_null_q95"]).sum()),
+            f"layers gamma, MC p_Holm < {alpha}": sig(g, "gamma", -np.inf),
             "median rho": float(g["rho"].median()),
             "rho null median": float(g["rho_null_median"].median()),
             f"layers rho > 0.5, MC p_Holm < {alpha}": sig(g, "rho", 0.5),
             f"layers tilt > 0, MC p_Holm < {alpha}": sig(g, "tilt", 0.0),
+            "saturated layers (rho, tilt)": f"{n_saturated(g, 'rho')}, {n_saturated(g, 'tilt')}",
             f"secondary: token sign p < {alpha}": int((g["rho_p_token_sign"] < alpha).sum()),
             f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
             "mean gamma, non-leading eigvec null": float(g["gamma_null_eig"].mean()),
@@ -143,25 +148,39 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
     return pd.DataFrame(rows)
 
 
-def theory_table(results: list[dict]) -> pd.DataFrame:
-    """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, verdict."""
+def theory_table(results: list[dict], alpha: float = 0.05) -> pd.DataFrame:
+    """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, verdict;
+    the C4 sweep's cells, its positive control, and C4's verdict from :func:`powerlens.theory.c4_verdict` (the
+    function table_claims takes it from)."""
+    from .theory import c4_verdict
+
     rows = []
     for r in results:
         det = r["detail"]
         extra = ""
-        if "runs" in det:
-            extra = (f"{det['broke']}/{det['runs']} runs broke; equilibrium residual "
-                     f"{det['fixed_point_residual']:.2g} after {det['equilibrium_steps']} steps, |cos(w*, v1)| "
-                     f"{det['cos_equilibrium_v1']:.3g}; epsilon = 0 control stays: {det['control_stays']}; median "
-                     f"steps to break {det['median_steps_to_break']}")
+        if det.get("sweep"):
+            extra = (f"{det['broke']}/{det['runs']} runs broke; equilibrium residual {det['fixed_point_residual']:.2g} "
+                     f"after {det['equilibrium_steps']} steps; |score| at equilibrium {det['score_at_equilibrium']:.3g}; "
+                     f"epsilon = 0 control stays: {det['control_stays']}")
+        elif "runs" in det:
+            extra = f"{det['broke']}/{det['runs']} runs broke; epsilon = 0 control stays: {det['control_stays']}"
         elif "isotropic_starts_minority_fraction" in det:
             extra = (f"isotropic starts: minority on -v1 = {det['isotropic_starts_minority_fraction']:.3g}")
         verdict = "pass" if r["passed"] else "fail"
+        if det.get("sweep"):
+            verdict = "in the tests" if r["passed"] else "left out (no fixed point, or the control left)"
         if r["attention"] == "softmax" and not r["case"].startswith("c"):
             verdict = "reported (prediction is for full attention)"
         rows.append({"case": r["case"], "attention": r["attention"], "quantity": r["quantity"],
                      "predicted": r["predicted"], "measured": r["measured"], "relative error": r["rel_error"],
                      "criterion": r["criterion"], "verdict": verdict, "notes": extra})
+    v = c4_verdict(results, alpha)
+    if v is not None:
+        rows.append({"case": "c: C4 verdict", "attention": "softmax", "quantity": "several heads break more often "
+                     "than one head", "predicted": float("nan"), "measured": float("nan"),
+                     "relative error": float("nan"), "criterion": f"some Fisher test (Holm across the sweep) < {alpha}, "
+                     "and the positive control breaks", "verdict": "reproduced" if v["ok"] else "not reproduced",
+                     "notes": v["measured"]})
     return pd.DataFrame(rows)
 
 
@@ -178,9 +197,14 @@ def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd
             principal = g[g["u_principal"] & g["method"].str.startswith("rank-1")]["kappa"]
             rows.append({
                 "model": labels.get(m, m), "weights": top["weights"], "target": tgt, "method": meth,
-                "kappa max": kmax, "stated bound": top["kappa_bound"],
+                "kappa max": kmax,
+                "lstsq residual ||V^T z - u||": top.get("lstsq_residual", float("nan")),
+                "stated bound": (top["bound_note"] if isinstance(top.get("bound_note"), str) and top["bound_note"]
+                                 else top["kappa_bound"]),
                 "smallest kappa with u principal": principal.min() if len(principal) else float("nan"),
                 "norm of change (k max)": top.get("change_norm_model", float("nan")),
+                "post-norm cap": top.get("post_norm_cap", float("nan")),
+                "|cos| with p*u (k max)": top.get("cos_pu_after_layer_model", float("nan")),
                 "edit constant |alpha z.b_V|": top.get("edit_constant_norm", float("nan")),
                 "|cos| after layer (k=0)": zero["cos_after_layer_model"],
                 "|cos| after layer (k max), model": top["cos_after_layer_model"],

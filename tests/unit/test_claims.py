@@ -102,7 +102,7 @@ def test_spec_copy_is_the_shared_spec():
         pytest.skip("../shared/paper.md is not beside this checkout")
     assert (REPO / "docs" / "paper.md").read_text() == shared.read_text()
     text = shared.read_text()
-    assert "Revision 2" in text
+    assert "Revision 3" in text
 
 
 def test_config_claims_block_holds_the_section_4b_criteria():
@@ -114,3 +114,78 @@ def test_config_claims_block_holds_the_section_4b_criteria():
                           "C7_share_layers", "C9_alignment"}
     assert {k: v["default"] for k, v in props.items()} == {k: v for k, v in CRIT.items() if k != "alpha"}
     assert schema["properties"]["dynamics"]["properties"]["null_draws"]["minimum"] >= 2000
+
+
+# --- revision 3 criteria (paper.md section 4b): each case passed under revision 2's code and fails now ---
+
+def _layers(L=12, **cols):
+    """A constructed per-layer table of the model's own depth, every statistic clear of its null unless the
+    caller says otherwise."""
+    base = {"layer": np.arange(L), "gamma": 0.2, "gamma_null_median": 0.05, "gamma_null_q95": 0.1,
+            "gamma_p_holm": 0.001, "gamma_saturated": False, "rho": 0.8, "rho_null_median": 0.5,
+            "rho_null_q95": 0.6, "rho_p_holm": 0.001, "rho_saturated": False, "tilt": 0.01,
+            "tilt_null_median": 0.0, "tilt_null_q95": 0.005, "tilt_p_holm": 0.001, "tilt_saturated": False,
+            "first_lead_gamma": 0.05, "first_lead_gamma_p": 0.5}
+    base.update(cols)
+    return pd.DataFrame({k: (np.broadcast_to(v, L).copy() if np.ndim(v) == 0 else v) for k, v in base.items()})
+
+
+def test_c5_outside_the_paper_sizes_is_not_judged_and_never_passes():
+    final = pd.Series({"pairwise_abs_cos": 0.999, "span_M_final": 0.9, "span_M_final_null_q99": 0.2,
+                       "span_M_dim": 2, "span_M_final_null_median": 0.1})
+    ok, measured, _ = claims.c5(final, "real positive", None, CRIT)
+    assert not ok and "not judged" in measured  # revision 2 code: passed ((c) ignored)
+    assert claims.c5(final, "real positive", "base", CRIT)[0]  # the same model at a paper size passes
+
+
+def test_c6_a_needs_holm_significance_not_one_uncorrected_q95_crossing():
+    # gamma above the null's q95 in one layer (its own p 0.04), Holm-adjusted p 0.3 or more everywhere: chance
+    g = _layers(gamma_null_q95=np.r_[np.full(4, 0.25), 0.1, np.full(7, 0.25)], gamma_p_holm=0.3)
+    ok, measured, _ = claims.c6(g, CRIT, 0.05)
+    assert not ok and "in 0 of 12 layers" in measured and "uncorrected: 1" in measured
+    g["gamma_p_holm"] = np.r_[np.full(4, 0.3), 0.01, np.full(7, 0.3)]  # the reverse: one layer survives Holm
+    assert claims.c6(g, CRIT, 0.05)[0]
+
+
+def test_saturated_layers_never_count_as_significant():
+    g = _layers(rho=1.0, rho_p_holm=0.001)
+    assert claims.c7(g, CRIT, 0.05)[0]
+    g["rho_saturated"] = True  # half or more of the draws tie with the lead: the p is a coin there
+    ok, measured, _ = claims.c7(g, CRIT, 0.05)
+    assert not ok and "12 saturated, not counted" in measured
+
+
+def _meta(shared):
+    arch = "albert" if shared else "bert"
+    return {"m": {"arch": arch, "random_weights": False, "weights_label": "trained", "shared_weights": shared,
+                  "repo_id": "albert-base-v2" if shared else "x", "model": "m"}}
+
+
+def _evaluate(meta, law, model):
+    law, model = law.assign(model="m", mode="attention-only"), model.assign(model="m", mode="model")
+    spectra = pd.DataFrame({"model": ["m"] * 12, "layer": range(12), "leading_type": "real positive",
+                            "ratio_next": np.linspace(0.9, 0.5, 12)})
+    law["pairwise_abs_cos"], law["span_M_final"], law["span_M_final_null_q99"] = 0.5, 0.1, 0.2
+    law["span_M_dim"], law["span_M_final_null_median"] = 2, 0.1
+    df = claims.evaluate(CRIT, meta, spectra, pd.concat([law, model]), [], pd.DataFrame({"model": []}))
+    return df.set_index("claim")
+
+
+def test_c7_is_judged_for_shared_weight_models():
+    df = _evaluate(_meta(True), _layers(), _layers())
+    assert df.loc["C7", "verdict"] == "reproduced" and df.loc["C7", "family"].startswith("ALBERT")
+
+
+def test_c10_compares_the_law_with_the_ffn_run():
+    # the attention-only law's rho is significant everywhere (revision 2's C10 passed on that alone), but its
+    # tilt is significant in no layer, while the forward pass with the FFN has it in every layer
+    law = _layers(tilt_p_holm=0.5)
+    df = _evaluate(_meta(False), law, _layers())
+    assert df.loc["C10", "verdict"] == "not reproduced"
+    assert "0 of 12 layers without the FFN, 12 of 12 with it" in df.loc["C10", "measured"]
+    ok, measured, _ = claims.c10(_layers(), _layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), CRIT,
+                                 0.05)
+    assert ok, measured  # law: 12 layers; with the FFN: 6, no more than without
+    ok, measured, _ = claims.c10(_layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), _layers(), CRIT,
+                                 0.05)
+    assert not ok and "more with the FFN than without" in measured

@@ -12,6 +12,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--fig", required=True, help="fig_theory stem")
     ap.add_argument("--table", required=True, help="table_theory stem")
     ap.add_argument("--dpi", type=int, required=True, help="resolution of the PNG figure")
+    ap.add_argument("--alpha", type=float, required=True, help="significance level of C4's verdict (dynamics.alpha)")
 
 
 def run(a) -> None:
@@ -29,7 +30,7 @@ def run(a) -> None:
     rate = next(r["predicted"] for r in docs["real"]["results"] if r["attention"] == "full")
     angle = next(r["predicted"] for r in docs["complex"]["results"] if r["quantity"].startswith("angle"))
     fig_theory(arrs["real"], arrs["complex"], arrs["bipartite"], {"rate": rate, "angle": angle}, a.fig, a.dpi)
-    t = theory_table([r for c in CASES for r in docs[c]["results"]])
+    t = theory_table([r for c in CASES for r in docs[c]["results"]], a.alpha)
     write_table(t, a.table, caption="Theory checks on synthetic layers (prediction under full attention; "
                 "softmax rows show how far random W_Q, W_K move the measured values).")
     print(t.to_string(index=False))

@@ -16,6 +16,12 @@ def add_arguments(ap) -> None:
     ap.add_argument("--epsilon", type=float, required=True)
     ap.add_argument("--residual", required=True, choices=["yes", "no"],
                     help="yes: iterate the residual map M = I + F; no: M = F")
+    ap.add_argument("--c4-sizes", type=int, nargs="+", required=True, help="C4 sweep: token dimensions")
+    ap.add_argument("--c4-heads", type=int, nargs="+", required=True, help="C4 sweep: head counts (1 among them)")
+    ap.add_argument("--c4-sharpness", type=float, nargs="+", required=True,
+                    help="C4 sweep: typical |score| of the bipartite start")
+    ap.add_argument("--c4-equilibrium-steps", type=int, required=True,
+                    help="C4 sweep: most steps of each cell's equilibrium search")
 
 
 def run(a) -> None:
@@ -23,6 +29,7 @@ def run(a) -> None:
 
     for r in theory(a.case, out_json=a.out_json, out_npz=a.out_npz, d=a.d, heads=a.heads, tokens=a.tokens,
                     steps=a.steps, seed=a.seed, runs=a.runs, epsilon=a.epsilon, residual=a.residual == "yes",
-                    threads=a.threads):
+                    threads=a.threads, c4_sizes=a.c4_sizes, c4_heads=a.c4_heads, c4_sharpness=a.c4_sharpness,
+                    c4_equilibrium_steps=a.c4_equilibrium_steps):
         print(f"{r['case']} [{r['attention']}] {r['quantity']}: predicted {r['predicted']:.6g}, "
               f"measured {r['measured']:.6g}, passed {r['passed']}")
