@@ -275,9 +275,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
 
 
 def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, heads: int, tokens: int, steps: int,
-           seed: int, runs: int, epsilon: float, residual: bool, threads: int, c4_sizes: list[int] = (16, 32),
-           c4_heads: list[int] = (1, 2, 4, 8), c4_sharpness: list[float] = (0.1, 0.3, 1, 3, 10),
-           c4_equilibrium_steps: int = 1500) -> list[dict]:
+           seed: int, runs: int, epsilon: float, residual: bool, threads: int, c4_sizes: list[int],
+           c4_heads: list[int], c4_sharpness: list[float], c4_equilibrium_steps: int) -> list[dict]:
     """One synthetic experiment (a: real, b: complex, c: bipartite, the C4 sweep over sizes, head counts and
     attention sharpness with its positive control), full and softmax attention."""
     import dataclasses

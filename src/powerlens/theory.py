@@ -314,8 +314,8 @@ def experiment_c4_sweep(sizes: list[int], heads_list: list[int], sharpness: list
     each token goes to the sign of its own v_1 component, so the groups split."""
     import dataclasses
 
-    results, rates, scores = [], np.full((len(sizes), len(heads_list), len(sharpness)), np.nan), None
-    scores = np.full_like(rates, np.nan)
+    rates = np.full((len(sizes), len(heads_list), len(sharpness)), np.nan)  # cells in the tests
+    rates_all, scores, results = np.full_like(rates, np.nan), np.full_like(rates, np.nan), []
     signs = np.where(np.arange(n_tokens) % 2 == 0, 1.0, -1.0)
     control = None
     for di, d in enumerate(sizes):
@@ -339,6 +339,7 @@ def experiment_c4_sweep(sizes: list[int], heads_list: list[int], sharpness: list
                 found = bool(fp < 1e-10 and stays)
                 scores[di, hi, si] = typical_score(Xs, lw, H)
                 rates[di, hi, si] = broke / runs if found else np.nan
+                rates_all[di, hi, si] = broke / runs
                 results.append(Result(
                     "c: bipartite", "softmax", f"fraction breaking (d {d}, {H} head{'s' if H > 1 else ''}, "
                     f"|score| {s:g})", float("nan"), broke / runs,
@@ -365,7 +366,7 @@ def experiment_c4_sweep(sizes: list[int], heads_list: list[int], sharpness: list
         "the epsilon = 0 control stays", bool(control >= 0.9 and stays),
         {"d": d, "heads": 1, "runs": runs, "broke": broke, "control_stays": stays, "epsilon": epsilon,
          "mu2_over_mu1": float(abs(vals[1]) / abs(vals[0]))}))
-    arrays = {"sweep_rate": rates, "sweep_score": scores, "sweep_sizes": np.array(sizes),
+    arrays = {"sweep_rate": rates, "sweep_rate_all": rates_all, "sweep_score": scores, "sweep_sizes": np.array(sizes),
               "sweep_heads": np.array(heads_list), "sweep_sharpness": np.array(sharpness, dtype=float),
               "positive_control_rate": np.array(control), "epsilon": np.array(epsilon)}
     return results, arrays
