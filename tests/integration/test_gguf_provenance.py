@@ -11,7 +11,7 @@ import pytest
 from powerlens.errors import PowerlensError
 from powerlens.sources import fetch
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # 110 s: make test-all runs it
 FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
