@@ -76,6 +76,57 @@ class Spectra:
             ["layer", "leading_type", "abs_lambda1", "ratio_next", "gap_beyond_pair"]].to_string(index=False)
 
 
+def model_location(path_or_id) -> tuple[str, Path | str]:
+    """("path", folder) or ("hub", id) for an argument of :meth:`Lens.from_pretrained` / ``powerlens inspect``.
+
+    It is a path, never sent to the hub, when it cannot be a hub id: it starts with ``.``, ``/`` or ``~``, has
+    more than one ``/``, or its first part is an existing folder (``results/...``). A run's model folder
+    (``results/<run>/<model>``, which holds a manifest.json but no config.json) stands for the weights its
+    manifest names. A path that does not exist, or is not a model folder, stops with the reason."""
+    s = str(path_or_id)
+    p = Path(s).expanduser()
+    first = s.split("/", 1)[0]
+    looks_like_path = (s.startswith((".", "/", "~")) or s.count("/") > 1 or p.exists()
+                       or (first != s and Path(first).expanduser().is_dir()))
+    if not looks_like_path:
+        return "hub", s
+    if not p.exists():
+        raise PowerlensError(f"{s!r} is read as a local path (it cannot be a hub id), and it does not exist",
+                             "check the path (e.g. results/<run>/<model>, a folder saved by save_pretrained), "
+                             "relative to the current folder")
+    if not p.is_dir():
+        raise PowerlensError(f"{s!r} is a file, not a model folder",
+                             "give the folder that holds config.json and *.safetensors, or a run's model folder "
+                             "results/<run>/<model>")
+    if not (p / "config.json").exists() and (p / "manifest.json").exists():
+        import json
+
+        man = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
+        if not man.get("path") or not Path(man["path"]).is_dir():
+            raise PowerlensError(f"{s!r}: its manifest.json names no weights folder that exists "
+                                 f"({man.get('path')!r})", "re-run the run's fetch step for this model "
+                                 "(snakemake ... --forcerun fetch_model), then inspect again")
+        return "path", Path(man["path"]).resolve()
+    return "path", p.resolve()
+
+
+def weights_label_of(path_or_id) -> str:
+    """The weights label of a run's model folder (its manifest: "random weights" for a twin), else ""."""
+    import json
+
+    from .sources import TWIN_MARKER
+
+    p = Path(str(path_or_id)).expanduser()
+    if (p / TWIN_MARKER).is_file():
+        return "random weights"
+    for man_path in (p / "manifest.json", p.parent / "manifest.json"):  # a run's model folder, or its weights
+        with contextlib.suppress(Exception):
+            man = json.loads(man_path.read_text(encoding="utf-8"))
+            if man_path.parent == p or Path(man.get("path", "")).resolve() == p.resolve():
+                return man.get("weights_label", "")
+    return ""
+
+
 class Lens:
     """One transformers model (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3) read as power-method steps."""
 
@@ -105,15 +156,17 @@ class Lens:
         from .sources import _check_model_dir, fetch_hf
         from .targets import has_lm_head
 
-        p = Path(str(path_or_id)).expanduser()  # a str, a Path or an importlib.resources Traversable
-        if p.is_dir():
-            _check_model_dir(p.resolve(), f"model {str(path_or_id)!r}")
-            path = p.resolve()
-        elif p.exists() or str(path_or_id).startswith((".", "/", "~")):
-            raise PowerlensError(f"{path_or_id} is not a model folder",
-                                 "give a folder made by `save_pretrained(...)` or a hub id like org/name")
+        kind, where = model_location(path_or_id)
+        if kind == "path":
+            _check_model_dir(where, f"model {str(path_or_id)!r}")
+            path = where
         else:
-            path = Path(fetch_hf(str(path_or_id), {"repo_id": str(path_or_id), "revision": revision})["path"])
+            try:
+                path = Path(fetch_hf(where, {"repo_id": where, "revision": revision})["path"])
+            except PowerlensError as e:
+                raise PowerlensError(f"{where!r} was read as a Hugging Face hub id (it is not an existing folder): "
+                                     f"{e.problem}", "check the id (org/name), or give a local folder: one saved by "
+                                     "save_pretrained, or a run's model folder results/<run>/<model>") from None
         import json
 
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))

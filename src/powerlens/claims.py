@@ -12,8 +12,23 @@ from __future__ import annotations
 
 import re
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
+
+from .tables import fmt_num, weights_text
+
+
+class Verdict(NamedTuple):
+    """One model's result on one criterion: pass or not, the measured value, the null it was judged against,
+    and, when it fails, which part of the criterion failed (short, for the verdict view)."""
+
+    ok: bool
+    measured: str
+    null: str
+    failed: str = ""
+
 
 def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
     """Display name of an architecture's family (its adapter's), with the precision of quantized trained
@@ -41,7 +56,7 @@ TEXT = {
 
 
 def _f(x: float) -> str:
-    return f"{x:.3g}"
+    return fmt_num(x)
 
 
 def _depth(g: pd.DataFrame) -> pd.DataFrame:
@@ -74,16 +89,18 @@ def _sat(g: pd.DataFrame, stat: str) -> str:
     return f" ({k} saturated, not counted)" if k else ""
 
 
-def c1(g: pd.DataFrame, crit: dict, alpha: float) -> tuple[bool, str, str]:
+def c1(g: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
     """Tilt a(t+1) - a(t) against v_1 positive and Monte Carlo significant in at least a share of layers."""
     k, L = share_significant(g, "tilt", alpha, 0.0)
     d = _depth(g)
-    return (k >= crit["C1_share_layers"] * L, f"{k} of {L} layers{_sat(g, 'tilt')}; median tilt "
-            f"{_f(d['tilt'].median())}",
-            f"random directions: median {_f(d['tilt_null_median'].median())}, q95 {_f(d['tilt_null_q95'].median())}")
+    ok = k >= crit["C1_share_layers"] * L
+    return Verdict(ok, f"{k} of {L} layers{_sat(g, 'tilt')}; median tilt {_f(d['tilt'].median())}",
+                   f"random directions: median {_f(d['tilt_null_median'].median())}, q95 "
+                   f"{_f(d['tilt_null_q95'].median())}",
+                   "" if ok else f"tilt significant in {k} of {L} layers (needs {crit['C1_share_layers']:.0%})")
 
 
-def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict) -> tuple[bool, str, str]:
+def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict) -> Verdict:
     """Consensus, its alignment with M's consensus subspace beyond the null's 99th percentile, leading type."""
     cons = final["pairwise_abs_cos"] >= crit["C5_consensus_abs_cos"]
     span = final["span_M_final"] > final["span_M_final_null_q99"]
@@ -97,10 +114,13 @@ def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict) -> tup
                    ": not judged (not one of the four paper sizes), so C5 is not reproduced for this model"))
     null = (f"random {int(final['span_M_dim'])}-D subspaces: q99 {_f(final['span_M_final_null_q99'])}, "
             f"median {_f(final['span_M_final_null_median'])}")
-    return ok, measured, null
+    failed = "; ".join([p for p, bad in (("(a) consensus", not cons), ("(b) alignment with M's span", not span),
+                                         ("(c) leading type" if expected else "(c) not judged (size unknown)",
+                                          typ is not True)) if bad])
+    return Verdict(ok, measured, null, failed)
 
 
-def c6(g: pd.DataFrame, crit: dict, alpha: float) -> tuple[bool, str, str]:
+def c6(g: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
     """(a) gamma significantly above the null (Monte Carlo p, Holm across layers, < alpha; saturated layers
     not counted) in at least one layer, (b) below the weak bound in every layer, and (c) no accumulation (last
     output not aligned with the first layer's v_1 beyond the null). Revision 2's (a), "above the null's q95
@@ -118,20 +138,24 @@ def c6(g: pd.DataFrame, crit: dict, alpha: float) -> tuple[bool, str, str]:
                 f"(c) last output vs first v_1: {_f(last['first_lead_gamma'])} (p {_f(acc_p)})")
     null = (f"random directions: median gamma {_f(d['gamma_null_median'].median())}, q95 "
             f"{_f(d['gamma_null_q95'].median())}")
-    return ok, measured, null
+    failed = "; ".join([p for p, bad in ((f"(a) gamma significant in {sig} of {L} layers", sig < 1),
+                                         (f"(b) max gamma {_f(d['gamma'].max())}", not weak),
+                                         (f"(c) accumulation, p {_f(acc_p)}", not no_acc)) if bad])
+    return Verdict(ok, measured, null, failed)
 
 
-def c7(g: pd.DataFrame, crit: dict, alpha: float) -> tuple[bool, str, str]:
+def c7(g: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
     """rho > 0.5 and Monte Carlo significant (Holm; saturated layers not counted) in at least a share of layers."""
     k, L = share_significant(g, "rho", alpha, 0.5)
     d = _depth(g)
-    return (k >= crit["C7_share_layers"] * L, f"{k} of {L} layers{_sat(g, 'rho')}; median rho "
-            f"{_f(d['rho'].median())}",
-            f"random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
-            f"{_f(d['rho_null_q95'].median())}")
+    ok = k >= crit["C7_share_layers"] * L
+    return Verdict(ok, f"{k} of {L} layers{_sat(g, 'rho')}; median rho {_f(d['rho'].median())}",
+                   f"random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
+                   f"{_f(d['rho_null_q95'].median())}",
+                   "" if ok else f"rho significant in {k} of {L} layers (needs {crit['C7_share_layers']:.0%})")
 
 
-def c10(law: pd.DataFrame, model: pd.DataFrame, crit: dict, alpha: float) -> tuple[bool, str, str]:
+def c10(law: pd.DataFrame, model: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
     """The tilt of C1 is significant (Monte Carlo p, Holm) in at least a share of the attention-only law's
     layers, AND the real forward pass (FFN included) has no more significant layers than the law: removing
     the FFN does not remove the alignment (paper.md section 4b, revision 3)."""
@@ -143,10 +167,12 @@ def c10(law: pd.DataFrame, model: pd.DataFrame, crit: dict, alpha: float) -> tup
                 f"{k_model} of {L_model} with it{_sat(model, 'tilt')}"
                 + ("" if ok else ": " + ("too few without the FFN" if not enough else
                                         "more with the FFN than without")))
-    return ok, measured, "random directions (the Monte Carlo null of each mode)"
+    failed = ("" if ok else f"{k_law} of {L} layers without the FFN" if not enough else
+              f"more layers with the FFN ({k_model}) than without ({k_law})")
+    return Verdict(ok, measured, "random directions (the Monte Carlo null of each mode)", failed)
 
 
-def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> tuple[bool, str, str]:
+def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
     """Spearman correlation across layers between 1 - |lambda_next|/|lambda_1| and gamma_t - null median,
     positive and significant (one-sided)."""
     from scipy.stats import spearmanr
@@ -154,14 +180,15 @@ def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> tuple[bool, str, st
     d = _depth(g).merge(spec[["layer", "ratio_next"]], on="layer")
     x, y = 1 - d["ratio_next"].to_numpy(), (d["gamma"] - d["gamma_null_median"]).to_numpy()
     if len(d) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return False, f"{len(d)} layers: correlation not defined", "-"
+        return Verdict(False, f"{len(d)} layers: correlation not defined", "-", "correlation not defined")
     r = spearmanr(x, y, alternative="greater")
-    return (bool(r.statistic > 0 and r.pvalue < alpha),
-            f"Spearman {_f(r.statistic)} (p {_f(r.pvalue)}, {len(d)} layers); median ratio beyond the pair "
-            f"{_f(float(np.median(d['ratio_next'])))}", "no correlation (one-sided Spearman test)")
+    ok = bool(r.statistic > 0 and r.pvalue < alpha)
+    return Verdict(ok, f"Spearman {_f(r.statistic)} (p {_f(r.pvalue)}, {len(d)} layers); median ratio beyond "
+                   f"the pair {_f(float(np.median(d['ratio_next'])))}", "no correlation (one-sided Spearman test)",
+                   "" if ok else f"Spearman {_f(r.statistic)}, p {_f(r.pvalue)}")
 
 
-def c9(st: pd.DataFrame, crit: dict) -> tuple[bool, str, str]:
+def c9(st: pd.DataFrame, crit: dict) -> Verdict:
     """Largest kappa: mean |cos(x, u)| >= bound, u principal, not below activation addition at matched norm."""
     r1 = st[st["method"].str.startswith("rank-1")]
     aa = st[st["method"].str.startswith("activation")]
@@ -182,10 +209,13 @@ def c9(st: pd.DataFrame, crit: dict) -> tuple[bool, str, str]:
                      f"{_f(float(top['cos_pu_after_layer_model'].min()))})")
     null = (f"activation addition at matched norm of change: |cos| "
             f"{_f(float(base['cos_after_layer_model'].min()))}" + ("" if beats else " (above rank-1)"))
-    return ok, measured, null
+    failed = "; ".join([p for p, bad in ((f"min |cos| {_f(cos)} < {crit['C9_alignment']}", cos < crit["C9_alignment"]),
+                                         ("u not principal", not principal),
+                                         ("below activation addition", not beats)) if bad])
+    return Verdict(ok, measured, null, failed)
 
 
-def c4(theory: list[dict], alpha: float) -> tuple[bool, str, str] | None:
+def c4(theory: list[dict], alpha: float) -> Verdict | None:
     """Several heads break the multi-head bipartite equilibrium clearly more often than one head at some
     attention sharpness (one-sided Fisher tests, Holm across the sweep), with a positive control that breaks:
     :func:`powerlens.theory.c4_verdict`, the one place table_theory takes it from too."""
@@ -194,7 +224,34 @@ def c4(theory: list[dict], alpha: float) -> tuple[bool, str, str] | None:
     v = c4_verdict(theory, alpha)
     if v is None:
         return None
-    return v["ok"], v["measured"], v["null"]
+    return Verdict(v["ok"], v["measured"], v["null"], "" if v["ok"] else v.get("failed", "no significant difference"))
+
+
+def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Verdict]]:
+    """C2, C3 and C4 from the synthetic-layer checks: claim -> (criterion, verdict). The one place both
+    table_claims and table_theory take these verdicts from, so the two tables cannot disagree."""
+    out: dict[str, tuple[str, Verdict]] = {}
+    th = {(r["case"], r["attention"], r["quantity"]): r for r in theory}
+    a = th.get(("a: real dominant", "full", "rate per step"))
+    if a:
+        out["C2"] = (a["criterion"], Verdict(bool(a["passed"]), f"rate {_f(a['measured'])} vs |mu2/mu1| "
+                                             f"{_f(a['predicted'])}", "analytic prediction",
+                                             "" if a["passed"] else f"relative error {_f(a['rel_error'])}"))
+    b1 = th.get(("b: complex pair", "full", "angle per step (rad)"))
+    b0 = th.get(("b: complex pair", "full", "plane distance"))
+    if b1 and b0:
+        ok = bool(b0["passed"] and b1["passed"])
+        out["C3"] = (f"{b0['criterion']}; {b1['criterion']}", Verdict(
+            ok, f"distance {_f(b0['measured'])}; angle {b1['measured']:.4f} vs {b1['predicted']:.4f} rad "
+            f"(difference {_f(abs(b1['measured'] - b1['predicted']))})", "analytic prediction",
+            "; ".join(p for p, bad in (("plane distance", not b0["passed"]), ("angle", not b1["passed"])) if bad)))
+    r = c4(theory, alpha)
+    if r:
+        out["C4"] = ("over a sweep of sizes, head counts and attention sharpness: from the multi-head bipartite "
+                     "equilibrium (a fixed point to 1e-10 whose epsilon = 0 control stays), perturbed runs stop being "
+                     "antipodal more often with several heads than with one at some sharpness (Fisher, Holm across "
+                     f"the sweep, < {alpha}); a positive control (a known unstable equilibrium) breaks", r)
+    return out
 
 
 def albert_size(meta: dict) -> str | None:
@@ -213,11 +270,12 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
     alpha = criteria["alpha"]
     rows = []
 
-    def add(claim, family, models, criterion, measured, null, ok, tested=True, why=""):
+    def add(claim, family, models, criterion, measured, null, ok, tested=True, why="", failed=""):
         verdict = ("reproduced" if ok else "not reproduced") if tested else "not tested in this run"
         rows.append({"claim": claim, "statement": TEXT[claim], "family": family, "models": models,
                      "criterion": criterion, "measured": measured, "null": null,
-                     "verdict": verdict if tested else f"{verdict} ({why})", "figure": FIG[claim]})
+                     "verdict": verdict if tested else f"{verdict} ({why})",
+                     "failed part": (failed or "-") if tested and not ok else "-", "figure": FIG[claim]})
 
     fams: dict[str, list[str]] = {}
     by_arch: dict[str, list[str]] = {}
@@ -232,17 +290,19 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
         why = "random weights only: twins are never evidence"
 
         def names(xs):
-            return ", ".join(f"{labels.get(m, m)} ({meta[m]['weights_label']})" for m in xs)
+            return ", ".join(f"{labels.get(m, m)} ({weights_text(meta[m]['weights_label'])})" for m in xs)
 
         def per_model(fn, xs, args):
             res = {m: fn(*args(m)) for m in xs}
             res = {m: r for m, r in res.items() if r is not None}
             if not res:
                 return None
-            ok = all(r[0] for r in res.values())
-            meas = "; ".join(f"{labels.get(m, m)}: {r[1]}" for m, r in res.items())
-            null = "; ".join(f"{labels.get(m, m)}: {r[2]}" for m, r in res.items())
-            return ok, meas, null, list(res)
+            ok = all(r.ok for r in res.values())
+            meas = "; ".join(f"{labels.get(m, m)}: {r.measured}" for m, r in res.items())
+            null = "; ".join(f"{labels.get(m, m)}: {r.null}" for m, r in res.items())
+            bad = [(m, r.failed) for m, r in res.items() if not r.ok]
+            failed = ("" if not bad else bad[0][1] if len(res) == 1 else "; ".join(f"{labels.get(m, m)}: {f}" for m, f in bad))
+            return ok, meas, null, list(res), failed
 
         def dyn_of(m, mode):
             return dyn[(dyn["model"] == m) & (dyn["mode"] == mode)].sort_values("layer")
@@ -256,7 +316,7 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
                       lambda m: (dyn_of(m, "attention-only"),))
         if r:
             add("C1", family, names(r[3]), f"attention-only law: tilt a(t+1) - a(t) against v_1 > 0 with Monte Carlo "
-                f"p (Holm) < {alpha} in >= {criteria['C1_share_layers']:.0%} of layers", r[1], r[2], r[0], tested, why)
+                f"p (Holm) < {alpha} in >= {criteria['C1_share_layers']:.0%} of layers", r[1], r[2], r[0], tested, why, failed=r[4])
         if sh:
             def c5_args(m):
                 g = dyn_of(m, "attention-only")
@@ -267,26 +327,26 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
                 add("C5", family, names(r[3]), f"(a) final mean pairwise |cos| >= {criteria['C5_consensus_abs_cos']}; "
                     f"(b) alignment with M's span(v_1, v_2) or leading plane above the random-subspace null's "
                     f"q{criteria['C5_null_quantile'] * 100:.0f}; (c) leading type: base/large real, xlarge/xxlarge "
-                    "complex", r[1], r[2], r[0], tested, why)
+                    "complex", r[1], r[2], r[0], tested, why, failed=r[4])
         lvm = [m for m in lv if have(m, "model")]
         if lvm:
             r = per_model(lambda g: c6(g, criteria, alpha), lvm, lambda m: (dyn_of(m, "model"),))
             add("C6", family, names(r[3]), f"model mode: (a) gamma above the null with Monte Carlo p (Holm) < "
                 f"{alpha} in >= 1 layer, (b) gamma < {criteria['C6_weak_below']} in every layer, (c) last output vs "
-                f"first layer's v_1 not beyond the null (p >= {alpha})", r[1], r[2], r[0], tested, why)
+                f"first layer's v_1 not beyond the null (p >= {alpha})", r[1], r[2], r[0], tested, why, failed=r[4])
         # C7 is general: every model with the real forward pass, shared-weight ones over their own depth
         allm = [m for m in use if have(m, "model")]
         if allm:
             r = per_model(lambda g: c7(g, criteria, alpha), allm, lambda m: (dyn_of(m, "model"),))
             add("C7", family, names(r[3]), f"model mode: rho > 0.5 with Monte Carlo p (Holm) < {alpha} in >= "
                 f"{criteria['C7_share_layers']:.0%} of layers (saturated layers not counted)", r[1], r[2], r[0],
-                tested, why)
+                tested, why, failed=r[4])
         if lvm:
             r = per_model(lambda s, g: c8(s, g, alpha), lvm,
                           lambda m: (spectra[spectra["model"] == m], dyn_of(m, "model")))
             add("C8", family, names(r[3]), f"model mode: Spearman(1 - |lambda_next|/|lambda_1|, gamma - null median) "
                 f"across layers > 0 with p < {alpha} (lambda_next: first eigenvalue beyond the lead's pair)",
-                r[1], r[2], r[0], tested, why)
+                r[1], r[2], r[0], tested, why, failed=r[4])
         both = [m for m in use if have(m, "attention-only") and have(m, "model")]
         if both:
             r = per_model(lambda a, b: c10(a, b, criteria, alpha), both,
@@ -294,33 +354,18 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
             add("C10", family, names(r[3]), f"tilt a(t+1) - a(t) > 0 with Monte Carlo p (Holm) < {alpha} in >= "
                 f"{criteria['C1_share_layers']:.0%} of the attention-only law's layers (FFN removed), and no more "
                 "such layers in the real forward pass (FFN included) than in the law", r[1], r[2], r[0], tested,
-                why)
+                why, failed=r[4])
         stm = [m for m in use if len(steer[steer["model"] == m])]
         if stm:
             r = per_model(lambda s: c9(s, criteria), stm, lambda m: (steer[(steer["model"] == m)
                                                                           & (steer["kappa"] >= 0)],))
             add("C9", family, names(r[3]), f"largest kappa: min over targets of mean |cos(x, u)| >= "
                 f"{criteria['C9_alignment']}, u principal, and not below activation addition at matched norm of "
-                "change", r[1], r[2], r[0], tested, why)
-    # theory claims (synthetic layers, no family)
-    th = {(r["case"], r["attention"], r["quantity"]): r for r in theory}
-    a = th.get(("a: real dominant", "full", "rate per step"))
-    if a:
-        add("C2", "synthetic", "synthetic layers", a["criterion"],
-            f"rate {_f(a['measured'])} vs |mu2/mu1| {_f(a['predicted'])}", "analytic prediction", a["passed"])
-    b1 = th.get(("b: complex pair", "full", "angle per step (rad)"))
-    b0 = th.get(("b: complex pair", "full", "plane distance"))
-    if b1 and b0:
-        add("C3", "synthetic", "synthetic layers", f"{b0['criterion']}; {b1['criterion']}",
-            f"distance {b0['measured']:.2g}; angle {_f(b1['measured'])} vs {_f(b1['predicted'])}",
-            "analytic prediction", b0["passed"] and b1["passed"])
-    r = c4(theory, alpha)
-    if r:
-        add("C4", "synthetic", "synthetic layers (softmax attention)", "over a sweep of sizes, head counts and "
-            "attention sharpness: from the multi-head bipartite equilibrium (a fixed point to 1e-10 whose epsilon = 0 "
-            "control stays), perturbed runs stop being antipodal more often with several heads than with one at "
-            f"some sharpness (Fisher, Holm across the sweep, < {alpha}); a positive control (a known unstable "
-            "equilibrium) breaks", r[1], r[2], r[0])
+                "change", r[1], r[2], r[0], tested, why, failed=r[4])
+    # theory claims (synthetic layers, no family): the same records table_theory shows
+    for claim, (criterion, v) in theory_verdicts(theory, alpha).items():
+        add(claim, "synthetic", "synthetic layers" + (" (softmax attention)" if claim == "C4" else ""), criterion,
+            v.measured, v.null, v.ok, failed=v.failed)
     order = {f"C{i}": i for i in range(1, 11)}
     df = pd.DataFrame(rows)
     if len(df):
@@ -331,5 +376,55 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
             df = pd.concat([df, pd.DataFrame([{"claim": c, "statement": TEXT[c], "family": "-", "models": "-",
                                                "criterion": "-", "measured": "no model in this run exercises it",
                                                "null": "-", "verdict": "not tested in this run",
-                                               "figure": FIG[c]}])])
+                                               "failed part": "-", "figure": FIG[c]}])])
     return df.reset_index(drop=True)
+
+
+NOT_TESTED = "not tested in this run"
+VIEW_MISSING = {"synthetic layers": "the claim is about trained models, not synthetic layers"}
+VIEW_NOT_APPLICABLE = ("the claim does not concern this family (C2-C4: synthetic layers only; C5: shared weights "
+                       "only; C6, C8: layer-varying models only), or no model of it ran the needed step")
+
+
+def is_twin_row(df: pd.DataFrame) -> pd.Series:
+    """Rows judged on random-weight twins only (a family with no trained model): code exercise, not evidence."""
+    return df["verdict"].str.startswith(NOT_TESTED) & (df["family"] != "-")
+
+
+def verdict_view(df: pd.DataFrame) -> pd.DataFrame:
+    """``table_claim_verdicts``: one row per claim, one column per family with trained weights (then synthetic
+    layers), each cell "reproduced" or "not reproduced: <the part that failed>"; the last column names what
+    this run could not judge (families with random-weight twins only). Built from :func:`evaluate`'s rows, so
+    the two tables cannot disagree."""
+    twin = is_twin_row(df)
+    judged = df[~twin & ~df["verdict"].str.startswith(NOT_TESTED)]
+    fams = [f for f in dict.fromkeys(judged["family"]) if f != "synthetic"]
+    rows = []
+    for claim in TEXT:
+        row = {"claim": claim, "statement": TEXT[claim]}
+        mine = judged[judged["claim"] == claim]
+        for f in fams + ["synthetic"]:
+            r = mine[mine["family"] == f]
+            col = "synthetic layers" if f == "synthetic" else f
+            if not len(r):
+                row[col] = None
+                continue
+            r = r.iloc[0]
+            row[col] = "reproduced" if r["verdict"] == "reproduced" else f"not reproduced: {r['failed part']}"
+        gaps = df[(df["claim"] == claim) & twin]["family"].tolist()
+        nobody = df[(df["claim"] == claim) & (df["family"] == "-")]
+        row["not judged in this run"] = (", ".join(gaps) + " (random-weight twins only)" if gaps else
+                                         "no model in this run exercises it" if len(nobody) else "-")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def verdict_class(column: str, text: str) -> str | None:
+    """CSS class of a verdict-view cell (green reproduced, red not reproduced, grey not judged / not applicable)."""
+    if column in ("claim", "statement"):
+        return None
+    if text.startswith("reproduced"):
+        return "ok"
+    if text.startswith("not reproduced"):
+        return "fail"
+    return "na"

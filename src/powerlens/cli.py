@@ -1,11 +1,12 @@
-"""The ``powerlens`` command: a quick look at one model, and every pipeline step as a sub-command.
+"""The powerlens command: a quick look at one model, and every pipeline step as a sub-command.
 
     powerlens inspect PATH_OR_HUB_ID        # leading eigenpair of F = W_O W_V per layer, as a table
     powerlens spectra --help                 # the step the workflow runs (scripts/spectra.py is the same)
 
-Each step's options are defined once, in ``powerlens.commands.<step>``; ``scripts/<step>.py`` (what the
-Snakemake rules call) runs the same sub-command. A user error prints ``ERROR: <problem>`` and
-``  fix: <what to do>`` and exits with status 2, never a traceback.
+Each step's options are defined once, in powerlens.commands.<step>; scripts/<step>.py (what the Snakemake
+rules call) runs the same sub-command. A step's options have no defaults of their own: the workflow passes
+every one from the config, whose defaults live in workflow/schemas/config.schema.yaml. A user error prints
+"ERROR: <problem>" and "  fix: <what to do>" and exits with status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import argparse
 import importlib
 import sys
 import traceback
+
+from pathlib import Path
 
 #: The pipeline's steps, in the order a run meets them (module names in powerlens.commands).
 STEPS = ("fetch_model", "steering_targets", "write_lock", "extract", "check_extraction", "spectra", "dynamics",
@@ -85,14 +88,39 @@ def run_guarded(fn, *args) -> None:
 
 
 def inspect_model(a) -> None:
-    """powerlens inspect: the leading eigenpair of every layer's F, printed as a table."""
+    """powerlens inspect: the leading eigenpair of every layer's F, printed as a table.
+
+    PATH_OR_ID is a local folder (one saved by save_pretrained, or a run's model folder results/<run>/<model>)
+    or a Hugging Face hub id (org/name). An argument that cannot be a hub id (it starts with ., / or ~, has more
+    than one /, or its first part is an existing folder) is always a path."""
+    import os
+    import time
+
+    from .errors import PowerlensError
+
+    t0 = time.perf_counter()
+    if a.csv:  # checked before any work
+        out = Path(a.csv).expanduser()
+        if out.is_dir() or not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
+            raise PowerlensError(f"--csv {a.csv}: " + ("is a folder" if out.is_dir() else
+                                                       f"the folder {str(out.parent)!r} does not exist or is not "
+                                                       "writable"), "give a file path in an existing, writable folder")
+    if a.threads is not None and a.threads < 1:
+        raise PowerlensError(f"--threads {a.threads}: must be at least 1", "omit it to use every core")
     import numpy as np
     import pandas as pd
 
-    from .api import Lens
+    from .api import Lens, model_location, weights_label_of
 
+    model_location(a.model)  # a path that does not exist stops here, before any import of transformers
     lens = Lens.from_pretrained(a.model, arch=a.arch, revision=a.revision, head=False)
-    spec = lens.spectra(k=1, threads=a.threads)
+    from .tables import weights_text
+
+    label = weights_text(weights_label_of(a.model))
+    print(f"{a.model}: {lens}" + (f"  [{label}]" if label else "") + f"  (loaded in {time.perf_counter() - t0:.1f} s; "
+          f"eigen-solves of {len(lens.weights.layers)} unique layers on {a.threads or os.cpu_count()} threads)",
+          flush=True)
+    spec = lens.spectra(k=1, threads=a.threads or os.cpu_count() or 1)
     w = lens.weights
     rows = []
     for t, u in enumerate(w.layer_map):
@@ -101,18 +129,23 @@ def inspect_model(a) -> None:
         top = np.argsort(-np.abs(v))[:3]
         summ = s.summary()
         pair = summ["leading_type"] == "complex pair"  # complex v_1: moduli of its components
-        rows.append({"layer": t, "unique": u, "lambda_1": complex(s.eigvals[0]), "|lambda_1|": abs(s.eigvals[0]),
-                     "type": summ["leading_type"], "|l_next|/|l_1|": summ["ratio_next"],
+        lam = complex(s.eigvals[0])
+        rows.append({"layer": t, "unique": u, "Re lambda_1": lam.real, "Im lambda_1": lam.imag,
+                     "|lambda_1|": abs(lam), "type": summ["leading_type"], "|l_next|/|l_1|": summ["ratio_next"],
                      "v_1 largest components": ", ".join(f"{i}:{abs(v[i]):.2f}" if pair else f"{i}:{v[i].real:+.2f}"
                                                          for i in top)})
     df = pd.DataFrame(rows)
-    print(f"{lens}  (F = W_O W_V per layer; eigenvalues sorted by modulus; v_1 = right eigenvector, unit norm; "
-          "'complex pair' = lambda_1 and its conjugate lead together)")
+    print("F = W_O W_V per layer; eigenvalues sorted by modulus; v_1 = right eigenvector, unit norm; 'complex pair' "
+          "= lambda_1 and its conjugate lead together" + (f"; {label.upper()}: says nothing about trained models"
+                                                          if label == "random weights" else ""))
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
-        print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}",
-                           formatters={"lambda_1": lambda z: f"{z.real:.4g}{z.imag:+.4g}j"}))
+        print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if a.csv:
-        df.assign(lambda_1=df["lambda_1"].astype(str)).to_csv(a.csv, index=False)
+        from .io import atomic_path
+
+        with atomic_path(Path(a.csv).expanduser()) as tmp:
+            df.to_csv(tmp, index=False)
+    print(f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -120,7 +153,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaults
     required: their defaults live in the config schema (workflow/schemas/config.schema.yaml) only."""
 
     def _get_help_string(self, action):
-        if action.required:
+        if action.required or action.default is None or "default" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
 
@@ -133,13 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"powerlens {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     p = sub.add_parser("inspect", help="leading eigenpair of F = W_O W_V per layer of one model, as a table",
-                       description=inspect_model.__doc__, formatter_class=_Formatter)
+                       description=__import__("inspect").cleandoc(inspect_model.__doc__), formatter_class=_Formatter)
     p.add_argument("model", metavar="PATH_OR_ID",
-                   help="a folder saved by save_pretrained (config.json + *.safetensors) or a Hugging Face hub id")
+                   help="a folder saved by save_pretrained (config.json + *.safetensors), a run's model folder "
+                   "results/<run>/<model>, or a Hugging Face hub id org/name")
     p.add_argument("--arch", default=None, help="architecture (default: read from config.json's model_type)")
-    p.add_argument("--revision", default=None, help="hub revision (commit, branch or tag) for a hub id")
-    p.add_argument("--threads", type=int, default=1, help="CPU threads for the eigen-solves")
-    p.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    p.add_argument("--revision", default=None, help="hub revision (commit, branch or tag) for a hub id (default: main)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for the eigen-solves (default: every core of this machine)")
+    p.add_argument("--csv", default=None, help="also write the table to this CSV file (its folder is checked "
+                   "before any work); lambda_1 in two real columns")
     p.set_defaults(func=inspect_model)
     for name in STEPS:
         mod = importlib.import_module(f"powerlens.commands.{name}")

@@ -281,6 +281,55 @@ def check_paths(config: dict) -> None:
                                  "rename the file or folder (or link it under a plain name) and give that path")
 
 
+OUTPUT_FOLDERS = ("results", "paper_tables", "figures", "logs", "benchmarks")
+
+
+def looks_like_output(path: str) -> str | None:
+    """Why a file given to --configfile looks like one of the workflow's outputs rather than a config (None if
+    it does not): it lies in an output folder, has an output's suffix, or holds no config key at its top."""
+    import yaml
+
+    p = Path(path)
+    if p.suffix.lower() not in (".yaml", ".yml", ".json"):
+        return f"its suffix {p.suffix or '(none)'} is not a config's (.yaml, .yml, .json)"
+    try:
+        top = p.resolve().relative_to(Path.cwd().resolve()).parts[0]
+    except (ValueError, IndexError):
+        top = None
+    if top in OUTPUT_FOLDERS:
+        return f"it lies in the output folder {top}/"
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except Exception:
+        return None  # not readable as YAML: Snakemake has said so already
+    keys = set(yaml.safe_load(SCHEMA.read_text())["properties"])
+    if isinstance(doc, dict) and doc and not (set(doc) & keys):
+        return f"none of its keys ({', '.join(sorted(map(str, doc))[:6])}) is a config key"
+    return None
+
+
+def check_configfiles_are_configs(configfiles, argv: list[str] | None = None) -> None:
+    """Snakemake reads every argument after --configfile as a config file, so a target written after it (a
+    common slip) arrives here as a config. Stop with the corrected command line."""
+    import shlex
+    import sys
+
+    bad = [(f, why) for f in configfiles if Path(f).is_file() and (why := looks_like_output(f))]
+    if not bad:
+        return
+    argv = list(sys.argv if argv is None else argv)
+    args = argv[argv.index("snakemake") + 1:] if "snakemake" in argv else argv[1:]
+    files = {Path(f).resolve() for f, _ in bad}
+    given = [a for a in args if not a.startswith("-") and Path(a).resolve() in files]
+    rest = [a for a in args if a not in given]
+    fixed = shlex.join(["snakemake", *given, *rest])
+    f, why = bad[0]
+    f = next((a for a in given if Path(a).resolve() == Path(f).resolve()), f)
+    raise PowerlensError(f"--configfile {f}: this looks like an output file, not a config ({why}); put targets "
+                         "before --configfile (every argument after it is read as a config file)",
+                         f"run: {fixed}")
+
+
 def validate_config(config: dict, configfiles: list[str] = ()) -> None:
     """Everything Snakemake checks about a config while it builds the DAG, before any job: no key twice in a
     config file, finite numbers and printable text (:func:`check_config_values`), the schema (Snakemake's
@@ -289,6 +338,7 @@ def validate_config(config: dict, configfiles: list[str] = ()) -> None:
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
+    check_configfiles_are_configs(configfiles)
     for f in configfiles:
         if Path(f).is_file():
             check_no_duplicate_keys(f)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import pandas as pd
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -60,9 +61,51 @@ def panel_title(label: str, weights_label: str) -> str:
     return label
 
 
+TWIN_SUFFIX = "_twins"  # fig_X_twins: the same figure drawn from random-weight twins only
+TWIN_BANNER = "RANDOM WEIGHTS (architecture twins): a code exercise, not evidence for any claim"
+TRAINED = {"model": "trained"}  # which part :func:`draw_split` is drawing (read by :func:`save`)
+
+
+def is_twin(weights_label: str) -> bool:
+    return weights_label == "random weights"
+
+
+def draw_split(draw, data, weights: dict[str, str], stem, dpi: int, what: str) -> None:
+    """Draw a per-model figure twice: models with trained weights at ``stem`` (the evidence), random-weight
+    twins at ``stem_twins`` (headed :data:`TWIN_BANNER`, shown in the report's twins category). ``data`` is a
+    DataFrame with a ``model`` column or a list of dicts with a ``weights`` label; ``draw(part, stem)`` draws
+    one part. A part with no model gets a page that says so."""
+    for twin, s in ((False, Path(stem)), (True, Path(f"{stem}{TWIN_SUFFIX}"))):
+        if isinstance(data, pd.DataFrame):
+            part = data[data["model"].map(lambda m: is_twin(weights.get(m, "")) == twin)]
+        else:
+            part = [d for d in data if is_twin(d["weights"]) == twin]
+        TRAINED["model"] = "twins" if twin else "trained"
+        try:
+            if len(part):
+                draw(part, s)
+            else:
+                placeholder(s, f"{what}: no model with {'random' if twin else 'trained'} weights in this run"
+                            + ("" if twin else f" (random-weight twins: {Path(stem).name}{TWIN_SUFFIX})"), dpi)
+        finally:
+            TRAINED["model"] = "trained"
+
+
+def placeholder(stem, text: str, dpi: int = 150) -> list[Path]:
+    style()
+    fig, ax = plt.subplots(figsize=(6, 1.4))
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True)
+    ax.set_axis_off()
+    return save(fig, stem, dpi)
+
+
 def save(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
-    """Write ``stem.pdf`` and ``stem.png`` atomically (fixed metadata, so reruns are byte-stable)."""
+    """Write ``stem.pdf`` and ``stem.png`` atomically (fixed metadata, so reruns are byte-stable); a figure
+    of twins gets the random-weights banner on top."""
     stem = Path(stem)
+    if TRAINED["model"] == "twins":
+        fig.text(0.5, 1.0, TWIN_BANNER, ha="center", va="bottom", fontsize=10, color="#b00020",
+                 fontweight="bold", transform=fig.transFigure)
     out = []
     for ext in ("pdf", "png"):
         path = stem.with_suffix(f".{ext}")

@@ -50,3 +50,28 @@ def record(threads: int | None = None, seed: int | None = None, **extra: Any) ->
         "env": {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_ENDPOINT") if k in os.environ},
         **extra,
     }
+
+
+def modelling_choices_html(cfg: dict, choices: list[str]) -> str:
+    """The report's "Modelling choices" page: what the paper's summaries leave open and what this replication
+    chose, then this run's settings that the choices depend on. Every text escaped (a config is data)."""
+    import html
+
+    dyn, st, cl = cfg.get("dynamics", {}), cfg.get("steering", {}), cfg.get("claims", {})
+    settings = [
+        ("Monte Carlo null draws R", dyn.get("null_draws")), ("significance level", dyn.get("alpha")),
+        ("prompt truncation (tokens)", dyn.get("max_tokens")), ("attention-only law's normalisation N", dyn.get("norm")),
+        ("shared-weight law: steps", dyn.get("steps")), ("ALBERT steering edit", st.get("shared_edit")),
+        *[(f"claims criterion {k}", v) for k, v in sorted(cl.items())],
+    ]
+    items = "".join(f"<li>{html.escape(c)}</li>" for c in choices)
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in settings
+                   if v is not None)
+    style = ("body{font-family:sans-serif;font-size:14px;margin:12px;max-width:60em;line-height:1.45}"
+             "li{margin-bottom:.5em}td{padding:2px 10px;border-bottom:1px solid #ddd}")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Modelling choices</title>"
+            f"<style>{style}</style></head>\n<body>\n<h2>Modelling choices</h2>\n"
+            "<p>The paper's full text is not available: where its summaries (paper.md) are silent, these choices "
+            "are ours and say so. Each output's provenance (provenance.json) lists them too.</p>\n"
+            f"<ul>{items}</ul>\n<h3>This run's settings ({html.escape(str(cfg.get('run')))})</h3>\n"
+            f"<table>{rows}</table>\n</body></html>\n")

@@ -24,6 +24,7 @@ from safetensors only (never pickle, never remote code).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import importlib.metadata
 import importlib.util
 import os
@@ -297,6 +298,9 @@ def fetch_package(name: str, entry: dict) -> dict:
             "files": _file_table(path), "resolved_revision": version}
 
 
+TWIN_MARKER = "POWERLENS_TWIN.json"  # written into every twin's folder: its weights are random
+
+
 def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
     """Build an architecture twin with seeded random weights and save it under ``out_dir``."""
     import torch
@@ -315,6 +319,9 @@ def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
     tok, label = twin_tokenizer(entry["twin_of"])  # the family's stand-in (byte-level for tiny twins)
     save_model_folder(model, tok, out_dir, f"model {name!r}")
     del model
+    # the folder says what it is, wherever it is read from (powerlens inspect labels it "random weights")
+    (out_dir / TWIN_MARKER).write_text(json.dumps({"weights_label": "random weights", "twin_of": entry["twin_of"],
+                                                   "seed": seed}, indent=1) + "\n", encoding="utf-8")
     return {"source": "random", "twin_of": entry["twin_of"], "seed": seed, "path": str(out_dir.resolve()),
             "files": _file_table(out_dir), "resolved_revision": None, "tokenizer": label}
 

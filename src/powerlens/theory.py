@@ -421,5 +421,7 @@ def c4_verdict(results: list[dict], alpha: float) -> dict | None:
                  + ("" if power else " (the test cannot see a break: no power)") if pos else "; no positive control")
     if missing:
         measured += f"; no equilibrium found (left out): {len(missing)} cells"
-    return {"ok": bool(sig) and power, "measured": measured, "tests": tests, "power": power,
+    failed = "; ".join(x for x, bad in ((f"0 of {len(tests)} Fisher tests significant", not sig),
+                                         ("no positive control break (no power)", not power)) if bad)
+    return {"ok": bool(sig) and power, "measured": measured, "tests": tests, "power": power, "failed": failed,
             "null": "one head at the same size and sharpness (one-sided Fisher exact test, Holm across the sweep)"}

@@ -4,6 +4,7 @@ the README's example as printed, every flag explained."""
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -140,10 +141,77 @@ def test_powerlens_command_inspect_and_step_help(minilm_path, twin):
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in r.stdout.splitlines() if re.match(r"\s+\d+\s+\d+\s", ln)]
     assert len(rows) == 6 and "Lens(bert" in r.stdout and "\r" not in r.stdout + r.stderr
-    r = subprocess.run(exe + ["inspect", twin[1]["path"]], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and "Lens(gpt2" in r.stdout
+    r = subprocess.run(exe + ["inspect", twin[1]["path"], "--csv", str(twin[0] / "t.csv")], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and "Lens(gpt2" in r.stdout and "[random weights]" in r.stdout, r.stderr[-2000:]
+    first = r.stdout.splitlines()[0]
+    assert "Lens(gpt2" in first and "loaded in" in first  # printed as soon as the model is loaded
+    import pandas as pd
+
+    t = pd.read_csv(twin[0] / "t.csv")
+    assert {"Re lambda_1", "Im lambda_1"} <= set(t.columns) and t["Re lambda_1"].dtype.kind == "f"
+    assert t["Im lambda_1"].dtype.kind == "f"  # complex values in two real columns, never "(1.2+0j)" strings
     r = subprocess.run(exe + ["inspect", "/nonexistent/folder"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "ERROR:" in r.stderr and "fix:" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run(exe + ["inspect", "--help"], capture_output=True, text=True, timeout=120)
+    assert "(default: None)" not in r.stdout and r.stdout.count("default:") >= 2, r.stdout
+    r = subprocess.run(exe + ["--help"], capture_output=True, text=True, timeout=120)
+    assert "``" not in r.stdout
+
+
+def test_inspect_tells_paths_from_hub_ids(tmp_path, monkeypatch, twin):
+    """An argument that cannot be a hub id is a path and never reaches the hub; a run's model folder stands for
+    the weights its manifest names; a bad --csv stops before any work."""
+    import json
+
+    from powerlens.api import model_location, weights_label_of
+    from powerlens.cli import main
+    from powerlens.errors import PowerlensError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results/run/m").mkdir(parents=True)
+    for arg in ("results/offline/minilm", "./x", "~/nowhere/x", "a/b/c"):
+        with pytest.raises(PowerlensError, match="local path"):
+            model_location(arg)
+    assert model_location("org/name") == ("hub", "org/name")
+    assert model_location("gpt2") == ("hub", "gpt2")
+    (tmp_path / "results/run/m/manifest.json").write_text(json.dumps({"path": twin[1]["path"],
+                                                                      "weights_label": "random weights"}))
+    assert model_location("results/run/m") == ("path", Path(twin[1]["path"]).resolve())
+    assert weights_label_of("results/run/m") == "random weights" == weights_label_of(twin[1]["path"])
+    import powerlens.sources as src
+
+    monkeypatch.setattr(src, "fetch_hf", lambda *a, **k: (_ for _ in ()).throw(AssertionError("hub called")))
+    with pytest.raises(SystemExit) as e:
+        main(["inspect", "results/run/m", "--csv", str(tmp_path / "no/such/dir/x.csv")])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main(["inspect", "results/offline/minilm"])  # a typo of a run's folder: a path, not a hub id
+    assert e.value.code == 2
+
+
+def test_a_target_after_configfile_is_refused_with_the_corrected_command(tmp_path, monkeypatch):
+    import json
+
+    from powerlens.config import check_configfiles_are_configs
+    from powerlens.errors import PowerlensError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results/offline/m").mkdir(parents=True)
+    out = tmp_path / "results/offline/m/extraction_check.json"
+    out.write_text(json.dumps({"model": "m", "checks": [], "passed": True}))
+    (tmp_path / "elsewhere.json").write_text(json.dumps({"model": "m", "passed": True}))
+    (tmp_path / "mine.yaml").write_text("seed: 3\n")
+    argv = ["snakemake", "--cores", "2", "--configfile", "mine.yaml", "results/offline/m/extraction_check.json"]
+    with pytest.raises(PowerlensError) as e:
+        check_configfiles_are_configs([str(tmp_path / "mine.yaml"), str(out)], argv)
+    assert "looks like an output file" in e.value.problem and "put targets before --configfile" in e.value.problem
+    assert e.value.fix == ("run: snakemake results/offline/m/extraction_check.json --cores 2 --configfile "
+                           "mine.yaml")
+    with pytest.raises(PowerlensError, match="none of its keys"):
+        check_configfiles_are_configs([str(tmp_path / "elsewhere.json")], ["snakemake", "--configfile",
+                                                                          "elsewhere.json"])
+    check_configfiles_are_configs([str(tmp_path / "mine.yaml")], argv)  # a config passes
 
 
 def test_steps_take_at_most_three_positional_arguments():

@@ -55,7 +55,7 @@ def test_bias_only_consensus_fails_c5():
     df, _ = run_shared(F, b, rng.standard_normal((160, d)), tokens_per_prompt=8, steps=60)
     final = df.iloc[-1]
     assert final["pairwise_abs_cos"] > 0.99  # consensus...
-    ok, measured, null = claims.c5(final, final["leading_type"], None, CRIT)
+    ok, measured, null, _ = claims.c5(final, final["leading_type"], None, CRIT)
     assert not ok, measured  # ...but not on M's leading subspace
     assert final["span_M_final"] <= final["span_M_final_null_q99"]
 
@@ -68,9 +68,9 @@ def test_c5_passes_consensus_on_the_leading_direction():
     X0 = rng.standard_normal((160, d)) + 2.0 * Q[:, 0]
     df, _ = run_shared(F, np.zeros(d), X0, tokens_per_prompt=8, steps=40)
     final = df.iloc[-1]
-    ok, measured, _ = claims.c5(final, final["leading_type"], "base", CRIT)
+    ok, measured, *_ = claims.c5(final, final["leading_type"], "base", CRIT)
     assert ok, measured
-    ok, measured, _ = claims.c5(final, final["leading_type"], "xxlarge", CRIT)  # expects a complex lead
+    ok, measured, *_ = claims.c5(final, final["leading_type"], "xxlarge", CRIT)  # expects a complex lead
     assert not ok and "expected complex" in measured
 
 
@@ -90,7 +90,7 @@ def test_complex_pair_layer_does_not_count_as_ratio_one_in_c8():
     spec = pd.DataFrame({"layer": range(L), "ratio": 1.0, "ratio_next": ratio_next})
     dyn = pd.DataFrame({"layer": range(L), "gamma": 0.1 + 0.3 * (1 - ratio_next), "gamma_null_median": 0.05,
                         "rho_p_holm": 0.5})
-    ok, measured, _ = claims.c8(spec, dyn, 0.05)
+    ok, measured, *_ = claims.c8(spec, dyn, 0.05)
     assert ok, measured
     dyn["gamma"] = 0.1 + 0.3 * ratio_next  # anti-correlated: not reproduced
     assert not claims.c8(spec, dyn, 0.05)[0]
@@ -133,7 +133,7 @@ def _layers(L=12, **cols):
 def test_c5_outside_the_paper_sizes_is_not_judged_and_never_passes():
     final = pd.Series({"pairwise_abs_cos": 0.999, "span_M_final": 0.9, "span_M_final_null_q99": 0.2,
                        "span_M_dim": 2, "span_M_final_null_median": 0.1})
-    ok, measured, _ = claims.c5(final, "real positive", None, CRIT)
+    ok, measured, *_ = claims.c5(final, "real positive", None, CRIT)
     assert not ok and "not judged" in measured  # revision 2 code: passed ((c) ignored)
     assert claims.c5(final, "real positive", "base", CRIT)[0]  # the same model at a paper size passes
 
@@ -141,7 +141,7 @@ def test_c5_outside_the_paper_sizes_is_not_judged_and_never_passes():
 def test_c6_a_needs_holm_significance_not_one_uncorrected_q95_crossing():
     # gamma above the null's q95 in one layer (its own p 0.04), Holm-adjusted p 0.3 or more everywhere: chance
     g = _layers(gamma_null_q95=np.r_[np.full(4, 0.25), 0.1, np.full(7, 0.25)], gamma_p_holm=0.3)
-    ok, measured, _ = claims.c6(g, CRIT, 0.05)
+    ok, measured, *_ = claims.c6(g, CRIT, 0.05)
     assert not ok and "in 0 of 12 layers" in measured and "uncorrected: 1" in measured
     g["gamma_p_holm"] = np.r_[np.full(4, 0.3), 0.01, np.full(7, 0.3)]  # the reverse: one layer survives Holm
     assert claims.c6(g, CRIT, 0.05)[0]
@@ -151,7 +151,7 @@ def test_saturated_layers_never_count_as_significant():
     g = _layers(rho=1.0, rho_p_holm=0.001)
     assert claims.c7(g, CRIT, 0.05)[0]
     g["rho_saturated"] = True  # half or more of the draws tie with the lead: the p is a coin there
-    ok, measured, _ = claims.c7(g, CRIT, 0.05)
+    ok, measured, *_ = claims.c7(g, CRIT, 0.05)
     assert not ok and "12 saturated, not counted" in measured
 
 
@@ -183,9 +183,9 @@ def test_c10_compares_the_law_with_the_ffn_run():
     df = _evaluate(_meta(False), law, _layers())
     assert df.loc["C10", "verdict"] == "not reproduced"
     assert "0 of 12 layers without the FFN, 12 of 12 with it" in df.loc["C10", "measured"]
-    ok, measured, _ = claims.c10(_layers(), _layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), CRIT,
+    ok, measured, *_ = claims.c10(_layers(), _layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), CRIT,
                                  0.05)
     assert ok, measured  # law: 12 layers; with the FFN: 6, no more than without
-    ok, measured, _ = claims.c10(_layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), _layers(), CRIT,
+    ok, measured, *_ = claims.c10(_layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), _layers(), CRIT,
                                  0.05)
     assert not ok and "more with the FFN than without" in measured

@@ -120,10 +120,20 @@ def table_outputs(name, category, key):
     return out
 
 
-def figure_outputs(name, category, key):
-    """Named outputs of one figure: `key` (the PNG, in the report) and `key_pdf` (the vector file)."""
+TWINS_CATEGORY = "8 Twins: not evidence"
+
+
+def figure_outputs(name, category, key, twins=True):
+    """Named outputs of one figure: `key` (the PNG, in the report) and `key_pdf` (the vector file); with
+    `twins`, the same figure drawn from the random-weight twins only (`key_twins`, `key_twins_pdf`, the file
+    name's suffix _twins), shown in the report's twins category."""
     png, pdf = figures(name)
-    return {key: report(png, caption=f"../report/{name}.rst", category=category), f"{key}_pdf": pdf}
+    out = {key: report(png, caption=f"../report/{name}.rst", category=category), f"{key}_pdf": pdf}
+    if twins:
+        tpng, tpdf = figures(f"{name}_twins")
+        out[f"{key}_twins"] = report(tpng, caption=f"../report/{name}.rst", category=TWINS_CATEGORY)
+        out[f"{key}_twins_pdf"] = tpdf
+    return out
 
 
 def stem_of(key):
@@ -240,5 +250,7 @@ def get_final_output():
         tables("table_continuations"),
         tables("table_quantization"),
         tables("table_claims"),
+        tables("table_claim_verdicts"),
+        tables("table_claims_twins"),
         results("provenance.json"),
     ]

@@ -2,7 +2,8 @@
 
 
 rule claims:
-    """table_claims: each claim C1-C10, its criterion (config `claims:`), the measurement and the verdict."""
+    """table_claim_verdicts (one row per claim, one column per trained family), table_claims (each claim's
+    criterion from config `claims:`, measurement, null and verdict) and table_claims_twins (random weights)."""
     input:
         meta=expand(rules.extract_weights.output.meta, model=MODELS),
         spectra=expand(rules.spectra.output.csv, model=MODELS),
@@ -10,13 +11,17 @@ rule claims:
         theory=expand(rules.theory.output.json, case=THEORY_CASES),
         steering=expand(rules.steering.output.csv, model=MODELS),
     output:
+        **table_outputs("table_claim_verdicts", "1 Claims", key="verdicts"),
         **table_outputs("table_claims", "1 Claims", key="table"),
+        **table_outputs("table_claims_twins", TWINS_CATEGORY, key="twins"),
     params:
         script=os.path.join(SCRIPTS, "claims.py"),
         py=PY,
         criteria=claims_criteria_json(),
         labels=labels_json(),
         table=stem_of("table"),
+        verdicts=stem_of("verdicts"),
+        twins=stem_of("twins"),
     log:
         f"logs/{RUN}/claims.log",
     benchmark:
@@ -30,7 +35,8 @@ rule claims:
     shell:
         "{params.py:q} {params.script:q} --meta {input.meta:q} --spectra {input.spectra:q} "
         "--dynamics {input.dynamics:q} --theory {input.theory:q} --steering {input.steering:q} "
-        "--criteria {params.criteria:q} --labels {params.labels:q} --table {params.table:q} > {log:q} 2>&1"
+        "--criteria {params.criteria:q} --labels {params.labels:q} --table {params.table:q} "
+        "--verdicts {params.verdicts:q} --twins {params.twins:q} > {log:q} 2>&1"
 
 
 rule provenance:
@@ -43,6 +49,11 @@ rule provenance:
         manifest=report(
             results("provenance.json"),
             caption="../report/provenance.rst",
+            category="7 Provenance",
+        ),
+        choices=report(
+            results("modelling_choices.html"),
+            caption="../report/modelling_choices.rst",
             category="7 Provenance",
         ),
     params:
@@ -62,4 +73,4 @@ rule provenance:
         ENV
     shell:
         "{params.py:q} {params.script:q} --config {params.config:q} --manifests {input.manifests:q} "
-        "--records {input.records:q} --out {output.manifest:q} > {log:q} 2>&1"
+        "--records {input.records:q} --out {output.manifest:q} --choices {output.choices:q} > {log:q} 2>&1"

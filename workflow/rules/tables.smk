@@ -5,12 +5,14 @@ rule table_models:
     """table_models: id, revision, parameters, d, layers, heads, shared weights, source, weights label."""
     input:
         metas=expand(rules.extract_weights.output.meta, model=MODELS),
+        manifests=expand(rules.fetch_model.output.manifest, model=MODELS),
     output:
         **table_outputs("table_models", "2 Models", key="table"),
     params:
         script=os.path.join(SCRIPTS, "table_models.py"),
         py=PY,
         stem=stem_of("table"),
+        labels=labels_json(),
     log:
         f"logs/{RUN}/table_models.log",
     benchmark:
@@ -22,4 +24,5 @@ rule table_models:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --stem {params.stem:q} {input.metas:q} > {log:q} 2>&1"
+        "{params.py:q} {params.script:q} --stem {params.stem:q} --labels {params.labels:q} "
+        "--manifests {input.manifests:q} -- {input.metas:q} > {log:q} 2>&1"

@@ -50,7 +50,7 @@ rule plot_theory:
         bipartite_json=expand(rules.theory.output.json, case="bipartite"),
         bipartite_npz=expand(rules.theory.output.npz, case="bipartite"),
     output:
-        **figure_outputs("fig_theory", "5 Theory", key="fig"),
+        **figure_outputs("fig_theory", "5 Theory", key="fig", twins=False),
         **table_outputs("table_theory", "5 Theory", key="table"),
     params:
         script=os.path.join(SCRIPTS, "plot_theory.py"),

@@ -12,7 +12,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--steering", nargs="+", required=True)
     ap.add_argument("--criteria", required=True, help="JSON of the claims criteria")
     ap.add_argument("--labels", required=True)
-    ap.add_argument("--table", required=True)
+    ap.add_argument("--table", required=True, help="table_claims stem: the full evidence of judged claims")
+    ap.add_argument("--verdicts", required=True, help="table_claim_verdicts stem: one row per claim")
+    ap.add_argument("--twins", required=True, help="table_claims_twins stem: rows of random-weight twins only")
 
 
 def run(a) -> None:
@@ -20,7 +22,8 @@ def run(a) -> None:
 
     import pandas as pd
 
-    from powerlens.claims import evaluate
+    from powerlens.claims import (VIEW_MISSING, VIEW_NOT_APPLICABLE, evaluate, is_twin_row, verdict_class,
+                                  verdict_view)
     from powerlens.io import read_json
     from powerlens.tables import write_table
 
@@ -29,7 +32,29 @@ def run(a) -> None:
     df = evaluate(json.loads(a.criteria), meta, pd.concat([pd.read_csv(p) for p in a.spectra]),
                   pd.concat([pd.read_csv(p) for p in a.dynamics]), theory,
                   pd.concat([pd.read_csv(p) for p in a.steering]), labels=json.loads(a.labels))
-    write_table(df, a.table, caption="Claims audit (paper.md section 4b): criterion fixed in the config before the "
-                "run, measured value, the null it was judged against, verdict. A family's verdict uses its trained "
-                "models only; twin-only families are not tested (random weights are never evidence).")
-    print(df.to_string(index=False))
+    view = verdict_view(df)
+    fams = [c for c in view.columns if c not in ("claim", "statement", "not judged in this run")]
+    write_table(view, a.verdicts, caption="Claims at a glance: one row per claim, one column per model family with "
+                "trained weights (a family's verdict needs every trained model of it to pass), the synthetic-layer "
+                "checks last. A failed multi-part criterion names the part that failed. The evidence is in "
+                "table_claims; random-weight twins are never evidence (table_claims_twins).",
+                missing={**{f: VIEW_NOT_APPLICABLE for f in fams}, **VIEW_MISSING}, cell_class=verdict_class)
+    twin = is_twin_row(df)
+    write_table(df[~twin].reset_index(drop=True), a.table, caption="Claims audit (paper.md section 4b), models with "
+                "trained weights and synthetic layers: criterion fixed in the config before the run, measured value, "
+                "the null it was judged against, verdict and the part of the criterion that failed. A family's "
+                "verdict uses its trained models only.", cell_class=verdict_class_full)
+    twins = df[twin].reset_index(drop=True)
+    if not len(twins):
+        twins = pd.DataFrame([{"claim": "-", "family": "-", "measured": "no family in this run has random-weight "
+                               "twins only"}])
+    write_table(twins, a.twins, caption="Random-weight twins: code exercise, not evidence. The same criteria run on "
+                "architecture twins (a paper model's exact config with seeded random weights) of families that "
+                "have no trained model in this run; nothing here is a verdict on a claim.")
+    print(view.to_string(index=False))
+
+
+def verdict_class_full(column: str, text: str) -> str | None:
+    from powerlens.claims import verdict_class
+
+    return verdict_class(column, text) if column == "verdict" else None

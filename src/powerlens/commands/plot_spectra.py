@@ -20,7 +20,7 @@ def run(a) -> None:
     import pandas as pd
 
     from powerlens.figures import fig_gap, fig_spectra
-    from powerlens.tables import spectra_table, write_table
+    from powerlens.tables import SPECTRA_MISSING, spectra_table, write_table
 
     labels = json.loads(a.labels)
     dfs = [pd.read_csv(p) for p in a.csv]
@@ -31,10 +31,14 @@ def run(a) -> None:
         m = df["model"].iloc[0]
         models.append({"label": labels.get(m, m), "weights": df["weights"].iloc[0], "eigvals": ev,
                        "shared": ev.shape[0] < len(df)})
-    fig_spectra(models, a.fig_spectra, a.dpi)
+    from powerlens.plotting import draw_split
+
+    weights = {d["model"].iloc[0]: d["weights"].iloc[0] for d in dfs}
+    draw_split(lambda d, s: fig_spectra(d, s, a.dpi), models, weights, a.fig_spectra, a.dpi, "fig_spectra")
     allrows = pd.concat(dfs, ignore_index=True)
-    fig_gap(allrows, labels, {d["model"].iloc[0]: d["weights"].iloc[0] for d in dfs}, a.fig_gap, a.dpi)
+    draw_split(lambda d, s: fig_gap(d, labels, weights, s, a.dpi), allrows, weights, a.fig_gap, a.dpi, "fig_gap")
     if a.table:
         t = spectra_table(dfs, labels)
-        write_table(t, a.table, caption="Spectra of F_t = O_t V_t per model (over unique layers).")
+        write_table(t, a.table, caption="Spectra of F_t = O_t V_t per model (over unique layers).",
+                    missing=SPECTRA_MISSING)
         print(t.to_string(index=False))

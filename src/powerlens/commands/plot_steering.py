@@ -19,14 +19,17 @@ def run(a) -> None:
     import pandas as pd
 
     from powerlens.figures import fig_steering
-    from powerlens.tables import steering_table, write_table
+    from powerlens.tables import STEERING_MISSING, steering_table, write_table
 
     labels = json.loads(a.labels)
     df = pd.concat([pd.read_csv(p) for p in a.csv], ignore_index=True)
-    fig_steering(df, labels, dict(zip(df["model"], df["weights"])), a.fig, a.dpi)
+    from powerlens.plotting import draw_split
+
+    weights = dict(zip(df["model"], df["weights"]))
+    draw_split(lambda d, s: fig_steering(d, labels, weights, s, a.dpi), df, weights, a.fig, a.dpi, "fig_steering")
     t = steering_table(df, labels)
     write_table(t, a.table, caption="Rank-1 steering of the last layer vs activation addition (same mean change "
-                "in norm): alignment with the target u and target-token probability.")
+                "in norm): alignment with the target u and target-token probability.", missing=STEERING_MISSING)
     print(t.to_string(index=False))
     if a.continuations_table:
         from powerlens.tables import continuations_table

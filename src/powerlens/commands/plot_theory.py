@@ -20,7 +20,7 @@ def run(a) -> None:
 
     from powerlens.figures import fig_theory
     from powerlens.io import read_json
-    from powerlens.tables import theory_table, write_table
+    from powerlens.tables import THEORY_MISSING, theory_table, write_table
 
     docs = {c: read_json(getattr(a, f"{c}_json")) for c in CASES}
     arrs = {}
@@ -32,5 +32,7 @@ def run(a) -> None:
     fig_theory(arrs["real"], arrs["complex"], arrs["bipartite"], {"rate": rate, "angle": angle}, a.fig, a.dpi)
     t = theory_table([r for c in CASES for r in docs[c]["results"]], a.alpha)
     write_table(t, a.table, caption="Theory checks on synthetic layers (prediction under full attention; "
-                "softmax rows show how far random W_Q, W_K move the measured values).")
+                "softmax rows show how far random W_Q, W_K move the measured values). \"check\" is each row's own "
+                "criterion; the rows \"C2 verdict\", \"C3 verdict\" and \"C4 verdict\" are the claims' verdicts, "
+                "the same records table_claims shows.", missing=THEORY_MISSING)
     print(t.to_string(index=False))

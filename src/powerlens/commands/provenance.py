@@ -9,10 +9,18 @@ def add_arguments(ap) -> None:
     ap.add_argument("--manifests", nargs="+", required=True)
     ap.add_argument("--records", nargs="*", required=True, help="JSON outputs whose provenance blocks are gathered")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--choices", required=True, help="the report's modelling-choices page (HTML)")
 
 
 def run(a) -> None:
     from powerlens.steps import provenance_manifest
 
+    import json
+
+    from powerlens.io import write_text
+    from powerlens.provenance import modelling_choices_html
+    from powerlens.steps import MODELLING_CHOICES
+
     doc = provenance_manifest(a.config, a.manifests, a.records, out_path=a.out)
+    write_text(a.choices, modelling_choices_html(json.loads(a.config), MODELLING_CHOICES))
     print(f"run {doc['run']}: {len(doc['models'])} models, config sha256 {doc['config_sha256'][:12]}")
