@@ -60,7 +60,7 @@ test: setup             ## everything CI runs: set-up without a compiler, SLURM 
 	bash tests/determinism/check_offline_twice.sh
 	$(PY) -m pytest
 
-test-fast: setup        ## the default pytest suite only (unit + integration, about 13 minutes)
+test-fast: setup        ## the default pytest suite only (unit + integration, about 14 minutes)
 	$(PY) -m pytest
 
 test-all: setup         ## also the slow checks

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .tables import fmt_num, weights_text
+from .fmt import fmt_num, weights_text
 
 
 class Verdict(NamedTuple):

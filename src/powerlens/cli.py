@@ -114,7 +114,7 @@ def inspect_model(a) -> None:
 
     model_location(a.model)  # a path that does not exist stops here, before any import of transformers
     lens = Lens.from_pretrained(a.model, arch=a.arch, revision=a.revision, head=False)
-    from .tables import weights_text
+    from .fmt import weights_text
 
     label = weights_text(weights_label_of(a.model))
     print(f"{a.model}: {lens}" + (f"  [{label}]" if label else "") + f"  (loaded in {time.perf_counter() - t0:.1f} s; "

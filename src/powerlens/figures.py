@@ -178,8 +178,9 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
             full = int((g["rho_null_q95"] >= 0.999).sum())
             if full:
                 notes.append((c, f"{mode}: null q95 = 1 at {full} of {len(g)} layers"))
-        for k, (c, text) in enumerate(notes):
-            ax.text(0.02, 0.03 + 0.08 * k, text, transform=ax.transAxes, fontsize=6.5, color=c,
+        long_run = len(df[(df["model"] == m) & (df["mode"] == "attention-only")]) > len(g)
+        for k, (c, text) in enumerate(notes):  # above _depth_note's two lines where a long run has one
+            ax.text(0.02, (0.14 if long_run else 0.03) + 0.08 * k, text, transform=ax.transAxes, fontsize=6.5, color=c,
                     bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1})
         ax.axhline(0.5, color="0.3", lw=0.8, ls=":")
         ax.set_ylim(0, 1.02)

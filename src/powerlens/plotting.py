@@ -104,7 +104,13 @@ def save(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
     of twins gets the random-weights banner on top."""
     stem = Path(stem)
     if TRAINED["model"] == "twins":
-        fig.text(0.5, 1.0, TWIN_BANNER, ha="center", va="bottom", fontsize=10, color="#b00020",
+        top = 1.0  # above everything drawn at the top (a suptitle of one or two lines)
+        sup = getattr(fig, "_suptitle", None)
+        if sup is not None and sup.get_text():
+            fig.canvas.draw()
+            top = max(top, fig.transFigure.inverted().transform(
+                sup.get_window_extent(fig.canvas.get_renderer()))[1][1] + 0.01)
+        fig.text(0.5, top, TWIN_BANNER, ha="center", va="bottom", fontsize=10, color="#b00020",
                  fontweight="bold", transform=fig.transFigure)
     out = []
     for ext in ("pdf", "png"):
