@@ -89,3 +89,68 @@ def test_report_texts_render_without_a_docutils_message(rst):
         else:
             os.environ["DOCUTILSCONFIG"] = old
     assert "system-message" not in html, rst.name
+
+
+def html_cells(text: str) -> list[list[str]]:
+    """The text of every cell of every row of the HTML form (the report shows it), entities decoded."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th") and self.cell is not None:
+                self.rows[-1].append(self.cell)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    parser = P()
+    parser.feed(text)
+    return parser.rows
+
+
+def tex_cells(text: str) -> list[list[str]]:
+    """Cells of the LaTeX form: the header and body rows of its tabular, split at unescaped &."""
+    body = text.split("\\toprule", 1)[1].split("\\bottomrule", 1)[0].replace("\\midrule", "")
+    rows = [r.strip() for r in re.split(r"\\\\\s*\n", body) if r.strip()]
+    return [[c.strip() for c in re.split(r"(?<!\\)&", r)] for r in rows]
+
+
+def csv_cells(csv) -> list[list[str]]:
+    df = pd.read_csv(csv, keep_default_na=False, dtype=str)
+    return [list(df.columns)] + [list(r) for r in df.itertuples(index=False)]
+
+
+def same_cells_in_every_form(csv) -> None:
+    """The Markdown (as a GFM renderer reads it), HTML and LaTeX forms of a table hold the CSV's cells."""
+    from powerlens.tables import tex_escape
+
+    def norm(rows):
+        return [[" ".join(str(c).split()) for c in r] for r in rows]
+
+    want = norm(csv_cells(csv))
+    assert norm(_md_cells(csv.with_suffix(".md").read_text())) == want, (csv.name, "md")
+    assert norm(html_cells(csv.with_suffix(".html").read_text())) == want, (csv.name, "html")
+    assert norm(tex_cells(csv.with_suffix(".tex").read_text())) == norm([[tex_escape(c) for c in r] for r in want]), \
+        (csv.name, "tex")
+
+
+def test_every_form_holds_the_same_cells(tmp_path):
+    df = pd.DataFrame({"model": ["a|b & c", "d_e"], "|cos|": [0.5, np.nan], "text": ["x {y} $z", "<b>"]})
+    write_table(df, tmp_path / "t", caption="c")
+    same_cells_in_every_form(tmp_path / "t.csv")
+    broken = (tmp_path / "t.md").read_text().replace("a\\|b", "a|b")  # an unescaped pipe
+    (tmp_path / "t.md").write_text(broken)
+    with pytest.raises(AssertionError):
+        same_cells_in_every_form(tmp_path / "t.csv")
