@@ -428,3 +428,8 @@ def verdict_class(column: str, text: str) -> str | None:
     if text.startswith("not reproduced"):
         return "fail"
     return "na"
+
+
+def verdict_column_class(column: str, text: str) -> str | None:
+    """table_claims: only its verdict column is coloured."""
+    return verdict_class(column, text) if column == "verdict" else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import sys
 import traceback
 
@@ -166,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"powerlens {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     p = sub.add_parser("inspect", help="leading eigenpair of F = W_O W_V per layer of one model, as a table",
-                       description=__import__("inspect").cleandoc(inspect_model.__doc__), formatter_class=_Formatter)
+                       description=inspect.cleandoc(inspect_model.__doc__), formatter_class=_Formatter)
     p.add_argument("model", metavar="PATH_OR_ID",
                    help="a folder saved by save_pretrained (config.json + *.safetensors), a run's model folder "
                    "results/<run>/<model>, or a Hugging Face hub id org/name")

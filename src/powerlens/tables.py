@@ -100,19 +100,15 @@ def _html(shown: pd.DataFrame, caption: str, notes: list[str] | None = None, cel
     """A standalone HTML page holding the table (cells and caption escaped; no script, no external file)."""
     import html
 
-    if cell_class is None:
-        body = shown.to_html(index=False, escape=True, border=0, classes="powerlens-table", na_rep="")
-    else:
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
-        trs = []
-        for _, r in shown.iterrows():
-            tds = []
-            for c in shown.columns:
-                k = cell_class(c, r[c])
-                tds.append(f"<td{f' class={chr(34)}{k}{chr(34)}' if k else ''}>{html.escape(str(r[c]))}</td>")
-            trs.append("<tr>" + "".join(tds) + "</tr>")
-        body = (f'<table class="powerlens-table"><thead><tr>{head}</tr></thead>\n<tbody>\n'
-                + "\n".join(trs) + "\n</tbody></table>")
+    def td(c, v):
+        k = cell_class(c, v) if cell_class else None
+        return f"<td class=\"{k}\">" if k else "<td>"
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    rows = ["<tr>" + "".join(f"{td(c, v)}{html.escape(str(v))}</td>" for c, v in zip(shown.columns, r)) + "</tr>"
+            for r in shown.itertuples(index=False)]
+    body = (f'<table class="powerlens-table"><thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(rows)
+            + "\n</tbody></table>")
     style = ("body{font-family:sans-serif;font-size:13px;margin:8px}"
              "table.powerlens-table{border-collapse:collapse}"
              ".powerlens-table th,.powerlens-table td{padding:3px 8px;border-bottom:1px solid #ddd;"

@@ -23,7 +23,7 @@ def run(a) -> None:
     import pandas as pd
 
     from powerlens.claims import (VIEW_MISSING, VIEW_NOT_APPLICABLE, evaluate, is_twin_row, verdict_class,
-                                  verdict_view)
+                                  verdict_column_class, verdict_view)
     from powerlens.io import read_json
     from powerlens.tables import write_table
 
@@ -43,7 +43,7 @@ def run(a) -> None:
     write_table(df[~twin].reset_index(drop=True), a.table, caption="Claims audit (paper.md section 4b), models with "
                 "trained weights and synthetic layers: criterion fixed in the config before the run, measured value, "
                 "the null it was judged against, verdict and the part of the criterion that failed. A family's "
-                "verdict uses its trained models only.", cell_class=verdict_class_full)
+                "verdict uses its trained models only.", cell_class=verdict_column_class)
     twins = df[twin].reset_index(drop=True)
     if not len(twins):
         twins = pd.DataFrame([{"claim": "-", "family": "-", "measured": "no family in this run has random-weight "
@@ -53,8 +53,3 @@ def run(a) -> None:
                 "have no trained model in this run; nothing here is a verdict on a claim.")
     print(view.to_string(index=False))
 
-
-def verdict_class_full(column: str, text: str) -> str | None:
-    from powerlens.claims import verdict_class
-
-    return verdict_class(column, text) if column == "verdict" else None
