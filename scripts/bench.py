@@ -30,14 +30,14 @@ import sys
 import time
 from pathlib import Path
 
-from powerlens.config import schema_defaults
+from powerlens.pipeline.config import schema_defaults
 
 REPO = Path(__file__).resolve().parents[1]
 ARCH = {"albert": "albert", "bert": "bert", "gpt2": "gpt2", "gpt-neo": "gpt_neo"}
 
 
 def arch_of(twin):
-    from powerlens.archs import twin_config
+    from powerlens.models.archs import twin_config
 
     return twin_config(twin).arch
 
@@ -60,7 +60,7 @@ def run(cmd, env=None, must_pass=True):
 
 def naive_check_memory_gb(twin: str) -> float:
     """Peak memory the naive check needs: the whole model in float64 while its float32 copy is cast."""
-    from powerlens.archs import count_params, twin_config
+    from powerlens.models.archs import count_params, twin_config
 
     return count_params(twin_config(twin)) * (8 + 4) / 1e9
 
@@ -74,18 +74,18 @@ def naive(step, work, prompts, threads, shared_edit):
     import numpy as np
     import torch
 
-    from powerlens.runtime import fixed_mmap_threshold
+    from powerlens.core.runtime import fixed_mmap_threshold
 
     torch.set_num_threads(threads)
     fixed_mmap_threshold()  # the same allocator setting as our steps, so the ratio compares algorithms
-    from powerlens.io import read_json
-    from powerlens.weights import ModelWeights
+    from powerlens.core.io import read_json
+    from powerlens.models.weights import ModelWeights
 
     w = ModelWeights.load(work / "weights.safetensors", work / "weights.json")
     if step == "spectra":
         from threadpoolctl import threadpool_limits
 
-        from powerlens.spectra import layer_spectrum
+        from powerlens.analysis.spectra import layer_spectrum
 
         threadpool_limits(threads)  # every eigen-solve on all the BLAS threads
         for t in range(w.n_layers):  # every depth (shared layers again), one after another
@@ -98,9 +98,9 @@ def naive(step, work, prompts, threads, shared_edit):
                            post_gain=p.double().numpy() if pre and p is not None else None)
         return
     if step == "check":
-        from powerlens.adapters import get_adapter
-        from powerlens.sources import load_model
-        from powerlens.verify import reconstruction_errors
+        from powerlens.models.adapters import get_adapter
+        from powerlens.models.sources import load_model
+        from powerlens.models.verify import reconstruction_errors
 
         man = read_json(work / "manifest.json")
         for dtype in (torch.float32, torch.float64):  # the whole model in each dtype
@@ -123,11 +123,11 @@ def naive_steering(work: Path, prompts, w, shared_edit: str) -> None:
     import torch
     import transformers
 
-    from powerlens import steering as st
-    from powerlens.adapters import get_adapter
-    from powerlens.corpus import prompt_batches, read_prompts
-    from powerlens.io import read_json
-    from powerlens.sources import load_model, load_tokenizer
+    from powerlens.analysis import steering as st
+    from powerlens.models.adapters import get_adapter
+    from powerlens.core.corpus import prompt_batches, read_prompts
+    from powerlens.core.io import read_json
+    from powerlens.models.sources import load_model, load_tokenizer
 
     cfg = schema_defaults()["steering"]
     man = read_json(work / "manifest.json")
@@ -185,7 +185,7 @@ def naive_law(x0s, w, bs, u, z, alpha: float, depths: list[int]) -> tuple[float,
 
     import torch
 
-    from powerlens.attention import attention_output, visible_keys
+    from powerlens.models.attention import attention_output, visible_keys
 
     ut, zt = torch.as_tensor(u, dtype=torch.float64), torch.as_tensor(z, dtype=torch.float64)
     changes, cos = [], {}
@@ -309,8 +309,8 @@ def main():
         corpus = Path(a.work) / "prompts.txt"
         corpus.parent.mkdir(parents=True, exist_ok=True)
         corpus.write_text("\n".join(lines) + "\n")
-    from powerlens.corpus import read_prompts
-    from powerlens.twin_tokenizers import twin_tokenizer
+    from powerlens.core.corpus import read_prompts
+    from powerlens.models.sources.twin import twin_tokenizer
 
     ps = read_prompts(corpus)
     words = sum(len(p.split()) for p in ps)
@@ -378,7 +378,7 @@ def main():
 
 def targets(df, twins) -> None:
     """The issue's targets on this machine, each with the measured figure."""
-    from powerlens.archs import count_params, twin_config
+    from powerlens.models.archs import count_params, twin_config
 
     weights_gb = max(count_params(twin_config(t)) for t in twins) * 4 / 1e9
     ours = df["wall_s"].sum()

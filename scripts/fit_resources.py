@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""Fit each rule's mem_mb and runtime from measured benchmark files (see powerlens.resources).
+"""Fit each rule's mem_mb and runtime from measured benchmark files (see powerlens.pipeline.resources).
 
     python scripts/fit_resources.py --run benchmarks/offline config/offline.yaml \\
                                     --run benchmarks/bench benchmarks/bench/config.yaml
 Collects every `benchmark:` file of the named runs into workflow/resources_measured.tsv (rows of the same
 run, rule and model are replaced; other rows are kept), then refits workflow/resources.yaml from all rows.
 `--refit` only refits from the stored measurements. `--retime CONFIG RULE` recomputes the size terms of the
-stored rows of that config's run and that rule (after a change of the rule's term in powerlens.resources),
+stored rows of that config's run and that rule (after a change of the rule's term in powerlens.pipeline.resources),
 without benchmark files; the config must be the one the rows were measured with.
 """
 
@@ -28,8 +28,8 @@ def load_run_config(config_path: Path) -> tuple[dict, list[str]]:
     """A run's config, validated as a run does (the schema's defaults filled in), and its prompts."""
     import yaml
 
-    from powerlens.config import validate_config
-    from powerlens.corpus import read_prompts
+    from powerlens.pipeline.config import validate_config
+    from powerlens.core.corpus import read_prompts
 
     cfg = yaml.safe_load(config_path.read_text())
     validate_config(cfg)
@@ -39,8 +39,8 @@ def load_run_config(config_path: Path) -> tuple[dict, list[str]]:
 
 def retime(df, config_path: Path, rule: str):
     """The stored rows of the config's run and ``rule`` with their size terms recomputed from the config."""
-    from powerlens.errors import PowerlensError
-    from powerlens.resources import job_terms
+    from powerlens.core.errors import PowerlensError
+    from powerlens.pipeline.resources import job_terms
 
     cfg, prompts = load_run_config(config_path)
     rows = (df["run"] == cfg["run"]) & (df["rule"] == rule)
@@ -59,7 +59,7 @@ def retime(df, config_path: Path, rule: str):
 def collect(bench_dir: Path, config_path: Path) -> list[dict]:
     import pandas as pd
 
-    from powerlens.resources import job_terms, size_of_entry
+    from powerlens.pipeline.resources import job_terms, size_of_entry
 
     cfg, prompts = load_run_config(config_path)
     rows = []
@@ -94,7 +94,7 @@ def main():
     import pandas as pd
     import yaml
 
-    from powerlens.resources import MARGIN, fit
+    from powerlens.pipeline.resources import MARGIN, fit
 
     measured = Path(a.measured)
     old = pd.read_csv(measured, sep="\t") if measured.is_file() else pd.DataFrame(columns=COLUMNS)
@@ -112,7 +112,7 @@ def main():
     doc = {
         "about": "Fitted by scripts/fit_resources.py from workflow/resources_measured.tsv (Snakemake benchmark "
                  "files of twin runs). mem_mb = m1 * (a + b * mem_term) + m0; runtime_s = t1 * (a + b * time_term) + t0; "
-                 "terms in powerlens.resources. Do not edit by hand: rerun the script.",
+                 "terms in powerlens.pipeline.resources. Do not edit by hand: rerun the script.",
         "fitted_on": {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, "
                       f"{__import__('os').cpu_count()} CPUs", "rows": int(len(df)), "runs": sorted(set(df["run"]))},
         "margin": {k: list(v) for k, v in MARGIN.items()},

@@ -5,7 +5,7 @@ import pytest
 import torch
 import transformers
 
-from powerlens.archs import TINY_MODELS
+from powerlens.models.archs import TINY_MODELS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,9 +9,9 @@
     ...     model(...)
 
 Everything here calls the functions the pipeline's steps call (the adapters' extraction,
-:func:`powerlens.spectra.model_spectra`, :func:`powerlens.dynamics.run_model_mode` /
-:func:`~powerlens.dynamics.run_attention_only` and :func:`~powerlens.dynamics.layer_stats`,
-:func:`powerlens.steering.rank1_output_edit`), so a number from the API is the number the pipeline writes.
+:func:`powerlens.analysis.spectra.model_spectra`, :func:`powerlens.analysis.dynamics.run_model_mode` /
+:func:`~powerlens.analysis.dynamics.run_attention_only` and :func:`~powerlens.analysis.dynamics.layer_stats`,
+:func:`powerlens.analysis.steering.rank1_output_edit`), so a number from the API is the number the pipeline writes.
 
 Conventions (differ from TransformerLens): matrices act on column vectors, ``y = W x``, and are stored
 whole, ``W_Q``, ``W_K``, ``W_V`` as (H d_head, d) and ``W_O`` as (d, H d_head), so ``F = W_O W_V`` is (d, d)
@@ -29,12 +29,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .errors import PowerlensError
+from powerlens.core.errors import PowerlensError
 
 
 def arch_of(model_or_config) -> str:
     """The powerlens architecture (adapter name) of a transformers model or config, from its model_type."""
-    from .adapters import ADAPTERS
+    from powerlens.models.adapters import ADAPTERS
 
     cfg = getattr(model_or_config, "config", model_or_config)
     mt = cfg.get("model_type") if isinstance(cfg, dict) else getattr(cfg, "model_type", None)
@@ -49,7 +49,7 @@ def arch_of(model_or_config) -> str:
 @dataclass
 class Spectra:
     """The spectra of every unique layer of one model: ``table`` (a DataFrame, one row per unique layer),
-    ``layers[u]`` (a :class:`~powerlens.spectra.Spectrum`: eigvals sorted by modulus, eigenvectors with a
+    ``layers[u]`` (a :class:`~powerlens.analysis.spectra.Spectrum`: eigvals sorted by modulus, eigenvectors with a
     canonical phase), ``layer_map`` (depth -> unique layer; ALBERT's layers are one)."""
 
     layers: list
@@ -114,7 +114,7 @@ def weights_label_of(path_or_id) -> str:
     """The weights label of a run's model folder (its manifest: "random weights" for a twin), else ""."""
     import json
 
-    from .sources import TWIN_MARKER
+    from powerlens.models.sources import TWIN_MARKER
 
     p = Path(str(path_or_id)).expanduser()
     if (p / TWIN_MARKER).is_file():
@@ -131,7 +131,7 @@ class Lens:
     """One transformers model (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3) read as power-method steps."""
 
     def __init__(self, model, tokenizer=None, arch: str | None = None):
-        from .adapters import get_adapter
+        from powerlens.models.adapters import get_adapter
 
         if not (hasattr(model, "config") and callable(getattr(model, "eval", None))):
             raise PowerlensError(f"Lens takes a transformers model, got {type(model).__name__}",
@@ -152,13 +152,13 @@ class Lens:
         safetensors only, never a model's own code; with ``head`` the LM head too when the checkpoint has one."""
         import transformers
 
-        from .adapters import get_adapter
-        from .sources import _check_model_dir, fetch_hf
-        from .targets import has_lm_head
+        from powerlens.models.adapters import get_adapter
+        from powerlens.models.sources import check_model_dir, fetch_hf
+        from powerlens.pipeline.targets import has_lm_head
 
         kind, where = model_location(path_or_id)
         if kind == "path":
-            _check_model_dir(where, f"model {str(path_or_id)!r}")
+            check_model_dir(where, f"model {str(path_or_id)!r}")
             path = where
         else:
             try:
@@ -173,7 +173,7 @@ class Lens:
         arch = arch or arch_of(cfg)
         cls_name = get_adapter(arch).head_class if head and has_lm_head(cfg.get("architectures")) else "AutoModel"
         kw = dict(attn_implementation="eager", use_safetensors=True, local_files_only=True, trust_remote_code=False)
-        from .sources import from_pretrained_checked
+        from powerlens.models.sources import from_pretrained_checked
 
         model = from_pretrained_checked(getattr(transformers, cls_name), str(path), f"model {str(path_or_id)!r}",
                                         "give a folder whose config.json matches its weights (save_pretrained)",
@@ -187,7 +187,7 @@ class Lens:
     # ---------------------------------------------------------------------------------------- matrices
     @property
     def weights(self):
-        """Every unique layer's matrices (:class:`~powerlens.weights.ModelWeights`: ``layers[u].W_Q``, ...,
+        """Every unique layer's matrices (:class:`~powerlens.models.weights.ModelWeights`: ``layers[u].W_Q``, ...,
         ``.F``), extracted by the architecture's adapter exactly as the pipeline's extract step does."""
         if self._weights is None:
             self._weights = self.adapter.extract(self.adapter.base(self.model))
@@ -204,8 +204,8 @@ class Lens:
         ``seed``: the config schema's ``spectra.top_k`` and ``seed`` unless given)."""
         import pandas as pd
 
-        from .config import schema_defaults
-        from .spectra import model_spectra
+        from powerlens.pipeline.config import schema_defaults
+        from powerlens.analysis.spectra import model_spectra
 
         defaults = schema_defaults()
         k = defaults["spectra"]["top_k"] if k is None else k
@@ -218,59 +218,39 @@ class Lens:
     def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int | None = None,
                  batch_size: int | None = None, steps: int | None = None, null_draws: int | None = None,
                  seed: int | None = None, norm: str | None = None, long_run_prompts: int | None = None,
-                 batch_tokens: int | None = None):
+                 batch_tokens: int | None = None, dtype: str | None = None, bias_free_control: bool | None = None):
         """Token dynamics over ``prompts``: per depth gamma_t, rho_t and the tilt towards F_t's leading
         direction, each with the Monte Carlo null of random directions (``null_draws`` draws), in ``mode``
         "model" (the real forward pass) or "attention-only" (the paper's law; ``steps`` for shared-weight
-        models, default the depth; past the depth only a seeded sample of ``long_run_prompts`` prompts goes
-        on, default all; ``batch_tokens`` bounds a batch's padded tokens beside ``batch_size``). Options left
-        at None take the config schema's ``dynamics`` defaults, except ``steps`` and ``long_run_prompts``,
-        whose None is stated above. Returns the per-layer DataFrame the pipeline's dynamics step writes."""
-        import torch
-
-        from .config import schema_defaults
-        from .corpus import prompt_batches
-        from .dynamics import (layer_directions, layer_stats, long_run_subset, null_sets, run_attention_only,
-                               run_model_mode)
-        from .spectra import spectra_arrays
-
-        from .config import check_options
-        from .corpus import check_prompt_list
+        models; past the depth only a seeded sample of ``long_run_prompts`` prompts goes on; ``dtype`` of the
+        law; ``bias_free_control`` adds the law without attention biases as ``*_nobias`` columns). Every option
+        left at None takes the config schema's default (``dynamics:`` and ``seed``), as the pipeline does: the
+        same function (:func:`powerlens.analysis.dynamics.analyse`) computes both. Returns the per-layer
+        DataFrame the pipeline's dynamics step writes, less its model, mode and weights label columns."""
+        from powerlens.analysis.dynamics import MODES, DynamicsOptions, analyse
+        from powerlens.analysis.spectra import spectra_arrays
+        from powerlens.core.corpus import check_prompt_list
+        from powerlens.pipeline.config import check_options, schema_defaults
 
         if self.tokenizer is None:
             raise PowerlensError("this Lens has no tokenizer", "pass one: Lens(model, tokenizer)")
-        if mode not in ("model", "attention-only"):
+        if mode not in MODES:
             raise PowerlensError(f"unknown dynamics mode {mode!r}", "use mode='model' or mode='attention-only'")
         prompts = check_prompt_list(prompts)
-        check_options("dynamics", max_tokens=max_tokens, batch_size=batch_size, batch_tokens=batch_tokens,
-                      null_draws=null_draws, norm=norm, steps=steps, long_run_prompts=long_run_prompts)
+        given = dict(max_tokens=max_tokens, batch_size=batch_size, batch_tokens=batch_tokens, null_draws=null_draws,
+                     norm=norm, steps=steps, long_run_prompts=long_run_prompts, dtype=dtype,
+                     bias_free_control=bias_free_control)
+        check_options("dynamics", **given)
         check_options("", seed=seed)
         defaults = schema_defaults()
-        dyn = defaults["dynamics"]
-        max_tokens = dyn["max_tokens"] if max_tokens is None else max_tokens
-        batch_size = dyn["batch_size"] if batch_size is None else batch_size
-        batch_tokens = dyn["batch_tokens"] if batch_tokens is None else batch_tokens
-        null_draws = dyn["null_draws"] if null_draws is None else null_draws
-        norm = dyn["norm"] if norm is None else norm
-        seed = defaults["seed"] if seed is None else seed
+        opts = {k: defaults["dynamics"][k] if v is None else v for k, v in given.items()}
+        opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed, **opts)
         w = self.weights
-        specs = self.spectra(seed=seed)
-        dirs = layer_directions(spectra_arrays(specs.layers, list(w.layer_map)), seed)
-        nulls = null_sets(w.d_model, dirs, int(null_draws), seed, "cpu")
-        tok = self.tokenizer
-        max_len = min(int(max_tokens), self.adapter.max_positions(self.model.config))
-        bs = prompt_batches(list(prompts), tok, max_len, batch_size, batch_tokens)[0]
-        base = self.adapter.base(self.model)
-        if mode == "model":
-            arr = run_model_mode(base, self.adapter, dirs, bs, len(prompts), nulls, progress=False)
-        else:
-            with torch.no_grad():
-                x0s = [self.adapter.embed(base, b.ids) for b in bs]
-            n = int(steps or w.n_layers) if w.shared else w.n_layers
-            sub = None if long_run_prompts is None else long_run_subset(len(prompts), int(long_run_prompts), seed)
-            arr = run_attention_only(x0s, w, dirs, bs, n, len(prompts), nulls, norm=norm, progress=False,
-                                     long_run_prompts=sub)
-        return layer_stats(arr, dirs, seed=seed)
+        specs = self.spectra(seed=opts.seed)
+        run = analyse(lambda: self.model, self.adapter, self.tokenizer, prompts,
+                      spectra_arrays(specs.layers, list(w.layer_map)), lambda: w, depth=w.n_layers,
+                      d_model=w.d_model, options=opts, progress=False)
+        return run.table
 
     @contextlib.contextmanager
     def steer(self, target, kappa: float, kind: str = "embedding", seed: int = 0) -> Iterator[dict]:
@@ -278,8 +258,8 @@ class Lens:
         alpha = kappa |lambda_1(F_last)|, so u becomes F's principal eigenvector for kappa large enough.
         ``target``: a token (its ``kind`` = embedding or unembedding row), a unit vector (d,), or "random".
         Yields {"u", "alpha", "principal"} (the eigen-check of the edited F)."""
-        from .config import check_options
-        from .steering import principal_check, rank1_output_edit, rank1_z, target_vector
+        from powerlens.pipeline.config import check_options
+        from powerlens.analysis.steering import principal_check, rank1_output_edit, rank1_z, target_vector
 
         check_options("steering", kappas=[kappa, 0])  # the pipeline's rule for a kappa: finite, 0 to 1e6
         if not (isinstance(seed, int) and not isinstance(seed, bool)):
@@ -311,9 +291,9 @@ class Lens:
             yield {"u": u, "alpha": alpha, "principal": principal_check(F, W_V, u, alpha, None, z)}
 
     def _check_target_token(self, token: str, kind: str) -> None:
-        """The pipeline's check of a steering target (:func:`powerlens.targets.check_targets`): one vocabulary
+        """The pipeline's check of a steering target (:func:`powerlens.pipeline.targets.check_targets`): one vocabulary
         entry, not the unknown token, an LM head for unembedding targets."""
-        from .targets import check_targets, has_lm_head
+        from powerlens.pipeline.targets import check_targets, has_lm_head
 
         if self.tokenizer is None:
             raise PowerlensError("this Lens has no tokenizer to find the token in", "pass one: Lens(model, tokenizer)")

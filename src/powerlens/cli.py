@@ -3,7 +3,7 @@
     powerlens inspect PATH_OR_HUB_ID        # leading eigenpair of F = W_O W_V per layer, as a table
     powerlens spectra --help                 # the step the workflow runs (scripts/spectra.py is the same)
 
-Each step's options are defined once, in powerlens.commands.<step>; scripts/<step>.py (what the Snakemake
+Each step's options are defined once, in powerlens.pipeline.commands.<step>; scripts/<step>.py (what the Snakemake
 rules call) runs the same sub-command. A step's options have no defaults of their own: the workflow passes
 every one from the config, whose defaults live in workflow/schemas/config.schema.yaml. A user error prints
 "ERROR: <problem>" and "  fix: <what to do>" and exits with status 2, never a traceback.
@@ -19,7 +19,7 @@ import traceback
 
 from pathlib import Path
 
-#: The pipeline's steps, in the order a run meets them (module names in powerlens.commands).
+#: The pipeline's steps, in the order a run meets them (module names in powerlens.pipeline.commands).
 STEPS = ("fetch_model", "steering_targets", "write_lock", "extract", "check_extraction", "spectra", "dynamics",
          "steering", "quantization", "theory", "table_models", "plot_spectra", "plot_dynamics", "plot_steering",
          "plot_theory", "table_quantization", "claims", "provenance")
@@ -71,7 +71,7 @@ GLOSSARY = {
 def run_guarded(fn, *args) -> None:
     """Run a step: a PowerlensError becomes the problem + fix lines and exit status 2; any other error a
     traceback and status 1 (a bug to report)."""
-    from .errors import PowerlensError
+    from powerlens.core.errors import PowerlensError
 
     try:
         fn(*args)
@@ -97,7 +97,7 @@ def inspect_model(a) -> None:
     import os
     import time
 
-    from .errors import PowerlensError
+    from powerlens.core.errors import PowerlensError
 
     t0 = time.perf_counter()
     if a.csv:  # checked before any work
@@ -111,11 +111,11 @@ def inspect_model(a) -> None:
     import numpy as np
     import pandas as pd
 
-    from .api import Lens, model_location, weights_label_of
+    from powerlens.api import Lens, model_location, weights_label_of
 
     model_location(a.model)  # a path that does not exist stops here, before any import of transformers
     lens = Lens.from_pretrained(a.model, arch=a.arch, revision=a.revision, head=False)
-    from .fmt import weights_text
+    from powerlens.core.fmt import weights_text
 
     label = weights_text(weights_label_of(a.model))
     print(f"{a.model}: {lens}" + (f"  [{label}]" if label else "") + f"  (loaded in {time.perf_counter() - t0:.1f} s; "
@@ -142,7 +142,7 @@ def inspect_model(a) -> None:
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if a.csv:
-        from .io import atomic_path
+        from powerlens.core.io import atomic_path
 
         with atomic_path(Path(a.csv).expanduser()) as tmp:
             df.to_csv(tmp, index=False)
@@ -160,7 +160,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaults
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from powerlens import __version__
 
     ap = argparse.ArgumentParser(
         prog="powerlens", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "before any work); lambda_1 in two real columns")
     p.set_defaults(func=inspect_model)
     for name in STEPS:
-        mod = importlib.import_module(f"powerlens.commands.{name}")
+        mod = importlib.import_module(f"powerlens.pipeline.commands.{name}")
         doc = (mod.__doc__ or "").strip()
         p = sub.add_parser(name.replace("_", "-"), help=doc.split("\n\n")[0].replace("\n", " "), description=doc,
                            formatter_class=_Formatter)
@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .progress import quiet_third_party_bars
+    from powerlens.core.progress import quiet_third_party_bars
 
     a = build_parser().parse_args(argv)
     quiet_third_party_bars()

@@ -8,9 +8,9 @@ import importlib.util
 import pytest
 import torch
 
-from powerlens.adapters import get_adapter
-from powerlens.sources import fetch, load_model
-from powerlens.verify import reconstruction_errors
+from powerlens.models.adapters import get_adapter
+from powerlens.models.sources import fetch, load_model
+from powerlens.models.verify import reconstruction_errors
 
 pytestmark = pytest.mark.slow
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}

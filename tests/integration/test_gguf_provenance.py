@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from powerlens.errors import PowerlensError
-from powerlens.sources import fetch
+from powerlens.core.errors import PowerlensError
+from powerlens.models.sources import fetch
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # 110 s: make test-all runs it
 FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -5,9 +5,9 @@ import time
 import pytest
 import yaml
 
-from powerlens.errors import PowerlensError
-from powerlens.io import read_json
-from powerlens.steps import fetch_model, write_lock
+from powerlens.core.errors import PowerlensError
+from powerlens.core.io import read_json
+from powerlens.pipeline.steps import fetch_model, write_lock
 
 from ..hub_server import Hub
 
@@ -63,7 +63,7 @@ def test_pinned_revision_manifest_and_lock(hub, tmp_path):
     again = fetch_model("tiny", entry(), tmp_path / "m3.json", lock_path=str(tmp_path / "lock.yaml"))
     assert again["resolved_revision"] == SHA1 and again["files"] == rec["files"]
     # and the downloaded model loads and is usable
-    from powerlens.sources import load_model
+    from powerlens.models.sources import load_model
 
     assert load_model(read_json(tmp_path / "m1.json")).config.model_type == "gpt2"
 

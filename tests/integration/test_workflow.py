@@ -52,7 +52,9 @@ def test_end_to_end_outputs(test_run):
     res = test_run / "results/test"
     for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"):
         check = json.loads((res / m / "extraction_check.json").read_text())
-        assert check["passed"] and check["checks"]["float64"]["max_abs_error"] < 1e-10
+        # the step refuses a failed check, so read the measured errors against their tolerances
+        assert all(0 <= c["max_abs_error"] <= c["tolerance"] for c in check["checks"].values())
+        assert check["checks"]["float64"]["max_abs_error"] < 1e-10
         meta = json.loads((res / m / "weights.json").read_text())
         assert meta["weights_label"] == "random weights" and meta["random_weights"] is True
         assert (test_run / f"logs/test/extract_weights/{m}.log").exists()
@@ -116,7 +118,15 @@ def test_dynamics_and_theory_outputs(test_run):
     assert set(st["model"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"}
     for m in ("tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"):
         sj = json.loads((test_run / f"results/test/{m}/steering.json").read_text())
-        assert sj["checksum_before"] == sj["checksum_after"]
+        # the recorded checksum is that of the weights on disk, loaded afresh (the step refuses a changed one)
+        import transformers
+
+        from powerlens.analysis.steering import checksum, has_lm_head
+        from powerlens.models.sources import load_model
+
+        man = json.loads((test_run / f"results/test/{m}/manifest.json").read_text())
+        head = has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True))
+        assert sj["checksum_after"] == checksum(load_model(man, head=head))
     for f in ("fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation", "fig_theory", "fig_steering"):
         assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000
     # greedy continuations: the causal LMs with a token target at every kappa; none for encoders
@@ -369,8 +379,8 @@ def bad_config(tmp_path, case) -> Path:
 def test_bad_config_is_named_with_its_fix(tmp_path, case):
     """Each user error is found by the checks Snakemake runs while it builds the DAG (the same two calls as
     workflow/rules/common.smk, here in-process): a problem that names it and a fix."""
-    from powerlens.config import check_targets_on_disk, validate_config
-    from powerlens.errors import PowerlensError
+    from powerlens.pipeline.config import check_targets_on_disk, validate_config
+    from powerlens.core.errors import PowerlensError
 
     path = bad_config(tmp_path, case)
     cfg = yaml.safe_load(path.read_text())
@@ -430,10 +440,10 @@ def test_step_user_error_ends_the_run_with_its_message_and_status_2(tmp_path):
 def test_local_model_saved_again_reruns_its_chain(tmp_path):
     """A local model re-saved in place (new weights) is newer than its manifest: its fetch step and so its
     whole chain re-run; until then, loading says the files changed and never suggests deleting them."""
-    from powerlens.errors import PowerlensError
-    from powerlens.io import read_json
-    from powerlens.sources import load_model
-    from powerlens.steps import fetch_model
+    from powerlens.core.errors import PowerlensError
+    from powerlens.core.io import read_json
+    from powerlens.models.sources import load_model
+    from powerlens.pipeline.steps import fetch_model
 
     rec = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 0},
                       tmp_path / "src.json")
@@ -476,7 +486,7 @@ def test_readme_audit_example_runs_as_printed(tmp_path):
         assert r.returncode == 0, (cmd, r.stdout[-2000:], r.stderr[-2000:])
         outs.append(r.stdout)
     check = json.loads((tmp_path / "results/offline/gpt2-twin/extraction_check.json").read_text())
-    assert check["passed"]
+    assert all(0 <= c["max_abs_error"] <= c["tolerance"] for c in check["checks"].values())
     assert "float64" in outs[1] and "max_rss" in outs[2]  # the log and the benchmark the README points at
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlens.errors import PowerlensError
+from powerlens.core.errors import PowerlensError
 
 from ..conftest import REPO
 
@@ -18,7 +18,7 @@ from ..conftest import REPO
 @pytest.fixture(scope="module")
 def twin(tmp_path_factory):
     """A tiny GPT-2 twin fetched, extracted and solved by the pipeline's own step functions."""
-    from powerlens.steps import extract, fetch_model, spectra
+    from powerlens.pipeline.steps import extract, fetch_model, spectra
 
     d = tmp_path_factory.mktemp("twin")
     rec = fetch_model("t", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2", "seed": 3}, d / "m.json")
@@ -47,7 +47,7 @@ def test_lens_reads_arch_from_config_and_matches_the_pipelines_spectra(twin):
 
 
 def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
-    from powerlens.steps import dynamics
+    from powerlens.pipeline.steps import dynamics
 
     d, rec = twin
     prompts = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g."]
@@ -166,7 +166,7 @@ def test_inspect_tells_paths_from_hub_ids(tmp_path, monkeypatch, twin):
 
     from powerlens.api import model_location, weights_label_of
     from powerlens.cli import main
-    from powerlens.errors import PowerlensError
+    from powerlens.core.errors import PowerlensError
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results/run/m").mkdir(parents=True)
@@ -179,7 +179,7 @@ def test_inspect_tells_paths_from_hub_ids(tmp_path, monkeypatch, twin):
                                                                       "weights_label": "random weights"}))
     assert model_location("results/run/m") == ("path", Path(twin[1]["path"]).resolve())
     assert weights_label_of("results/run/m") == "random weights" == weights_label_of(twin[1]["path"])
-    import powerlens.sources as src
+    import powerlens.models.sources as src
 
     monkeypatch.setattr(src, "fetch_hf", lambda *a, **k: (_ for _ in ()).throw(AssertionError("hub called")))
     with pytest.raises(SystemExit) as e:
@@ -193,8 +193,8 @@ def test_inspect_tells_paths_from_hub_ids(tmp_path, monkeypatch, twin):
 def test_a_target_after_configfile_is_refused_with_the_corrected_command(tmp_path, monkeypatch):
     import json
 
-    from powerlens.config import check_configfiles_are_configs
-    from powerlens.errors import PowerlensError
+    from powerlens.pipeline.config import check_configfiles_are_configs
+    from powerlens.core.errors import PowerlensError
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results/offline/m").mkdir(parents=True)
@@ -218,7 +218,7 @@ def test_steps_take_at_most_three_positional_arguments():
     """Every pipeline step is called with named arguments: at most three positional parameters each."""
     import inspect
 
-    from powerlens import steps
+    from powerlens.pipeline import steps
 
     fns = [f for n, f in vars(steps).items() if inspect.isfunction(f) and f.__module__ == steps.__name__
            and not n.startswith("_")]

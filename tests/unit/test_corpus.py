@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from powerlens.corpus import batches, read_prompts
+from powerlens.core.corpus import batches, read_prompts
 
 
 def test_shipped_corpus():
@@ -26,7 +26,7 @@ def test_batches_mask_specials_and_padding():
 def test_token_budget_bounds_the_padded_batch():
     """`dynamics.batch_tokens`: length-sorted batches hold at most batch_size rows and at most batch_tokens
     tokens once padded; a prompt longer than the budget goes alone; without a budget, prompts per batch only."""
-    from powerlens.corpus import batch_groups
+    from powerlens.core.corpus import batch_groups
 
     rng = np.random.default_rng(0)
     lengths = [int(n) for n in rng.integers(5, 129, size=57)] + [300]

@@ -4,8 +4,8 @@ eigen-solves stay on the CPU in float64 whatever the device."""
 import pytest
 import torch
 
-from powerlens.errors import PowerlensError
-from powerlens.runtime import resolve_device
+from powerlens.core.errors import PowerlensError
+from powerlens.core.runtime import resolve_device
 
 
 def test_auto_and_cpu(monkeypatch):
@@ -20,7 +20,7 @@ def test_auto_and_cpu(monkeypatch):
 def test_spectra_are_float64_on_cpu():
     import numpy as np
 
-    from powerlens.spectra import layer_spectrum
+    from powerlens.analysis.spectra import layer_spectrum
 
     F = np.random.default_rng(0).standard_normal((40, 40)).astype(np.float32)
     s = layer_spectrum(F, k=2)

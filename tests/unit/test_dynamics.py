@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from powerlens.adapters import ADAPTERS
-from powerlens.attention import layer_norm
-from powerlens.corpus import batches, read_prompts
-from powerlens.dynamics import (Accumulator, LayerDirections, attention_only_step, layer_directions, layer_stats,
+from powerlens.models.adapters import ADAPTERS
+from powerlens.models.attention import layer_norm
+from powerlens.core.corpus import batches, read_prompts
+from powerlens.analysis.dynamics import (Accumulator, LayerDirections, attention_only_step, layer_directions, layer_stats,
                                 null_sets, run_attention_only)
-from powerlens.nulls import random_subspaces
-from powerlens.errors import PowerlensError
-from powerlens.spectra import layer_spectrum, spectra_arrays
-from powerlens.weights import LayerWeights, ModelWeights
+from powerlens.analysis.nulls import random_subspaces
+from powerlens.core.errors import PowerlensError
+from powerlens.analysis.spectra import layer_spectrum, spectra_arrays
+from powerlens.models.weights import LayerWeights, ModelWeights
 
 from ..conftest import build_tiny
 
@@ -198,7 +198,7 @@ def test_monte_carlo_test_is_calibrated_with_heavy_ties():
     assert df["rho"].isin([0.0, 1.0]).mean() > 0.7  # the construction makes rho mostly 0 or 1
     assert df["rho_ties"].median() > 0.3
     assert (df["rho_saturated"] == (df["rho_ties"] >= 0.5)).all()
-    from powerlens.dynamics import _mc_columns
+    from powerlens.analysis.dynamics.per_depth import _mc_columns
 
     sat = _mc_columns("rho", 1.0, np.r_[np.ones(1500), np.zeros(500)], seed=0, depth=3)
     assert sat["rho_ties"] == 0.75 and sat["rho_saturated"] is True
@@ -206,7 +206,7 @@ def test_monte_carlo_test_is_calibrated_with_heavy_ties():
     frac = float((df["rho_p"] < 0.05).mean())
     assert lo <= frac <= hi, frac
     # the old formula on the same leads and draws: blind
-    from powerlens.nulls import mc_test
+    from powerlens.analysis.nulls import mc_test
 
     old = (1 + 2000 * (1 - df["rho_pct"] / 100)) / 2001  # (1 + #{null >= lead}) / (1 + R)
     assert float((old < 0.05).mean()) < lo
@@ -293,7 +293,7 @@ def test_long_runs_go_on_past_the_depth_with_a_seeded_subset_only():
     """`dynamics.long_run_prompts`: the model's own depth uses every prompt (sums bit for bit as without a
     subset); past it, the sums are those of a run over the subset's prompts alone; a subset of everyone
     gives the run without a subset; the trajectory is the first subset prompt's, whole."""
-    from powerlens.dynamics import long_run_subset
+    from powerlens.analysis.dynamics import long_run_subset
 
     rng = np.random.default_rng(3)
     d, tpp, n_p, steps = 12, 3, 10, 7

@@ -4,10 +4,10 @@ import pytest
 import torch
 import transformers
 
-from powerlens.adapters import ADAPTERS, get_adapter
-from powerlens.archs import ALL_TWINS, TINY_MODELS, count_params
-from powerlens.errors import PowerlensError
-from powerlens.verify import reconstruction_errors
+from powerlens.models.adapters import ADAPTERS, get_adapter
+from powerlens.models.archs import ALL_TWINS, TINY_MODELS, count_params
+from powerlens.core.errors import PowerlensError
+from powerlens.models.verify import reconstruction_errors
 
 from ..conftest import build_tiny
 
@@ -176,7 +176,7 @@ def test_float64_proof_one_layer_at_a_time(name):
     """check_extraction's float64 proof without a float64 model: each layer copied to float64 alone, run on
     the inputs the float32 pass gave it, agrees with the extracted matrices to float64 rounding, as the whole
     model in float64 does; a transposed W_O in one layer is caught there and only there."""
-    from powerlens.verify import layerwise_errors
+    from powerlens.models.verify import layerwise_errors
 
     model = build_tiny(name, torch.float32)
     adapter = ADAPTERS[TINY_MODELS[name].arch]

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from powerlens.errors import PowerlensError
-from powerlens.gguf_source import assemble, expected_sha256, locate, weights_label
-from powerlens.sources import fetch
+from powerlens.core.errors import PowerlensError
+from powerlens.models.sources.gguf import assemble, expected_sha256, locate, weights_label
+from powerlens.models.sources import fetch
 
 FILE = "toy.gguf"
 CHUNKS = [b"GGUF" + bytes(range(60)), bytes(range(60, 130)), bytes(range(130, 200))]

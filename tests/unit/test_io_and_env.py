@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from powerlens.io import atomic_path, write_json
+from powerlens.core.io import atomic_path, write_json
 
 from ..conftest import REPO
 
@@ -41,7 +41,7 @@ def test_env_files_mirror_the_lock():
 def test_allocator_threshold_is_fixed_on_glibc():
     import platform
 
-    from powerlens.runtime import fixed_mmap_threshold
+    from powerlens.core.runtime import fixed_mmap_threshold
 
     if not (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"):
         pytest.skip("mallopt is glibc's")

@@ -9,13 +9,13 @@ import stat
 import numpy as np
 import pytest
 
-from powerlens.errors import PowerlensError
+from powerlens.core.errors import PowerlensError
 
 
 @pytest.fixture(scope="module")
 def saved_twin(tmp_path_factory):
     """A tiny BERT twin saved by the fetch step (config.json + model.safetensors + tokenizer)."""
-    from powerlens.sources import fetch_random
+    from powerlens.models.sources import fetch_random
 
     d = tmp_path_factory.mktemp("twin") / "m"
     rec = fetch_random("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 0}, d)
@@ -33,7 +33,7 @@ def copy_with_layers(src, dst, layers):
 
 
 def test_config_claiming_more_layers_than_the_weights_hold_is_refused_before_loading(saved_twin, tmp_path):
-    from powerlens.sources import check_claimed_size
+    from powerlens.models.sources import check_claimed_size
 
     d, _ = saved_twin
     check_claimed_size(d, "ok")  # the twin as saved
@@ -47,7 +47,7 @@ def test_missing_weights_are_never_filled_with_random_values(saved_twin, tmp_pat
     logs it): the loader reads its loading report and refuses."""
     import transformers
 
-    from powerlens.sources import from_pretrained_checked
+    from powerlens.models.sources import from_pretrained_checked
 
     d, _ = saved_twin
     bad = copy_with_layers(d, tmp_path / "bad", 3)  # 2 layers stored, 3 claimed
@@ -73,7 +73,7 @@ def test_lens_refuses_a_folder_whose_weights_do_not_cover_its_config(saved_twin,
 
 
 def test_plan_refuses_absurd_requests():
-    from powerlens.resources import check_plan
+    from powerlens.pipeline.resources import check_plan
 
     coeffs = {"spectra": {"mem_mb": {"a": 100.0, "b": 1e-6}, "runtime_s": {"a": 1.0, "b": 1e-9}}}
     check_plan(coeffs, {"m": {"spectra": (1e8, 1e9)}}, {})
@@ -85,7 +85,7 @@ def test_steering_target_check_after_fetch_is_the_same_list_before_and_after_the
     """A model whose tokenizer arrives with its fetch (a BPE twin, hub, GGUF) stays in the post-fetch list
     once its manifest exists: extraction's inputs must not change between a run and its rerun (a change
     made a finished `make offline` plan 31 jobs again)."""
-    from powerlens.config import check_targets_on_disk
+    from powerlens.pipeline.config import check_targets_on_disk
 
     cfg = {"models": {"gpt2-twin": {"arch": "gpt2", "source": "random", "twin_of": "gpt2", "seed": 0}},
            "steering": {"targets": [{"kind": "random", "seed": 0}]}}
@@ -110,7 +110,7 @@ def test_labels_with_dollar_signs_are_literal_text(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from powerlens.plotting import panel_title
+    from powerlens.outputs.plotting import panel_title
 
     title = panel_title("GPT2 $x^ cost $5", "random weights")
     fig, ax = plt.subplots()
@@ -122,7 +122,7 @@ def test_labels_with_dollar_signs_are_literal_text(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ prompts
 def test_byte_order_mark_is_not_text(tmp_path):
-    from powerlens.corpus import read_prompts
+    from powerlens.core.corpus import read_prompts
 
     p = tmp_path / "p.txt"
     p.write_bytes("\ufeffThe cat sat.\nA dog.\n".encode())
@@ -130,7 +130,7 @@ def test_byte_order_mark_is_not_text(tmp_path):
 
 
 def test_prompts_that_give_no_text_token_stop_with_a_message():
-    from powerlens.corpus import check_counted_tokens
+    from powerlens.core.corpus import check_counted_tokens
 
     class Tok:
         unk_token_id, unk_token = 1, "[UNK]"
@@ -140,7 +140,7 @@ def test_prompts_that_give_no_text_token_stop_with_a_message():
 
 
 def test_mostly_unknown_tokens_are_warned_about(capsys):
-    from powerlens.corpus import check_counted_tokens
+    from powerlens.core.corpus import check_counted_tokens
 
     class Tok:
         unk_token_id, unk_token = 1, "[UNK]"
@@ -198,7 +198,7 @@ def test_a_full_disk_leaves_no_partial_model_folder(tmp_path):
     instead of a traceback and a partial `dequantized/` or `twin/` folder."""
     import errno
 
-    from powerlens.io import save_model_folder
+    from powerlens.core.io import save_model_folder
 
     class Model:
         def save_pretrained(self, folder, safe_serialization):
@@ -214,7 +214,7 @@ def test_a_full_disk_leaves_no_partial_model_folder(tmp_path):
 def test_a_cut_gguf_given_by_path_names_the_copy_not_a_package(tmp_path):
     """A GGUF at `path:` that is not whole (a copy cut short, a split file missing its last part) is the
     user's own file: the fix says to copy it again in full, never to reinstall a package."""
-    from powerlens.sources import fetch
+    from powerlens.models.sources import fetch
 
     import importlib.util
     from pathlib import Path

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from powerlens.alignment import align, eig_direction
-from powerlens.spectra import canonical_phase, layer_spectrum, sort_order
-from powerlens.stats import holm, sign_test
+from powerlens.analysis.alignment import align, eig_direction
+from powerlens.analysis.spectra import canonical_phase, layer_spectrum, sort_order
+from powerlens.analysis.stats import holm, sign_test
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
-from powerlens import quantization as qz
-from powerlens.adapters import get_adapter
-from powerlens.errors import PowerlensError
+from powerlens.analysis import quantization as qz
+from powerlens.models.adapters import get_adapter
+from powerlens.core.errors import PowerlensError
 
 from ..conftest import build_tiny
 

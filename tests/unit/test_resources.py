@@ -1,4 +1,4 @@
-"""Job resources fitted from measured benchmark files (powerlens.resources, scripts/fit_resources.py)."""
+"""Job resources fitted from measured benchmark files (powerlens.pipeline.resources, scripts/fit_resources.py)."""
 
 from pathlib import Path
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from powerlens.archs import PAPER_MODELS, TINY_MODELS, twin_config
-from powerlens.resources import MARGIN, RULES, fit, fit_line, load_coefficients, predict, size_of
+from powerlens.models.archs import PAPER_MODELS, TINY_MODELS, twin_config
+from powerlens.pipeline.resources import MARGIN, RULES, fit, fit_line, load_coefficients, predict, size_of
 
 REPO = Path(__file__).resolve().parents[2]
 MEASURED = REPO / "workflow/resources_measured.tsv"
@@ -24,7 +24,7 @@ def test_size_terms_match_the_built_model(name):
     s = size_of(arch)
     assert s.params == sum(p.numel() for p in model.parameters())
     # forward_params: every parameter a token meets per layer, times the depth (ALBERT's shared layer too)
-    from powerlens.adapters import get_adapter
+    from powerlens.models.adapters import get_adapter
 
     unique = {id(m): m for m in get_adapter(arch.arch).layer_modules(model)}.values()
     per_layer = sum(p.numel() for m in unique for p in m.parameters()) // s.n_unique_layers
@@ -90,8 +90,8 @@ def test_long_shared_weight_runs_enter_time_and_memory():
     (runtime 3 min and 1.8 GB before); models without shared weights are unaffected."""
     from snakemake.utils import validate
 
-    from powerlens.corpus import read_prompts
-    from powerlens.resources import job_terms, long_run_extra
+    from powerlens.core.corpus import read_prompts
+    from powerlens.pipeline.resources import job_terms, long_run_extra
 
     cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
     validate(cfg, str(REPO / "workflow/schemas/config.schema.yaml"))
@@ -111,10 +111,10 @@ def test_long_shared_weight_runs_enter_time_and_memory():
 
 def test_stored_steering_terms_are_the_current_definition():
     """The steering rows of the runs whose configs ship with the repository carry the time term that
-    powerlens.resources computes today (scripts/fit_resources.py --retime after a change of the term)."""
-    from powerlens.config import validate_config
-    from powerlens.corpus import read_prompts
-    from powerlens.resources import job_terms
+    powerlens.pipeline.resources computes today (scripts/fit_resources.py --retime after a change of the term)."""
+    from powerlens.pipeline.config import validate_config
+    from powerlens.core.corpus import read_prompts
+    from powerlens.pipeline.resources import job_terms
 
     df = pd.read_csv(MEASURED, sep="\t")
     checked = 0
@@ -131,7 +131,7 @@ def test_stored_steering_terms_are_the_current_definition():
 def test_steering_work_counts_what_the_step_runs():
     """A shared layer edited at every depth re-runs the whole stack per setting; at its last depth only (or
     for any other model) one whole pass, then the last depth; the eigen-checks grow with targets x kappas."""
-    from powerlens.resources import STEERING_COSTS, steering_work
+    from powerlens.pipeline.resources import STEERING_COSTS, steering_work
 
     alb, gpt = size_of(PAPER_MODELS["albert-xxlarge-v2"]), size_of(PAPER_MODELS["gpt2-xl"])
     kw = {"tokens": 1000, "kappas": [0, 1, 4], "targets": 2}

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from powerlens.adapters import ADAPTERS
-from powerlens.archs import TINY_MODELS
-from powerlens.dynamics import attention_only_step
-from powerlens.spectra import layer_spectrum, null_eig_choice
+from powerlens.models.adapters import ADAPTERS
+from powerlens.models.archs import TINY_MODELS
+from powerlens.analysis.dynamics import attention_only_step
+from powerlens.analysis.spectra import layer_spectrum, null_eig_choice
 
 from ..conftest import build_tiny
 
@@ -15,14 +15,14 @@ from ..conftest import build_tiny
 @pytest.mark.parametrize("name", ["tiny-llama", "tiny-gemma3"])
 def test_layernorm_option_of_the_law_is_the_layers_own_rmsnorm(name):
     """``norm: layernorm`` on an RMSNorm model applies the model's RMSNorm module (no mean-centring), in the
-    dynamics' law (steering's law calls the same :func:`powerlens.attention.law_norm`): compared with the
+    dynamics' law (steering's law calls the same :func:`powerlens.models.attention.law_norm`): compared with the
     real ``input_layernorm`` module."""
     model = build_tiny(name, torch.float64)
     w = ADAPTERS[TINY_MODELS[name].arch].extract(model)
     lw = w.layers[0].to(torch.float64, "cpu").exact()
     x = torch.randn(2, 5, w.d_model, dtype=torch.float64) * 3 + 1.0  # a non-zero mean, so centring would show
     y = attention_only_step(x, lw, w.n_heads, True, torch.ones(2, 5, dtype=torch.bool), "layernorm")
-    from powerlens.attention import attention_output, visible_keys
+    from powerlens.models.attention import attention_output, visible_keys
 
     pre = x + attention_output(x, lw, w.n_heads, visible_keys(5, True, lw.window, torch.ones(2, 5, dtype=torch.bool)))
     with torch.no_grad():
@@ -54,10 +54,10 @@ def test_second_null_never_draws_from_the_kernel_of_a_grouped_query_F():
 def _steer(name, kappas, post_gain_seed=None):
     import transformers
 
-    from powerlens import steering as st
-    from powerlens.adapters import get_adapter
-    from powerlens.corpus import prompt_batches
-    from powerlens.sources import byte_tokenizer
+    from powerlens.analysis import steering as st
+    from powerlens.models.adapters import get_adapter
+    from powerlens.core.corpus import prompt_batches
+    from powerlens.models.sources import byte_tokenizer
 
     spec = TINY_MODELS[name]
     ad = get_adapter(spec.arch)
@@ -83,7 +83,7 @@ def test_grouped_query_steering_states_no_bound_and_the_eigen_check_decides():
     """tiny-llama (grouped-query: V of rank H_kv d_h < d): z solves V^T z = u only in least squares, so every
     row carries ||V^T z - u||, no stated bound (an empty cell with the reason), and "u principal" comes from the
     eigen-solve of the matrix the edit really makes, F + alpha u (P u)^T."""
-    from powerlens import steering as st
+    from powerlens.analysis import steering as st
 
     df, w = _steer("tiny-llama", [0, 1e4])
     r1 = df[df["method"].str.startswith("rank-1")]
@@ -103,7 +103,7 @@ def test_grouped_query_steering_states_no_bound_and_the_eigen_check_decides():
 
 def _u_of(w, df):
     """The random target u = random:seed3 as steering draws it."""
-    from powerlens.steering import target_vector
+    from powerlens.analysis.steering import target_vector
 
     return target_vector(None, None, "llama", "random", None, 3, w.d_model)[0]
 

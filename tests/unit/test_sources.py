@@ -6,10 +6,10 @@ import time
 import pytest
 import torch
 
-from powerlens import sources
-from powerlens.errors import PowerlensError
-from powerlens.io import read_json
-from powerlens.steps import fetch_model
+from powerlens.models import sources
+from powerlens.core.errors import PowerlensError
+from powerlens.core.io import read_json
+from powerlens.pipeline.steps import fetch_model
 
 
 def test_twin_is_deterministic_and_labelled(tmp_path):
@@ -93,8 +93,8 @@ def test_hf_loads_nothing_but_safetensors():
 
 
 def test_weights_roundtrip(tmp_path):
-    from powerlens.adapters import ADAPTERS
-    from powerlens.weights import ModelWeights
+    from powerlens.models.adapters import ADAPTERS
+    from powerlens.models.weights import ModelWeights
 
     from ..conftest import build_tiny
 
@@ -114,9 +114,9 @@ def test_twins_tokenize_like_their_family(minilm_path):
     the fetch (the GGUF is not read while Snakemake builds the DAG)."""
     from transformers import AutoTokenizer
 
-    from powerlens.corpus import read_prompts
-    from powerlens.targets import tokenizer_on_disk
-    from powerlens.twin_tokenizers import twin_tokenizer
+    from powerlens.core.corpus import read_prompts
+    from powerlens.pipeline.targets import tokenizer_on_disk
+    from powerlens.models.sources.twin import twin_tokenizer
 
     from ..conftest import REPO
 

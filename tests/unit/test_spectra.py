@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from powerlens.spectra import canonical_phase, head_spectra, layer_spectrum, leading_type, sort_order
+from powerlens.analysis.spectra import canonical_phase, head_spectra, layer_spectrum, leading_type, sort_order
 
 
 def with_spectrum(lams, d=12, seed=0):
@@ -119,8 +119,8 @@ def test_head_spectra_match_full_head_matrices():
 
 
 def test_step_is_deterministic_and_shared_layers_solved_once(tmp_path):
-    from powerlens.adapters import ADAPTERS
-    from powerlens.steps import spectra
+    from powerlens.models.adapters import ADAPTERS
+    from powerlens.pipeline.steps import spectra
 
     from ..conftest import build_tiny
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powerlens.tables import fmt_num, weights_text, write_table
+from powerlens.outputs.tables import fmt_num, weights_text, write_table
 
 from ..conftest import REPO
 
@@ -134,7 +134,7 @@ def csv_cells(csv) -> list[list[str]]:
 
 def same_cells_in_every_form(csv) -> None:
     """The Markdown (as a GFM renderer reads it), HTML and LaTeX forms of a table hold the CSV's cells."""
-    from powerlens.tables import tex_escape
+    from powerlens.outputs.tables import tex_escape
 
     def norm(rows):
         return [[" ".join(str(c).split()) for c in r] for r in rows]

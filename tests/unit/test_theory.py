@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from powerlens import theory as th
-from powerlens.tables import theory_table
+from powerlens.analysis import theory as th
+from powerlens.outputs.tables import theory_table
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -52,7 +52,7 @@ def test_c4_sweep_has_a_positive_control_and_its_verdict_is_one_function():
     can see a break; table_theory's verdict row is c4_verdict's, the function table_claims calls."""
     import dataclasses
 
-    from powerlens import claims
+    from powerlens.analysis import claims
 
     res, arr = th.experiment_c4_sweep([16], [1, 2, 4], [0.3, 3.0], n_tokens=12, steps=60, seed=0, runs=8,
                                       epsilon=1e-3, max_eq_steps=400)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from powerlens.errors import PowerlensError
+from powerlens.core.errors import PowerlensError
 
 from ..conftest import REPO
 
@@ -30,7 +30,7 @@ def patched(**patch):
 
 
 def validate(cfg):
-    from powerlens.config import validate_config
+    from powerlens.pipeline.config import validate_config
 
     validate_config(cfg)
 
@@ -68,7 +68,7 @@ def test_paths_with_angle_brackets_are_refused(field):
 
 
 def test_params_json_escapes_markup_and_reads_back_the_same():
-    from powerlens.io import params_json
+    from powerlens.core.io import params_json
 
     obj = {"label": "GPT2 </script><script>alert(1)</script> & <img src=x onerror=y>", "n": [1, 2.5]}
     text = params_json(obj)

@@ -4,12 +4,12 @@ import os
 import sys
 import time
 
-from powerlens.config import check_targets_on_disk, steering_targets, validate_config
-from powerlens.corpus import read_prompts
-from powerlens.resources import check_plan, job_terms, load_coefficients, long_run_extra, predict
-from powerlens.sources import check_hub_reachable, hub_downloads_needed, source_files
-from powerlens.errors import PowerlensError, user_errors_in_logs
-from powerlens.io import params_json
+from powerlens.pipeline.config import check_targets_on_disk, steering_targets, validate_config
+from powerlens.core.corpus import read_prompts
+from powerlens.pipeline.resources import check_plan, job_terms, load_coefficients, long_run_extra, predict
+from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, source_files
+from powerlens.core.errors import PowerlensError, user_errors_in_logs
+from powerlens.core.io import params_json
 
 
 START = time.time()
@@ -199,7 +199,7 @@ def user_model_files(wildcards):
 
 
 # mem_mb and runtime of the per-model rules: lines in the model's size fitted to measured benchmark files
-# (workflow/resources.yaml, refitted by scripts/fit_resources.py; terms in powerlens.resources)
+# (workflow/resources.yaml, refitted by scripts/fit_resources.py; terms in powerlens.pipeline.resources)
 RESOURCE_FIT = load_coefficients(os.path.join(workflow.basedir, "workflow", "resources.yaml"))
 try:
     _PROMPT_LIST = read_prompts(PROMPTS)

@@ -1,0 +1,110 @@
+"""The dynamics analysis, once: the function the API (:meth:`powerlens.api.Lens.dynamics`), the pipeline's
+dynamics step, the quantization step and the benchmark all call, so that they cannot disagree. Callers add
+only reading and writing; every option's default lives in the config schema (``dynamics:`` and ``seed``)."""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+import torch
+
+from powerlens.analysis.dynamics.directions import LayerDirections, layer_directions
+from powerlens.analysis.dynamics.per_depth import layer_stats
+from powerlens.analysis.dynamics.runs import long_run_subset, null_sets, run_attention_only, run_model_mode
+from powerlens.core.corpus import Batch, prompt_batches
+from powerlens.core.errors import PowerlensError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from powerlens.models.weights import ModelWeights
+
+MODES = ("model", "attention-only")
+# columns of the bias-free control kept beside the law's own (suffix _nobias): gamma, rho and tilt of the lead
+_CONTROL_HEADS = ("gamma", "rho", "tilt")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicsOptions:
+    """One dynamics run's options (config keys ``dynamics.<name>``; ``seed`` and ``device`` are top-level).
+    ``batch_tokens`` None: no bound on a batch's padded tokens (the quantization step's batches)."""
+
+    mode: str
+    norm: str
+    steps: int
+    long_run_prompts: int
+    batch_size: int
+    batch_tokens: int | None
+    max_tokens: int
+    dtype: str
+    null_draws: int
+    bias_free_control: bool
+    seed: int
+    device: str = "cpu"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicsRun:
+    """What one run measured: the per-depth table, the per-token arrays and the corpus' accounting."""
+
+    table: "pd.DataFrame"  # one row per depth (the step's dynamics-<mode>.csv less its label columns)
+    arrays: dict[str, np.ndarray]  # per-token alignments and per-depth sums (the step's .npz)
+    directions: list[LayerDirections]
+    batches: list[Batch]
+    ids: list[list[int]]
+    special: list[list[int]]
+    truncated: int
+    max_len: int
+    n_steps: int
+    long_run_subset: list[int] | None
+
+
+def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, prompts: list[str], spectra: dict,
+            load_weights: Callable[[], "ModelWeights"], *, depth: int, d_model: int, options: DynamicsOptions,
+            progress: bool = True) -> DynamicsRun:
+    """Token dynamics over ``prompts`` in ``options.mode``: per depth gamma_t, rho_t and the tilt towards each
+    layer's leading directions (``spectra``: arrays as the spectra step writes them), each against the Monte
+    Carlo null of random subspaces; attention-only mode also runs the bias-free control if asked.
+
+    ``load_model`` gives the model (its LM head, if any, is stripped); in attention-only mode it is dropped
+    after the embeddings x(0) of every batch are taken, before ``load_weights`` gives the extracted attention
+    matrices, so the peak memory is the larger of the two, not their sum."""
+    o = options
+    if o.mode not in MODES:
+        raise PowerlensError(f"unknown dynamics mode {o.mode!r}", "use `model` or `attention-only`")
+    model = adapter.base(load_model())
+    max_len = min(int(o.max_tokens), adapter.max_positions(model.config))
+    bs, ids, special, truncated = prompt_batches(list(prompts), tokenizer, max_len, o.batch_size, o.batch_tokens)
+    dirs = layer_directions(spectra, o.seed)
+    nulls = null_sets(int(d_model), dirs, int(o.null_draws), o.seed, o.device)
+    n_prompts, n_steps, subset, ctrl = len(prompts), int(depth), None, None
+    if o.mode == "model":
+        arr = run_model_mode(model, adapter, dirs, bs, n_prompts, nulls, device=o.device, progress=progress)
+        del model
+    else:
+        with torch.no_grad():
+            x0s = [adapter.embed(model, b.ids.to(o.device)).cpu() for b in bs]  # (B, T, d) per batch
+        del model
+        gc.collect()
+        w = load_weights()
+        n_steps = int(o.steps) if w.shared else w.n_layers
+        if n_steps > w.n_layers:
+            subset = long_run_subset(n_prompts, int(o.long_run_prompts), o.seed)
+        kw = dict(norm=o.norm, device=o.device, dtype=getattr(torch, o.dtype), progress=progress)
+        arr = run_attention_only(x0s, w, dirs, bs, n_steps, n_prompts, nulls, long_run_prompts=subset, **kw)
+        if o.bias_free_control:
+            ctrl = run_attention_only(x0s, w, dirs, bs, min(n_steps, w.n_layers), n_prompts, nulls, control=True,
+                                      **kw)
+        del w, x0s
+    table = layer_stats(arr, dirs, seed=o.seed)
+    if ctrl is not None:
+        c = layer_stats(ctrl, dirs, suffix="_nobias", seed=o.seed)
+        keep = [k for k in c.columns if k.split("_")[0] in _CONTROL_HEADS and "_M_" not in k and "_Ft_" not in k
+                and "null_eig" not in k and not k.startswith(tuple(f"{h}_{x}" for h in _CONTROL_HEADS
+                                                                  for x in ("M", "Ft")))]
+        table = table.merge(c[["layer"] + keep], on="layer", how="left")
+    return DynamicsRun(table=table, arrays=arr, directions=dirs, batches=bs, ids=ids, special=special,
+                       truncated=truncated, max_len=max_len, n_steps=n_steps, long_run_subset=subset)

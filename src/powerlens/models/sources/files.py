@@ -1,0 +1,201 @@
+"""What every source shares: the file table (sha256 and size of each file a load may read), the checks
+of a model folder before anything loads (no remote code, safetensors only, weights that cover the config),
+and the comparison of files with their record."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+import importlib.util
+from typing import Any
+
+from powerlens.core.errors import PowerlensError
+from powerlens.core.io import sha256_file
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def model_files(path: Path) -> list[Path]:
+    return [p for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".")
+            and "__pycache__" not in p.parts and p.suffix in {".json", ".safetensors", ".txt", ".model"}]
+
+
+def file_table(path: Path) -> dict[str, dict[str, Any]]:
+    """sha256 and size of every regular file under ``path`` that a model load may read."""
+    return {p.relative_to(path).as_posix(): {"sha256": sha256_file(p), "size": p.stat().st_size}
+            for p in model_files(path)}
+
+
+def refuse_remote_code(path: Path, what: str) -> None:
+    """A model folder whose config.json maps classes to its own code (``auto_map``) is refused before any
+    loading: transformers would otherwise ask on stdin whether to run that code, and a "y" would run it.
+    A config.json that is not JSON is refused too (its text is data, never code)."""
+    import json
+
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PowerlensError(f"{what}: {path / 'config.json'} is not valid JSON ({type(e).__name__})",
+                             "re-save the model with `save_pretrained(...)`, or fix `path`") from None
+    if isinstance(cfg, dict) and "auto_map" in cfg:
+        raise PowerlensError(
+            f"{what}: {path} ships its own model code (config.json has `auto_map`); powerlens never runs a "
+            "model's own code",
+            "use a checkpoint of a supported architecture saved by transformers itself (no `auto_map`)")
+
+
+def check_model_dir(path: Path, what: str,
+                     where: str = "point `path` at a folder made by `model.save_pretrained(...)`") -> None:
+    if not path.is_dir():
+        raise PowerlensError(f"{what}: directory {path} does not exist", where)
+    if not (path / "config.json").is_file():
+        raise PowerlensError(f"{what}: {path} has no config.json", where)
+    refuse_remote_code(path, what)
+    if not list(path.glob("*.safetensors")):
+        bins = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt*")]
+        hint = (f" (found {', '.join(bins)}: pickle-based files are never loaded)" if bins else "")
+        raise PowerlensError(
+            f"{what}: {path} holds no *.safetensors weights{hint}",
+            "save the model with `save_pretrained(dir, safe_serialization=True)` or convert it to safetensors",
+        )
+    check_claimed_size(path, what)
+
+
+def safetensors_numel(path: Path) -> int:
+    """Total elements of every tensor in the folder's ``*.safetensors`` files, read from their headers alone
+    (8-byte length, then JSON; no tensor data read, no torch)."""
+    import json
+    import math
+    import struct
+
+    total = 0
+    for f in sorted(path.glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            head = fh.read(8)
+            n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+            if not 0 < n <= 100_000_000:
+                raise PowerlensError(f"{f} is not a safetensors file (header length {n})",
+                                     "replace it with a file written by safetensors (save_pretrained)")
+            try:
+                header = json.loads(fh.read(n))
+            except ValueError:
+                raise PowerlensError(f"{f}: its safetensors header is not valid JSON (a truncated or corrupt file)",
+                                     "replace it with a file written by safetensors (save_pretrained)") from None
+        total += sum(math.prod(v.get("shape", [])) for k, v in header.items() if k != "__metadata__")
+    return total
+
+
+def check_claimed_size(path: Path, what: str) -> None:
+    """Refuse a folder whose config.json describes a larger model than its safetensors files hold, before
+    anything is loaded or planned: transformers would build the claimed model and fill what the files lack
+    with random values (a config.json claiming 1e6 layers would also ask for absurd memory and time)."""
+    import json
+
+    from powerlens.models.adapters import ADAPTERS
+
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        adapter = next(a for a in ADAPTERS.values() if a.model_type == cfg.get("model_type"))
+        terms = adapter.size_terms(cfg)
+    except (OSError, ValueError, StopIteration, KeyError, TypeError, AttributeError):
+        return  # unreadable or unknown: the load names it
+    stored = safetensors_numel(path)
+    if terms["params"] > 1.15 * stored + 1000:  # slack: a pooler the file may lack (ALBERT xxlarge: 8%)
+        raise PowerlensError(
+            f"{what}: config.json describes a model of about {terms['params'] / 1e6:.4g}M parameters "
+            f"({terms['n_layers']} layers, d_model {terms['d_model']}), but its *.safetensors files hold "
+            f"{stored / 1e6:.4g}M", "use the config.json saved with these weights (save_pretrained writes both)")
+
+
+def check_model_type(name: str, arch: str, path: Path) -> None:
+    """config.json's model_type must be the one the config's `arch` stands for (checked in the fetch step,
+    so a wrong or unknown architecture stops before any model-heavy job)."""
+    import json
+
+    from powerlens.models.adapters import ADAPTERS, get_adapter
+
+    try:
+        mt = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return  # the load names an unreadable config.json
+    want = get_adapter(arch).model_type
+    if mt != want:
+        known = {a.model_type: k for k, a in ADAPTERS.items()}
+        raise PowerlensError(
+            f"model {name!r}: {path / 'config.json'} declares model_type {mt!r}, the config says arch {arch!r} "
+            f"(model_type {want!r})",
+            f"set `arch: {known[mt]}`" if mt in known else
+            f"powerlens has no adapter for model_type {mt!r}; supported: {', '.join(sorted(ADAPTERS))}")
+
+
+def changed_files_fix(source: str | None) -> str:
+    """What to do when files differ from their record: never delete a user's own model."""
+    if source in ("local", "package"):
+        return ("these are your model's own files and they changed after the fetch step recorded them: keep "
+                "them; re-run the workflow (the fetch step re-runs when the files are newer than the manifest; "
+                "if their times were kept, add `--forcerun fetch_model`) so every result is rebuilt from them")
+    if source == "hf":
+        return ("the files are a download cache: remove that snapshot from the Hugging Face cache "
+                "(`hf cache delete`) and re-run the fetch step to download it again")
+    return ("the files were generated by this run (twin or dequantized GGUF): re-run with `--forcerun "
+            "fetch_model` to regenerate them")
+
+
+def compare_files(name: str, actual: dict, expected: dict, where: str, source: str | None = None) -> None:
+    for fname, rec in expected.items():
+        got = actual.get(fname)
+        if got is None:
+            raise PowerlensError(f"model {name!r}: file {fname} recorded in {where} is missing",
+                                 changed_files_fix(source))
+        if got["sha256"] != rec["sha256"]:
+            raise PowerlensError(
+                f"model {name!r}: {fname} has sha256 {got['sha256'][:12]}..., {where} records "
+                f"{rec['sha256'][:12]}... (changed, corrupt, truncated or swapped file)",
+                changed_files_fix(source),
+            )
+
+
+def verify_files(manifest: dict) -> None:
+    """Check every file recorded in the manifest against its sha256 before use."""
+    path = Path(manifest["path"])
+    actual = {}
+    for fname, rec in manifest["files"].items():
+        p = path / fname
+        if p.is_file():
+            actual[fname] = {"sha256": sha256_file(p), "size": p.stat().st_size}
+    compare_files(manifest["model"], actual, manifest["files"], "its manifest", manifest.get("source"))
+
+
+def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, ...] = (), **kw):
+    """``cls.from_pretrained(path, **kw)`` with transformers' loading report, refusing a checkpoint whose
+    weights do not cover the model its config describes.
+
+    transformers fills every weight the files lack (or hold at another shape) with fresh random values and
+    only logs it: a GGUF whose header claims 40 layers over 30 stored ones, or a config.json claiming 4 layers
+    over 2, would otherwise load, pass the extraction proof (which proves extraction, not provenance) and be
+    labelled trained. Missing and mismatched keys are refused, except those of submodules no analysis reads
+    (``unused``: the adapter's ``unused_modules``, e.g. BERT's pooler, absent from MLM-head checkpoints);
+    unexpected keys (a head the base model does not use) are not weights of the model and are allowed."""
+    kw.pop("trust_remote_code", None)  # never anything but False, whatever the caller passed
+    model, info = cls.from_pretrained(path, output_loading_info=True, trust_remote_code=False, **kw)
+    missing = sorted(k for k in (info.get("missing_keys") or []) if not set(k.split(".")) & set(unused))
+    mismatched = sorted(str(k[0]) if isinstance(k, (tuple, list)) else str(k)
+                        for k in (info.get("mismatched_keys") or []))
+    if missing or mismatched:
+        shown = (missing + mismatched)[:6]
+        raise PowerlensError(
+            f"{what}: the weight files do not cover the model its config describes: "
+            f"{len(missing)} weight(s) missing, {len(mismatched)} of another shape (e.g. {', '.join(shown)}); "
+            "transformers would fill them with random values", fix)
+    return model
+
+
+
+def package_dir(module: str) -> Path | None:
+    """The folder of an installed package (a weight package is data: found, never imported), or None."""
+    spec = importlib.util.find_spec(module.replace("-", "_"))
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])

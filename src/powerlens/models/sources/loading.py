@@ -1,0 +1,70 @@
+"""Loading what a manifest records: every file checked against its sha256, safetensors only, eager
+attention, no remote code, weights that cover the config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from powerlens.core.errors import PowerlensError
+from powerlens.models.sources.files import changed_files_fix, from_pretrained_checked, refuse_remote_code, verify_files
+
+
+def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = True):
+    """Load the model a manifest points to (safetensors only, eager attention, no remote code).
+
+    ``head=True`` loads the LM / masked-LM head when the checkpoint has one; otherwise the base model.
+    """
+    import torch
+    import transformers
+
+    from powerlens.models.adapters import ADAPTERS, get_adapter
+
+    dtype = dtype or torch.float32
+    if verify:
+        verify_files(manifest)
+    path = manifest["path"]
+    refuse_remote_code(Path(path), f"model {manifest['model']!r}")
+    try:
+        cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    except (ValueError, KeyError, OSError) as e:  # unknown model_type, malformed config.json
+        raise PowerlensError(
+            f"model {manifest['model']!r}: transformers cannot read {Path(path) / 'config.json'} "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})",
+            f"use a checkpoint of a supported architecture ({', '.join(sorted(ADAPTERS))}) saved by "
+            "transformers' save_pretrained") from None
+    want = get_adapter(manifest["arch"]).model_type
+    if cfg.model_type != want:
+        raise PowerlensError(
+            f"model {manifest['model']!r}: config.json declares model_type {cfg.model_type!r}, "
+            f"the config says arch {manifest['arch']!r}",
+            f"set `arch: {cfg.model_type}` for this model (if supported) or fix `path`/`repo_id`",
+        )
+    cls = transformers.AutoModel
+    if head:
+        cls = getattr(transformers, get_adapter(manifest["arch"]).head_class)
+    kw = dict(dtype=dtype, attn_implementation="eager", use_safetensors=True, local_files_only=True,
+              trust_remote_code=False)
+    try:
+        model = from_pretrained_checked(
+            cls, path, f"model {manifest['model']!r} ({path})",
+            "give a checkpoint whose config.json matches its weights (save both with save_pretrained)",
+            unused=get_adapter(manifest["arch"]).unused_modules, **kw)
+    except PowerlensError:
+        raise
+    except Exception as e:  # safetensors header errors, truncated files, shape mismatches
+        raise PowerlensError(
+            f"model {manifest['model']!r}: loading weights from {path} failed: {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:300]}",
+            "the files may be corrupt or truncated; " + changed_files_fix(manifest.get("source")),
+        ) from None
+    model.eval()
+    return model
+
+
+def load_tokenizer(manifest: dict):
+    import transformers
+
+    refuse_remote_code(Path(manifest["path"]), f"model {manifest['model']!r}")
+    return transformers.AutoTokenizer.from_pretrained(manifest["path"], local_files_only=True,
+                                                      trust_remote_code=False)
+

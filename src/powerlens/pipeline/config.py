@@ -1,0 +1,381 @@
+"""Config checks beyond the JSON schema, schema errors in words, and each entry's architecture known before
+its fetch (:func:`model_arch`, which the resource requests size from), all used when Snakemake builds the DAG.
+
+The schema (``workflow/schemas/config.schema.yaml``) catches unknown keys, wrong types and bad enum values;
+:func:`check_models` adds the cross-field rules a schema cannot express well (a twin's ``arch`` must match
+the architecture it copies; a local path must exist). Both run at DAG construction, before any job.
+
+Every parameter's default lives in the schema and nowhere else: the pipeline's steps take all their options
+as required arguments, and the Python API and the benchmark read theirs with :func:`schema_defaults`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from pathlib import Path
+
+from powerlens.models.archs import PAPER_MODELS, ArchConfig, twin_config
+from powerlens.core.errors import PowerlensError
+
+#: The config schema (a file of the repository, beside the rules that validate against it).
+SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@functools.lru_cache(maxsize=1)
+def _schema_defaults() -> dict:
+    import yaml
+
+    def walk(node: dict) -> dict:
+        out = {}
+        for key, sub in (node.get("properties") or {}).items():
+            if "properties" in sub:
+                out[key] = walk(sub)
+            elif "default" in sub:
+                out[key] = sub["default"]
+        return out
+
+    return walk(yaml.safe_load(SCHEMA.read_text()))
+
+
+def schema_defaults() -> dict:
+    """The schema's defaults as a nested dict (``schema_defaults()["dynamics"]["null_draws"]``): what a config
+    that sets nothing gets. A fresh copy each call."""
+    return copy.deepcopy(_schema_defaults())
+
+
+def check_models(config: dict) -> None:
+    for q in config.get("quantization", {}).get("models", []):
+        m = config["models"].get(q)
+        if m is None:
+            raise PowerlensError(f"quantization.models names {q!r}, which is not a model of this run",
+                                 f"use model keys of this config: {', '.join(config['models'])}")
+        if m["source"] in ("random", "gguf"):
+            raise PowerlensError(
+                f"quantization.models: {q!r} has {'random' if m['source'] == 'random' else 'already quantized'} "
+                "weights", "list full-precision trained models (source hf, local or package)")
+    for name, m in config["models"].items():
+        if m["source"] == "random":
+            twin = twin_config(m["twin_of"])
+            if twin.arch != m["arch"]:
+                raise PowerlensError(
+                    f"models.{name}.arch is {m['arch']!r} but twin_of {m['twin_of']!r} is a {twin.arch!r} model",
+                    f"set models.{name}.arch: {twin.arch}",
+                )
+        if m["source"] == "gguf" and m.get("path") and not (Path(m["path"]).expanduser() / m["file"]).is_file():
+            raise PowerlensError(
+                f"models.{name}: GGUF file {Path(m['path']) / m['file']} does not exist",
+                "set `path` to the folder holding the GGUF and `file` to its name")
+        if m["source"] == "local" and not Path(m["path"]).expanduser().is_dir():
+            raise PowerlensError(
+                f"models.{name}.path: directory {m['path']} does not exist",
+                "point `path` at a folder made by `model.save_pretrained(...)` (config.json + *.safetensors)",
+            )
+        if m["source"] == "local":
+            from powerlens.models.sources import check_claimed_size
+
+            check_claimed_size(Path(m["path"]).expanduser(), f"models.{name} ({m['path']})")
+
+
+def _arch_from_config_json(path: Path, arch: str) -> ArchConfig | None:
+    cfg = path / "config.json"
+    if not cfg.is_file():
+        return None
+    try:
+        kw = json.loads(cfg.read_text())
+        return ArchConfig(arch, kw)
+    except Exception:
+        return None
+
+
+def model_arch(name: str, m: dict) -> ArchConfig | None:
+    """The architecture of a config entry without loading weights (paper table, twin table or config.json);
+    None when unknown before the fetch step (e.g. a hub model outside the paper's table)."""
+    arch = None
+    if m["source"] == "random":
+        arch = twin_config(m["twin_of"])
+    elif m["source"] == "hf":
+        arch = next((a for a in PAPER_MODELS.values() if a.hub_id == m.get("repo_id")), None)
+    elif m["source"] == "local":
+        arch = _arch_from_config_json(Path(m["path"]).expanduser(), m["arch"])
+    elif m["source"] == "gguf":
+        from powerlens.models.archs import GGUF_ARCHS
+
+        arch = twin_config(GGUF_ARCHS[m["file"]]) if m.get("file") in GGUF_ARCHS else None
+    elif m["source"] == "package":
+        import importlib.util
+
+        spec = importlib.util.find_spec(m["package"])
+        if spec and spec.submodule_search_locations:
+            base = Path(list(spec.submodule_search_locations)[0]) / m.get("subdir", "model")
+            arch = _arch_from_config_json(base, m["arch"])
+    return arch
+
+
+
+def _description(root: dict | None, schema_path) -> str:
+    """The description nearest to the failing keyword along the schema path (following $refs)."""
+    if root is None:
+        return ""
+    node, found = root, ""
+    for seg in list(schema_path)[:-1]:
+        while isinstance(node, dict) and "$ref" in node and seg not in node:
+            ref = node["$ref"].lstrip("#/").split("/")
+            node = root
+            for r in ref:
+                node = node[r]
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(node, dict) and node.get("description"):
+            found = node["description"]
+    return " ".join(str(found).split())
+
+
+def schema_error(err, root: dict | None = None) -> PowerlensError:
+    """A jsonschema ValidationError as the project's problem + fix: where in the config, what is wrong, and
+    what the schema says the value means (the nearest description; ``root`` is the whole schema), instead
+    of a dump of the schema."""
+    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    problem = f"config value {where}: {err.message}"
+    if err.validator == "not" and isinstance(err.validator_value, dict) and "enum" in err.validator_value:
+        return PowerlensError(
+            f"config value {where}: the name {err.instance!r} is reserved for an output of the run "
+            f"({', '.join(map(str, err.validator_value['enum']))})", "choose another name")
+    if err.validator == "additionalProperties":
+        allowed = sorted((err.schema.get("properties") or {}).keys())
+        fix = (f"remove or correct the key; allowed here: {', '.join(allowed)}" if allowed else
+               "remove the key")
+    elif err.validator == "required":
+        missing = [k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance]
+        fix = (f"add `{missing[0]}:` under {where} (workflow/schemas/config.schema.yaml)"
+               if missing else "see workflow/schemas/config.schema.yaml")
+    elif err.validator in ("oneOf", "anyOf") and err.context:
+        best = min(err.context, key=lambda e: len(list(e.absolute_path)))
+        fix = f"{best.message}; see workflow/schemas/config.schema.yaml"
+    else:
+        desc = " ".join(str(err.schema.get("description", "")).split()) or _description(
+            root, err.absolute_schema_path)
+        fix = ((desc + " " if desc else "") + "(workflow/schemas/config.schema.yaml)").strip()
+    return PowerlensError(problem, fix)
+
+
+def check_no_duplicate_keys(path: str | Path) -> None:
+    """Refuse a YAML config with a key given twice in one mapping (PyYAML, and so Snakemake, silently keep the
+    last one: a second `tiny-bert:` entry would replace the first)."""
+    import yaml
+
+    class Strict(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = {}
+        for k, _ in node.value:
+            key = loader.construct_object(k, deep=deep)
+            if key in seen:
+                raise PowerlensError(
+                    f"config file {path}: key {key!r} appears twice in one mapping (lines {seen[key] + 1} and "
+                    f"{k.start_mark.line + 1}); YAML would silently keep the last one",
+                    "keep one entry per key (rename one of them if both are wanted)")
+            seen[key] = k.start_mark.line
+        return loader.construct_mapping(node, deep=deep)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        yaml.load(Path(path).read_text(encoding="utf-8"), Loader=Strict)
+    except yaml.YAMLError:
+        return  # Snakemake reports malformed YAML itself
+
+
+#: Unicode categories refused in config text: control characters (but newline and tab), format characters
+#: (zero-width, bidirectional overrides, BOM), line and paragraph separators, surrogates. Every character
+#: that any reader (docutils, Markdown, a terminal) may take as a line break is in one of them.
+REFUSED_CATEGORIES = {"Cc": "control", "Cf": "format", "Zl": "line separator", "Zp": "paragraph separator",
+                      "Cs": "surrogate"}
+ALLOWED_CONTROLS = {"\n", "\t"}
+
+
+def refused_character(text: str) -> tuple[int, str, str] | None:
+    """The first character of ``text`` that config text may not hold: (position, the character, why)."""
+    import unicodedata
+
+    for i, ch in enumerate(text):
+        cat = unicodedata.category(ch)
+        if cat in REFUSED_CATEGORIES and ch not in ALLOWED_CONTROLS:
+            name = unicodedata.name(ch, "")
+            return i, ch, f"U+{ord(ch):04X}{' ' + name if name else ''} ({REFUSED_CATEGORIES[cat]} character)"
+    return None
+
+
+def check_config_values(node, where: str = "") -> None:
+    """Every number finite and every string printable text, anywhere in the config (keys included).
+
+    JSON schema bounds cannot catch NaN (``NaN < min`` and ``NaN > max`` are both false, so ``.nan`` passes
+    every ``minimum``/``maximum``) and say nothing about the characters of a string. Control and separator
+    characters are refused at load (each names its place): none of them belongs in a label, path, token or
+    description, and they are how text escapes from the block it is shown in."""
+    import math
+
+    if isinstance(node, bool) or node is None:
+        return
+    if isinstance(node, float) and not math.isfinite(node):
+        raise PowerlensError(f"config value {where or '(top level)'}: {node} is not a finite number",
+                             "every number in the config must be finite (no .nan, .inf or -.inf)")
+    if isinstance(node, str):
+        bad = refused_character(node)
+        if bad:
+            raise PowerlensError(
+                f"config value {where or '(top level)'}: {bad[2]} at character {bad[0] + 1}",
+                "remove it: config text holds printable characters, newlines and tabs only")
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            sub = f"{where}.{k}" if where else str(k)
+            if isinstance(k, str) and refused_character(k):
+                check_config_values(k, f"{where or '(top level)'} key {k!r}")
+            check_config_values(v, sub)
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            check_config_values(v, f"{where}[{i}]")
+
+
+def check_options(section: str, **values) -> None:
+    """Check options given outside a config file (the Python API) against the config schema's own rules for
+    ``section`` (``"dynamics"``, ``"steering"``, ``"spectra"``, or ``""`` for top-level keys such as
+    ``seed``), with the pipeline's wording: one validation for the API and the pipeline. ``None`` values are
+    skipped (they take the schema's default)."""
+    import jsonschema
+    import yaml
+
+    root = yaml.safe_load(SCHEMA.read_text())
+    node = root["properties"][section] if section else root
+    given = {k: v for k, v in values.items() if v is not None}
+    for k in given:
+        if k not in node["properties"]:
+            raise PowerlensError(f"unknown option {k!r}", f"options of {section or 'the config'}: "
+                                 f"{', '.join(sorted(node['properties']))}")
+    check_config_values(given, section)
+    sub = {"$defs": root.get("$defs", {}), "type": "object",
+           "properties": {k: node["properties"][k] for k in given}}
+    err = next(iter(sorted(jsonschema.Draft202012Validator(sub).iter_errors(given), key=lambda e: e.path)), None)
+    if err is not None:
+        e = schema_error(err, sub)
+        where = f"{section}.{'.'.join(map(str, err.absolute_path))}" if section else ".".join(
+            map(str, err.absolute_path))
+        raise PowerlensError(e.problem.replace(f"config value {'.'.join(map(str, err.absolute_path))}",
+                                               f"option {where}", 1), e.fix)
+
+
+def check_paths(config: dict) -> None:
+    """File and folder paths of the config hold no ``<`` or ``>``: a path reaches Snakemake's report as it is
+    (a rule's input, the fetch step's ``--lock``), inside an inline script, where ``</script>`` would end it.
+    Every other config text reaches the steps as :func:`powerlens.core.io.params_json`, which escapes them."""
+    paths = [("prompts", config.get("prompts")), ("lock_file", config.get("lock_file"))]
+    for name, m in (config.get("models") or {}).items():
+        if isinstance(m, dict):
+            paths += [(f"models.{name}.{k}", m.get(k)) for k in ("path", "subdir")]
+    for where, p in paths:
+        if isinstance(p, str) and ("<" in p or ">" in p):
+            raise PowerlensError(f"config value {where}: the path {p!r} holds '<' or '>'",
+                                 "rename the file or folder (or link it under a plain name) and give that path")
+
+
+OUTPUT_FOLDERS = ("results", "paper_tables", "figures", "logs", "benchmarks")
+
+
+def looks_like_output(path: str) -> str | None:
+    """Why a file given to --configfile looks like one of the workflow's outputs rather than a config (None if
+    it does not): it lies in an output folder, has an output's suffix, or holds no config key at its top."""
+    import yaml
+
+    p = Path(path)
+    if p.suffix.lower() not in (".yaml", ".yml", ".json"):
+        return f"its suffix {p.suffix or '(none)'} is not a config's (.yaml, .yml, .json)"
+    try:
+        top = p.resolve().relative_to(Path.cwd().resolve()).parts[0]
+    except (ValueError, IndexError):
+        top = None
+    if top in OUTPUT_FOLDERS:
+        return f"it lies in the output folder {top}/"
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except Exception:
+        return None  # not readable as YAML: Snakemake has said so already
+    keys = set(yaml.safe_load(SCHEMA.read_text())["properties"])
+    if isinstance(doc, dict) and doc and not (set(doc) & keys):
+        return f"none of its keys ({', '.join(sorted(map(str, doc))[:6])}) is a config key"
+    return None
+
+
+def check_configfiles_are_configs(configfiles, argv: list[str] | None = None) -> None:
+    """Snakemake reads every argument after --configfile as a config file, so a target written after it (a
+    common slip) arrives here as a config. Stop with the corrected command line."""
+    import shlex
+    import sys
+
+    bad = [(f, why) for f in configfiles if Path(f).is_file() and (why := looks_like_output(f))]
+    if not bad:
+        return
+    argv = list(sys.argv if argv is None else argv)
+    args = argv[argv.index("snakemake") + 1:] if "snakemake" in argv else argv[1:]
+    files = {Path(f).resolve() for f, _ in bad}
+    given = [a for a in args if not a.startswith("-") and Path(a).resolve() in files]
+    rest = [a for a in args if a not in given]
+    fixed = shlex.join(["snakemake", *given, *rest])
+    f, why = bad[0]
+    f = next((a for a in given if Path(a).resolve() == Path(f).resolve()), f)
+    raise PowerlensError(f"--configfile {f}: this looks like an output file, not a config ({why}); put targets "
+                         "before --configfile (every argument after it is read as a config file)",
+                         f"run: {fixed}")
+
+
+def validate_config(config: dict, configfiles: list[str] = ()) -> None:
+    """Everything Snakemake checks about a config while it builds the DAG, before any job: no key twice in a
+    config file, finite numbers and printable text (:func:`check_config_values`), the schema (Snakemake's
+    ``validate``, which also fills in the schema's defaults), then :func:`check_models`. Raises
+    :class:`PowerlensError` (problem + fix) on the first problem."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    check_configfiles_are_configs(configfiles)
+    for f in configfiles:
+        if Path(f).is_file():
+            check_no_duplicate_keys(f)
+    check_config_values(config)
+    try:
+        validate(config, schema=str(SCHEMA))
+    except WorkflowError as e:
+        v = e.__context__  # the jsonschema ValidationError validate() caught
+        if not hasattr(v, "absolute_path"):
+            raise
+        import yaml
+
+        raise schema_error(v, yaml.safe_load(SCHEMA.read_text())) from None
+    check_paths(config)
+    check_models(config)
+
+
+def steering_targets(config: dict, name: str) -> list[dict]:
+    """A model's steering targets: its own ``steering_targets``, else the run's ``steering.targets``."""
+    return config["models"][name].get("steering_targets", config["steering"]["targets"])
+
+
+def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
+    """Check the steering targets of every model whose tokenizer is on disk already (twins, local folders,
+    packages, models fetched earlier; ``manifest_of(name)`` is the path of its manifest). Returns the models
+    whose targets can only be known from their fetch (rule check_steering_targets), decided from the config
+    entry alone: the same list before and after the fetch."""
+    from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
+
+    later = []
+    for name, m in config["models"].items():
+        found = tokenizer_on_disk(m, None)
+        if found is None:
+            # known only after the fetch: these go through check_steering_targets on every run, fetched or not,
+            # so that extraction's inputs never change between a first run and a rerun (which would redo it)
+            later.append(name)
+            found = tokenizer_on_disk(None, manifest_of(name))
+        if found is not None:
+            check_targets(name, steering_targets(config, name), *found)
+    return later

@@ -1,0 +1,254 @@
+"""Job resources (``mem_mb``, ``runtime``) fitted from measured ``benchmark:`` files.
+
+Each heavy rule's cost is a straight line in one size term of the model, fitted by non-negative least
+squares (in relative error; the intercept then raised just enough to cover every measured job) to the rule's Snakemake
+benchmark files (``max_rss`` in MB, ``s`` in seconds) from twin runs:
+
+=================  ===========================  ==============================================================
+rule               memory term                  time term
+=================  ===========================  ==============================================================
+fetch_model        params                       params
+extract_weights    params                       params
+check_extraction   params                       params
+spectra            d_model**2 * (n_unique + 10) n_unique_layers * d_model**3   (one eigen-solve per layer)
+dynamics (model)   params                       forward_params * tokens        (FLOPs / 2 of the forward pass)
+dynamics (attn)    params                       attention_params * steps * tokens
+steering           params                       the step's multiply-adds (:func:`steering_work`)
+=================  ===========================  ==============================================================
+
+``params`` is the stored parameter count (ALBERT's shared layer once), ``forward_params`` the parameters a
+token meets on its way through (ALBERT's layer once per depth), ``attention_params`` the four attention
+matrices of one layer. ``tokens`` is an upper bound from the corpus (UTF-8 bytes per prompt + 2 special
+tokens, capped at ``max_tokens``): exact for the byte-level tokenizer of the tiny test twins, about 4x above
+real tokenizers and the paper twins' stand-ins, so those get more time than they need. Fitted lines are scaled by a safety margin
+(:data:`MARGIN`) and stored in ``workflow/resources.yaml`` with the measurements they came from
+(``workflow/resources_measured.tsv``); ``scripts/fit_resources.py`` refits both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from powerlens.models.archs import ArchConfig
+from powerlens.pipeline.config import steering_targets
+
+#: Safety margin applied to fitted lines: memory x1.2 + 300 MB, time x1.5 + 60 s (then whole minutes).
+MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
+
+#: What a size line misses in long shared-weight runs (``dynamics.steps`` past the model's depth), added on
+#: top of the fitted attention-only line (then the margin): measured on the 2-core machine on the tiny-albert
+#: twin (24 prompts in 2 batches, 2000 vs 10000 steps: 16.5 s / 471 MB vs 63.5 s / 512 MB), each step costs
+#: about 3 ms per batch whatever the model's size (Python and kernel-launch overhead) and 5.2 KB of memory
+#: (its row of per-depth sums and statistics, which the outputs keep: CSV 0.28 KB and npz 0.42 KB a step).
+LONG_RUN = {"runtime_s_per_step_batch": 0.003, "mem_mb_per_step": 0.0052}
+
+#: Steering's parts in one unit, a multiply-add of the float32 forward pass, from the 2-core machine
+#: (albert-xxlarge-v2 twin, d = 4096: a whole-stack pass about 53 G multiply-adds/s; the float64
+#: attention-only law about 2.5x slower per multiply-add; an eigen-check (eigenvalues 16.0 s, plus an LU
+#: factorisation for the leading vector) about 13 d^3 in that unit, the least-squares z per target about as
+#: much, the 2-norm's SVD 13.4 s, about 10 d^3).
+STEERING_COSTS = {"law_float64": 2.5, "eig_d3": 13.0, "lstsq_d3": 13.0, "svd_d3": 10.0}
+
+RULES = ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics_model",
+         "dynamics_attention-only", "steering")
+
+
+@dataclass(frozen=True)
+class Size:
+    """The size terms of one architecture."""
+
+    params: int
+    forward_params: int
+    attention_params: int  # one layer's W_Q, W_K, W_V, W_O and biases
+    n_layers: int
+    n_unique_layers: int
+    d_model: int
+
+    @property
+    def eig_work(self) -> float:
+        return float(self.n_unique_layers) * float(self.d_model) ** 3
+
+
+def size_of(arch: ArchConfig) -> Size:
+    """Size terms from the config alone (no weights built): the architecture's adapter knows them."""
+    from powerlens.models.adapters import get_adapter
+
+    k = arch.kwargs
+    t = get_adapter(arch.arch).size_terms(k)
+    return Size(params=t["params"], forward_params=t["n_layers"] * t["layer_params"],
+                attention_params=t["attention_params"], n_layers=t["n_layers"],
+                n_unique_layers=t["n_unique_layers"], d_model=t["d_model"])
+
+
+def corpus_tokens(prompts: list[str], max_tokens: int) -> int:
+    """Upper bound on a corpus' token count: UTF-8 bytes + 2 special tokens per prompt, capped."""
+    return sum(min(int(max_tokens), len(p.encode("utf-8")) + 2) for p in prompts)
+
+
+def steering_work(size: Size, *, tokens: int, kappas: list[float], targets: int, shared_edit: str) -> float:
+    """The steering step's work in multiply-adds of the float32 forward pass (:data:`STEERING_COSTS`), as
+    :func:`powerlens.analysis.steering.run_steering` does it, with K kappas of which K+ are not 0:
+
+    - model passes: targets x (1 + 2 K+) of them (unsteered, rank-1 edit, baseline). A shared layer edited at
+      every depth runs the whole stack each time; otherwise one whole pass, the rest re-run the last depth;
+    - the float64 attention-only law: the unedited depths once, the first edited depth's attention once,
+      then two runs (edit, baseline) through the other edited depths per target and non-zero kappa, and one
+      unedited run for kappa 0 (:class:`powerlens.analysis.steering.LawCache`);
+    - eigen-checks: one of F for kappa 0, one per target and non-zero kappa; the least-squares z per target;
+      the SVD for ||F||_2."""
+    k_all = len(kappas)
+    k_on = sum(1 for k in kappas if k != 0)
+    c = STEERING_COSTS
+    whole_stack = size.n_unique_layers < size.n_layers and shared_edit == "every_depth"
+    edited = size.n_layers if whole_stack else 1
+    passes = targets * (1 + 2 * k_on)
+    layer = size.forward_params / size.n_layers
+    model = float(tokens) * (passes * size.forward_params if whole_stack else
+                             size.forward_params + (passes - 1) * layer)
+    runs = targets * k_on * 2 + (1 if k_on < k_all else 0)
+    law = float(tokens) * size.attention_params * c["law_float64"] * (size.n_layers - edited + 1 + runs * (edited - 1))
+    eig = float(size.d_model) ** 3 * (c["eig_d3"] * (targets * k_on + (1 if k_on < k_all else 0))
+                                      + c["lstsq_d3"] * targets + c["svd_d3"])
+    return model + law + eig
+
+
+def time_term(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[float], targets: int,
+              shared_edit: str) -> float:
+    """The size term a rule's run time is proportional to (see the module docstring)."""
+    if rule == "spectra":
+        return size.eig_work
+    if rule == "dynamics_model":
+        return float(size.forward_params) * tokens
+    if rule == "dynamics_attention-only":
+        n = steps if size.n_unique_layers < size.n_layers else size.n_layers
+        return float(size.attention_params) * n * tokens
+    if rule == "steering":
+        return steering_work(size, tokens=tokens, kappas=kappas, targets=targets, shared_edit=shared_edit)
+    return float(size.params)
+
+
+def fit_line(x: list[float], y: list[float]) -> tuple[float, float]:
+    """Non-negative least squares y ~ a + b x in relative error (each row divided by its y, so a 10 s job
+    and a 1000 s job weigh the same); both coefficients >= 0; x scaled for conditioning."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    scale = float(np.max(np.abs(x))) or 1.0
+    A = np.column_stack([np.ones_like(x), x / scale]) / y[:, None]
+    (a, b), _ = nnls(A, np.ones_like(y))
+    a += max(0.0, float(np.max(y - (a + b * x / scale))))  # intercept raised to cover every measured job
+    return float(a), float(b / scale)
+
+
+def mem_term(rule: str, size: Size) -> float:
+    """The size term a rule's peak memory is proportional to: the parameter count, except for spectra
+    (float64 F per unique layer plus LAPACK workspace: d_model**2 * (n_unique_layers + 10))."""
+    if rule == "spectra":
+        return float(size.d_model) ** 2 * (size.n_unique_layers + 10)
+    return float(size.params)
+
+
+def fit(rows: list[dict]) -> dict:
+    """Per rule: fitted (a, b) for memory (MB vs params) and time (s vs the rule's time term).
+
+    ``rows`` need keys rule, mem_term, time_term, max_rss_mb, s.
+    """
+    out = {}
+    for rule in RULES:
+        rs = [r for r in rows if r["rule"] == rule]
+        if not rs:
+            continue
+        ma, mb = fit_line([r["mem_term"] for r in rs], [r["max_rss_mb"] for r in rs])
+        ta, tb = fit_line([r["time_term"] for r in rs], [r["s"] for r in rs])
+        out[rule] = {"n": len(rs), "mem_mb": {"a": ma, "b": mb}, "runtime_s": {"a": ta, "b": tb},
+                     "params_range": [min(r["params"] for r in rs), max(r["params"] for r in rs)]}
+    return out
+
+
+def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[float, float] = (0.0, 0.0)
+            ) -> dict[str, int]:
+    """``mem_mb`` and ``runtime`` (minutes) of one job: the fitted line (plus ``extra`` = (MB, s), see
+    :func:`long_run_extra`) times the margin. ``params`` is the rule's memory term (:func:`mem_term`),
+    ``term`` its time term (:func:`time_term`)."""
+    c = coeffs[rule]
+    fm, am = MARGIN["mem_mb"]
+    ft, at = MARGIN["runtime_s"]
+    mem = fm * (c["mem_mb"]["a"] + c["mem_mb"]["b"] * params + extra[0]) + am
+    sec = ft * (c["runtime_s"]["a"] + c["runtime_s"]["b"] * term + extra[1]) + at
+    return {"mem_mb": int(math.ceil(mem / 100.0) * 100), "runtime": max(1, int(math.ceil(sec / 60.0)))}
+
+
+#: The largest request a plan may make for one job: beyond any machine or cluster partition this pipeline
+#: is meant for (the largest paper model asks about 15 GB and about an hour). A config whose sizes imply
+#: more than this is wrong, not large.
+PLAN_LIMITS = {"mem_mb": 2_000_000, "runtime": 60 * 24 * 14}
+
+
+def check_plan(coeffs: dict, terms: dict[str, dict], extras: dict[str, tuple[float, float]]) -> None:
+    """Refuse a plan in which one job's fitted request passes :data:`PLAN_LIMITS` (``terms``: model ->
+    :func:`job_terms`; ``extras``: model -> :func:`long_run_extra`), naming the model, the step and the
+    request, before any job runs."""
+    from powerlens.core.errors import PowerlensError
+
+    for name, per_rule in terms.items():
+        for rule, (params, term) in per_rule.items():
+            extra = extras.get(name, (0.0, 0.0)) if rule == "dynamics_attention-only" else (0.0, 0.0)
+            got = predict(coeffs, rule, params, term, extra)
+            over = [k for k in PLAN_LIMITS if got[k] > PLAN_LIMITS[k]]
+            if over:
+                raise PowerlensError(
+                    f"model {name!r}: its {rule} job would ask for {got['mem_mb'] / 1000:.3g} GB and "
+                    f"{got['runtime'] / 60:.3g} hours (more than the {PLAN_LIMITS['mem_mb'] / 1000:.0f} GB / "
+                    f"{PLAN_LIMITS['runtime'] / 60:.0f} hours any job of this pipeline may ask)",
+                    "check the model's sizes (config.json: layers, hidden size, vocabulary) and the config's "
+                    "dynamics.steps, prompts and steering settings")
+
+
+def load_coefficients(path: str | Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text())["rules"]
+
+
+def size_of_entry(name: str, m: dict) -> Size:
+    """Size terms of a config entry; an architecture unknown before its fetch gets gpt-neo-2.7B's (the
+    largest paper model: generous, never too small)."""
+    from powerlens.models.archs import twin_config
+    from powerlens.pipeline.config import model_arch
+
+    arch = model_arch(name, m)
+    try:
+        return size_of(arch)
+    except (KeyError, TypeError, AttributeError):
+        return size_of(twin_config("gpt-neo-2.7B"))
+
+
+def long_run_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
+    """(MB, s) a shared-weight model's attention-only run costs for its steps past the model's depth
+    (:data:`LONG_RUN`), over the batches of the ``long_run_prompts`` that go on past it; (0, 0) for models
+    without shared weights."""
+    size = size_of_entry(name, config["models"][name])
+    dyn = config["dynamics"]
+    extra_steps = max(0, int(dyn["steps"]) - size.n_layers) if size.n_unique_layers < size.n_layers else 0
+    n_batches = math.ceil(min(len(prompts), int(dyn["long_run_prompts"])) / int(dyn["batch_size"]))
+    return (extra_steps * LONG_RUN["mem_mb_per_step"],
+            extra_steps * n_batches * LONG_RUN["runtime_s_per_step_batch"])
+
+
+def job_terms(config: dict, name: str, prompts: list[str]) -> dict[str, tuple[int, float]]:
+    """(memory term, time term) of every per-model rule of one config entry, as :func:`predict` takes them."""
+    m = config["models"][name]
+    size = size_of_entry(name, m)
+    dyn, st = config["dynamics"], config["steering"]
+    tokens = corpus_tokens(prompts, dyn["max_tokens"])
+    s_tokens = corpus_tokens(prompts[: st["max_prompts"]], st["max_tokens"])
+    n_targets = len(steering_targets(config, name))
+    terms = {}
+    for rule in RULES:
+        terms[rule] = (mem_term(rule, size), time_term(rule, size, tokens=tokens if rule != "steering" else s_tokens,
+                                               steps=dyn["steps"], kappas=st["kappas"], targets=n_targets,
+                                               shared_edit=st["shared_edit"]))
+    return terms
