@@ -46,7 +46,7 @@ def bad(mutate):
 CASES = {
     "misspelled top-level key": (lambda c: c.update(sead=1), "sead"),
     "misspelled model key": (lambda c: c["models"]["tiny-bert"].update(twin_off="tiny-bert"), "twin_off"),
-    "unknown architecture": (lambda c: c["models"]["tiny-bert"].update(arch="mamba"), "mamba"),
+    "architecture not a name": (lambda c: c["models"]["tiny-bert"].update(arch="Mamba 2"), "Mamba 2"),
     "bad source": (lambda c: c["models"]["tiny-bert"].update(source="s3"), "s3"),
     "wrong type": (lambda c: c.update(seed="zero"), "zero"),
     "out of range": (lambda c: c.update(seed=-1), "-1"),
@@ -70,6 +70,18 @@ def test_schema_rejects(case):
     with pytest.raises(WorkflowError) as e:
         validate(bad(mutate), SCHEMA)
     assert needle in str(e.value)
+
+
+@pytest.mark.parametrize("field,value", [("arch", "mamba"), ("twin_of", "bert-huge")])
+def test_unknown_names_are_refused_by_the_registries(field, value):
+    """`arch` and `twin_of` are checked against the adapters' and twins' registries (the schema lists neither,
+    so a new architecture edits no schema): the message names the value and the fix lists the registry."""
+    from powerlens.pipeline.config import check_registered
+
+    with pytest.raises(PowerlensError) as e:
+        check_registered(bad(lambda c: c["models"]["tiny-bert"].update({field: value})))
+    assert value in e.value.problem and ("gpt_neo" if field == "arch" else "tiny-gpt2") in e.value.fix
+    check_registered(load("test.yaml"))  # and the config as shipped passes
 
 
 def test_twin_arch_must_match():

@@ -245,7 +245,8 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     (p * u normalised) whose mean |cos| after the layer is reported beside u's.
     Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
     log-probabilities the steered passes' KL is taken from."""
-    from powerlens.models.adapters import get_adapter, no_kv_cache
+    from powerlens.models.adapters import get_adapter
+    from powerlens.models.hooks import no_kv_cache
 
     adapter = get_adapter(arch)
     stack = contextlib.ExitStack()

@@ -20,7 +20,8 @@ import copy
 
 import torch
 
-from powerlens.models.adapters import Adapter, Site, no_kv_cache, site_io
+from powerlens.models.adapters import Adapter
+from powerlens.models.hooks import Site, no_kv_cache, site_io
 from powerlens.models.attention import sublayer
 from powerlens.models.weights import ModelWeights
 

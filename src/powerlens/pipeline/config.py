@@ -45,7 +45,23 @@ def schema_defaults() -> dict:
     return copy.deepcopy(_schema_defaults())
 
 
+def check_registered(config: dict) -> None:
+    """Each model's ``arch`` names an adapter and a twin's ``twin_of`` a known configuration: the registries
+    (``ADAPTERS``, ``ALL_TWINS``) are the one list of both, so adding an architecture edits no schema."""
+    from powerlens.models.adapters import ADAPTERS
+    from powerlens.models.archs import ALL_TWINS
+
+    for name, m in config["models"].items():
+        if m["arch"] not in ADAPTERS:
+            raise PowerlensError(f"config value models.{name}.arch: {m['arch']!r} is not a supported architecture",
+                                 f"set `arch` to one of: {', '.join(sorted(ADAPTERS))}")
+        if m["source"] == "random" and m.get("twin_of") not in ALL_TWINS:
+            raise PowerlensError(f"config value models.{name}.twin_of: {m.get('twin_of')!r} is not a known "
+                                 "configuration", f"set `twin_of` to one of: {', '.join(ALL_TWINS)}")
+
+
 def check_models(config: dict) -> None:
+    check_registered(config)
     for q in config.get("quantization", {}).get("models", []):
         m = config["models"].get(q)
         if m is None:

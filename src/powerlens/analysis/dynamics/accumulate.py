@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from powerlens.models.adapters import Site, site_io
+from powerlens.models.hooks import Site, site_io
 from powerlens.analysis.alignment import align, plane_angle
 from powerlens.analysis.nulls import subspace_alignments
 

@@ -1,0 +1,81 @@
+"""ALBERT: post-norm encoder whose one layer is shared by every depth (after an embedding projection)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
+
+    pass
+from powerlens.models.hooks import Site
+from powerlens.models.adapters.base import Adapter, _encoder_layer_params, _layer, _linear, _t
+
+
+class AlbertAdapter(Adapter):
+    """ALBERT: ``num_hidden_groups`` groups of ``inner_group_num`` layers; depth i uses group
+    ``int(i / (L / num_hidden_groups))``. Released v2 checkpoints have one group of one layer, so every
+    depth applies the same F."""
+
+    family = "ALBERT"
+    twin_tokenizer = "wordpiece"  # a stand-in for ALBERT's SentencePiece
+    arch, model_type, norm, causal, config_class = "albert", "albert", "post", False, "AlbertConfig"
+    unused_modules = ("pooler",)  # AlbertModel's pooler acts on [CLS] after the last layer: no hidden state
+
+    def output_projection(self, model):
+        return self.base(model).encoder.albert_layer_groups[-1].albert_layers[-1].attention.dense, "linear"
+
+    def head_logits(self, model, h):
+        return model.predictions(h)  # AlbertMLMHead
+
+    def token_vector(self, model, tid, kind):
+        if kind == "embedding":  # factorised embeddings, projected into the hidden space
+            base = self.base(model)
+            e = base.embeddings.word_embeddings.weight[tid].detach().double()
+            return base.encoder.embedding_hidden_mapping_in.weight.detach().double() @ e
+        return super().token_vector(model, tid, kind)
+
+    def size_terms(self, k):
+        h, e, v, f, n = (k["hidden_size"], k["embedding_size"], k["vocab_size"], k["intermediate_size"],
+                         k["num_hidden_layers"])
+        emb = v * e + k["max_position_embeddings"] * e + k["type_vocab_size"] * e + 2 * e
+        layer = _encoder_layer_params(h, f)
+        unique = k["num_hidden_groups"] * k["inner_group_num"]
+        return {"params": emb + (e * h + h) + unique * layer + (h * h + h), "d_model": h, "n_layers": n,
+                "n_unique_layers": unique, "attention_params": 4 * h * h + 4 * h, "layer_params": layer}
+
+    def extraction_checks(self, w):
+        return {"albert_single_F": len(w.layers) == 1}
+
+    def layer_map(self, cfg):
+        L, G = cfg.num_hidden_layers, cfg.num_hidden_groups
+        return [(int(i / (L / G)), k) for i in range(L) for k in range(cfg.inner_group_num)]
+
+    def _att(self, model, key):
+        g, k = key
+        return self.base(model).encoder.albert_layer_groups[g].albert_layers[k].attention
+
+    def extract_unique(self, model, key):
+        att = self._att(model, key)
+        d, H = self.d_model(model.config), self.n_heads(model.config)
+        W_Q, b_Q, hq = _linear(att.query, d)
+        W_K, b_K, hk = _linear(att.key, d)
+        W_V, b_V, hv = _linear(att.value, d)
+        W_O, b_O, ho = _linear(att.dense, d)
+        ln = att.LayerNorm
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
+                            float(ln.eps), 1.0 / math.sqrt(d // H), None,
+                            {"Q": hq, "K": hk, "V": hv, "O": ho})
+
+    def sites(self, model):
+        return [Site(self._att(model, k), self._att(model, k)) for k in self.layer_map(model.config)]
+
+    def layer_modules(self, model):
+        enc = self.base(model).encoder
+        return [enc.albert_layer_groups[g].albert_layers[k] for g, k in self.layer_map(model.config)]
+
+    def embed(self, model, ids):
+        base = self.base(model)
+        return base.encoder.embedding_hidden_mapping_in(base.embeddings(input_ids=ids))
+

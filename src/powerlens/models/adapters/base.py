@@ -1,0 +1,216 @@
+"""What every adapter shares: the Adapter interface (with its defaults) and the weight-reading helpers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from powerlens.core.errors import PowerlensError
+
+if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
+    import torch
+    from torch import nn
+
+    from powerlens.models.weights import LayerWeights, ModelWeights
+from powerlens.models.hooks import Site
+
+
+def _t(x: "torch.Tensor") -> "torch.Tensor":
+    return x.detach().clone()
+
+
+def _bias(lin: "nn.Module", d: int, like: "torch.Tensor") -> tuple["torch.Tensor", bool]:
+    import torch
+
+    b = getattr(lin, "bias", None)
+    if b is None:
+        return torch.zeros(d, dtype=like.dtype), False
+    return _t(b), True
+
+
+def _linear(lin: "nn.Linear", d_out: int, d_in: int | None = None) -> tuple["torch.Tensor", "torch.Tensor", bool]:
+    """Weight (d_out, d_in or d_out), bias (zeros when the module has none) and whether it has one."""
+    W = _t(lin.weight)  # (out, in): already y = W x
+    want = (d_out, d_in or d_out)
+    assert tuple(W.shape) == want, f"expected {want}, got {tuple(W.shape)}"
+    b, has = _bias(lin, d_out, W)
+    return W, b, has
+
+
+def _layer(*args, **kw) -> "LayerWeights":
+    from powerlens.models.weights import LayerWeights
+
+    return LayerWeights(*args, **kw)
+
+
+class Adapter:
+    arch: str
+    model_type: str
+    norm: str
+    causal: bool
+    config_class: str  # the transformers config class of twins
+    family: str  # display name in tables and figures
+    twin_tokenizer: str = "byte"  # the tokenizer its twins get (powerlens.models.sources.twin): wordpiece, bpe, byte
+    #: Submodules no analysis reads (their output is not a hidden state): a checkpoint may lack them (an
+    #: MLM-head checkpoint loaded as the base model has no pooler) without being refused at load.
+    unused_modules: tuple[str, ...] = ()
+
+    @property
+    def head_class(self) -> str:
+        """The transformers auto class that loads the model with its LM head."""
+        return "AutoModelForCausalLM" if self.causal else "AutoModelForMaskedLM"
+
+    def base(self, model: nn.Module) -> nn.Module:
+        """The bare transformer (strips LM/MLM heads)."""
+        return getattr(model, "base_model", model)
+
+    def check(self, model: nn.Module) -> None:
+        mt = getattr(model.config, "model_type", None)
+        if mt != self.model_type:
+            raise PowerlensError(
+                f"model_type {mt!r} does not match arch {self.arch!r} (expects {self.model_type!r})",
+                "set the model's `arch` in the config to the family its config.json declares",
+            )
+
+    # per architecture
+    def layer_map(self, cfg) -> list[tuple[int, ...]]:  # depth -> key of the unique layer
+        raise NotImplementedError
+
+    def extract_unique(self, model: nn.Module, key: tuple[int, ...]) -> LayerWeights:
+        raise NotImplementedError
+
+    def sites(self, model: nn.Module) -> list[Site]:
+        """Observation sites in depth order (shared layers repeat)."""
+        raise NotImplementedError
+
+    def layer_modules(self, model: nn.Module) -> list[nn.Module]:
+        """The module applying layer t, per depth (its input is x(t), its output x(t+1))."""
+        raise NotImplementedError
+
+    def embed(self, model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        """x(0): what the first layer receives, (B, T, d)."""
+        raise NotImplementedError
+
+    def max_positions(self, cfg) -> int:
+        return cfg.max_position_embeddings
+
+    def depth_to_unique(self, cfg) -> list[int]:
+        """Depth t -> index of its unique layer (ALBERT: all zeros)."""
+        keys = self.layer_map(cfg)
+        uniq = list(dict.fromkeys(keys))
+        return [uniq.index(k) for k in keys]
+
+    def output_projection(self, model) -> tuple["nn.Module", str]:
+        """(module, layout) of the last layer's output projection W_O (the steering site); layout 'linear'
+        (weight stored (out, in)) or 'conv1d' ((in, out))."""
+        raise NotImplementedError
+
+    def output_norm(self, model) -> "nn.Module | None":
+        """The norm that follows the last layer's output projection before the residual add (Gemma 3's
+        post-attention RMSNorm), or None: every change of W_O reaches the residual stream through it, capped in
+        norm and in direction p * u (paper.md section 6)."""
+        return None
+
+    def input_embeddings(self, model) -> "torch.Tensor":
+        """The token embedding matrix (vocab, d) in the residual stream's space."""
+        return self.base(model).get_input_embeddings().weight
+
+    def token_vector(self, model, tid: int, kind: str) -> "torch.Tensor":
+        """A token's direction in the residual stream (float64): ``embedding``, its input embedding row;
+        ``unembedding``, its LM-head row seen through the final norm's gain (the logit of the token is
+        W_U[tid] . (g * n(x)), so the direction in x that raises it is g * W_U[tid])."""
+        if kind == "embedding":
+            return self.input_embeddings(model)[tid].detach().double()
+        head = getattr(model, "lm_head", None)
+        if head is None or not self.causal:
+            raise PowerlensError(f"target kind 'unembedding' needs a causal LM head (model has arch {self.arch!r})",
+                                 "use kind: embedding or random for this model")
+        return head.weight[tid].detach().double() * self.final_norm_gain(model)
+
+    def final_norm_gain(self, model) -> "torch.Tensor":
+        raise NotImplementedError
+
+    def final_norm(self, model) -> "nn.Module | None":
+        """The norm between the last layer and the head (None: post-LN encoders end with their layer's own)."""
+        return None
+
+    def head_logits(self, model, h: "torch.Tensor") -> "torch.Tensor":
+        """The LM (or masked-LM) head of a model loaded with its head, applied to the last hidden state h."""
+        return model.cls(h)  # (B, T, V): BertOnlyMLMHead
+
+    def tail(self, model, y: "torch.Tensor", head: bool) -> tuple["torch.Tensor", "torch.Tensor | None"]:
+        """What the model computes after its last layer, from that layer's output y (B, T, d): the last
+        hidden state as ``output_hidden_states`` reports it, and the head's logits (None if ``head`` is
+        False). With :meth:`layer_modules`, it lets a caller re-run the last layer alone on captured
+        inputs (steering) and get what a full forward pass gives."""
+        norm = self.final_norm(model)
+        h = y if norm is None else norm(y)
+        return h, (self.head_logits(model, h) if head else None)
+
+    def size_terms(self, k: dict[str, Any]) -> dict[str, int]:
+        """From a config's keyword arguments alone (no weights): ``params`` (base model, no LM head),
+        ``d_model``, ``n_layers``, ``n_unique_layers``, ``attention_params`` (one layer's attention
+        weights and biases) and ``layer_params`` (one layer)."""
+        raise NotImplementedError
+
+    def extraction_checks(self, w: "ModelWeights") -> dict[str, Any]:
+        """Family-specific facts recorded by the proof of extraction."""
+        return {}
+
+    def n_heads(self, cfg) -> int:
+        return cfg.num_attention_heads
+
+    def d_model(self, cfg) -> int:
+        return cfg.hidden_size
+
+    def extract(self, model: nn.Module) -> ModelWeights:
+        """All attention sublayers of ``model`` (weights copied; the model is not modified)."""
+        from powerlens.models.weights import ModelWeights
+
+        self.check(model)
+        cfg = model.config
+        keys = self.layer_map(cfg)
+        unique = list(dict.fromkeys(keys))
+        layers = [self.extract_unique(model, k) for k in unique]
+        return ModelWeights(
+            arch=self.arch, norm=self.norm, causal=self.causal, d_model=self.d_model(cfg),
+            n_heads=self.n_heads(cfg), layers=layers, layer_map=[unique.index(k) for k in keys],
+        )
+
+
+def _encoder_layer_params(h: int, inter: int) -> int:
+    return 4 * (h * h + h) + 2 * h + (h * inter + inter) + (inter * h + h) + 2 * h
+
+
+class _DecoderAdapter(Adapter):
+    """GPT-2 and GPT-Neo share the block layout: ``h[t]`` blocks, ``ln_1`` before ``attn``, ``wte + wpe``."""
+
+    twin_tokenizer = "bpe"  # a byte-level BPE, as GPT-2's
+
+    def sites(self, model):
+        return [Site(b, b.attn) for b in self.base(model).h]
+
+    def layer_modules(self, model):
+        return list(self.base(model).h)
+
+    def embed(self, model, ids):
+        import torch
+
+        base = self.base(model)
+        pos = torch.arange(ids.shape[1], device=ids.device)[None]
+        return base.wte(ids) + base.wpe(pos)
+
+    def final_norm_gain(self, model):
+        return self.base(model).ln_f.weight.detach().double()
+
+    def final_norm(self, model):
+        return self.base(model).ln_f
+
+    def head_logits(self, model, h):
+        return model.lm_head(h)
+
+    def _size(self, h, v, n, positions, attn):
+        f = 4 * h
+        layer = 2 * h + attn + 2 * h + (h * f + f) + (f * h + h)
+        return {"params": (v + positions) * h + n * layer + 2 * h, "d_model": h, "n_layers": n,
+                "n_unique_layers": n, "attention_params": attn, "layer_params": layer}
+

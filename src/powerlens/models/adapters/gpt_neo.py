@@ -1,0 +1,49 @@
+"""GPT-Neo: pre-norm decoder without Q/K/V biases or 1/sqrt(d_head) scaling; local-window layers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
+
+    pass
+from powerlens.models.adapters.base import _DecoderAdapter, _layer, _linear, _t
+
+
+class GPTNeoAdapter(_DecoderAdapter):
+    """GPT-Neo: separate q/k/v projections without bias, **no** 1/sqrt(d_head) scaling, and layers
+    alternating global and local (window) attention."""
+
+    family = "GPT-Neo"
+    arch, model_type, norm, causal, config_class = "gpt_neo", "gpt_neo", "pre", True, "GPTNeoConfig"
+
+    def output_projection(self, model):
+        return self.base(model).h[-1].attn.attention.out_proj, "linear"
+
+    def size_terms(self, k):
+        h = k["hidden_size"]  # no q, k, v biases
+        return self._size(h, k["vocab_size"], k["num_layers"], k["max_position_embeddings"], 4 * h * h + h)
+
+    def n_heads(self, cfg):
+        return cfg.num_heads
+
+    def layer_map(self, cfg):
+        return [(t,) for t in range(cfg.num_layers)]
+
+    def extract_unique(self, model, key):
+        t = key[0]
+        cfg = model.config
+        block = self.base(model).h[t]
+        att = block.attn.attention
+        d = self.d_model(cfg)
+        W_Q, b_Q, hq = _linear(att.q_proj, d)
+        W_K, b_K, hk = _linear(att.k_proj, d)
+        W_V, b_V, hv = _linear(att.v_proj, d)
+        W_O, b_O, ho = _linear(att.out_proj, d)
+        window = cfg.window_size if cfg.attention_layers[t] == "local" else None
+        ln = block.ln_1
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
+                            float(ln.eps), 1.0, window, {"Q": hq, "K": hk, "V": hv, "O": ho},
+                            scores_fp32=True)
+

@@ -1,0 +1,98 @@
+"""Llama: pre-norm (RMS) decoder with grouped-query attention and rotary positions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
+
+    pass
+from powerlens.models.hooks import Site
+from powerlens.models.adapters.base import Adapter, _layer, _linear, _t
+
+
+class LlamaAdapter(Adapter):
+    """Llama (SmolLM2): pre-RMSNorm, grouped-query attention (head h reads key-value group h // (H / H_kv)),
+    rotary position embeddings, no biases by default, scores scaled by d_head**-0.5."""
+
+    arch, model_type, norm, causal, config_class, family = "llama", "llama", "pre", True, "LlamaConfig", "Llama"
+    norm_kind = "rms"
+
+    def layer_map(self, cfg):
+        return [(t,) for t in range(cfg.num_hidden_layers)]
+
+    def _rope(self, model, t: int):
+        rot = self.base(model).rotary_emb
+        return _t(rot.inv_freq).float(), float(rot.attention_scaling)
+
+    def _gains(self, layer):
+        return _t(layer.input_layernorm.weight), None, float(layer.input_layernorm.variance_epsilon)
+
+    def _qk_norm(self, att):
+        return None, None
+
+    def _window(self, att, cfg, t):
+        return getattr(att, "sliding_window", None)
+
+    def extract_unique(self, model, key):
+        import torch
+
+        t = key[0]
+        cfg = model.config
+        layer = self.base(model).layers[t]
+        att = layer.self_attn
+        d, H, Hkv = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads
+        dh = att.head_dim
+        W_Q, b_Q, hq = _linear(att.q_proj, H * dh, d)  # (H dh, d)
+        W_K, b_K, hk = _linear(att.k_proj, Hkv * dh, d)  # (H_kv dh, d)
+        W_V, b_V, hv = _linear(att.v_proj, Hkv * dh, d)  # (H_kv dh, d)
+        W_O, b_O, ho = _linear(att.o_proj, d, H * dh)  # (d, H dh)
+        ln_w, post_w, eps = self._gains(layer)
+        q_norm, k_norm = self._qk_norm(att)
+        inv_freq, rscale = self._rope(model, t)
+        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, ln_w, torch.zeros_like(ln_w), eps,
+                      float(att.scaling), self._window(att, cfg, t), {"Q": hq, "K": hk, "V": hv, "O": ho},
+                      d_head=dh, norm_kind=self.norm_kind, q_norm=q_norm, k_norm=k_norm, post_w=post_w,
+                      rope_inv_freq=inv_freq, rope_scale=rscale, softmax_fp32=True, norm_fp32=True)
+
+    def sites(self, model):
+        return [Site(layer, layer.self_attn) for layer in self.base(model).layers]
+
+    def layer_modules(self, model):
+        return list(self.base(model).layers)
+
+    def embed(self, model, ids):
+        return self.base(model).embed_tokens(ids)
+
+    def output_projection(self, model):
+        return self.base(model).layers[-1].self_attn.o_proj, "linear"
+
+    def final_norm_gain(self, model):
+        return self.base(model).norm.weight.detach().double()
+
+    def final_norm(self, model):
+        return self.base(model).norm
+
+    def head_logits(self, model, h):
+        import torch
+
+        logits = model.lm_head(h)
+        cap = getattr(model.config, "final_logit_softcapping", None)  # Gemma: cap * tanh(logits / cap)
+        return logits if cap is None else torch.tanh(logits / cap) * cap
+
+    def _attn_size(self, k):
+        h, H = k["hidden_size"], k["num_attention_heads"]
+        Hkv, dh = k.get("num_key_value_heads") or H, k.get("head_dim") or h // H
+        attn = 2 * h * H * dh + 2 * h * Hkv * dh
+        if k.get("attention_bias"):
+            attn += H * dh + 2 * Hkv * dh + h
+        return attn, dh
+
+    def size_terms(self, k):
+        h, n, v, f = k["hidden_size"], k["num_hidden_layers"], k["vocab_size"], k["intermediate_size"]
+        attn, _ = self._attn_size(k)
+        layer = attn + 3 * h * f + (2 * f + h if k.get("mlp_bias") else 0) + 2 * h
+        return {"params": v * h + n * layer + h, "d_model": h, "n_layers": n, "n_unique_layers": n,
+                "attention_params": attn, "layer_params": layer}
+
