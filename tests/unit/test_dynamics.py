@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from powerlens.models.adapters import ADAPTERS
-from powerlens.models.attention import layer_norm
+from powerlens.models.attention import attention_only_step, layer_norm
 from powerlens.core.corpus import batches, read_prompts
-from powerlens.analysis.dynamics import (Accumulator, LayerDirections, attention_only_step, layer_directions, layer_stats,
-                                null_sets, run_attention_only)
+from powerlens.analysis.dynamics import (Accumulator, LayerDirections, layer_directions, layer_stats, null_sets,
+                                          run_attention_only)
 from powerlens.analysis.nulls import random_subspaces
 from powerlens.core.errors import PowerlensError
 from powerlens.analysis.spectra import layer_spectrum, spectra_arrays

@@ -6,7 +6,7 @@ import torch
 
 from powerlens.models.adapters import ADAPTERS
 from powerlens.models.archs import TINY_MODELS
-from powerlens.analysis.dynamics import attention_only_step
+from powerlens.models.attention import attention_only_step
 from powerlens.analysis.spectra import layer_spectrum, null_eig_choice
 
 from ..conftest import build_tiny

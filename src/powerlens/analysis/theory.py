@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from powerlens.analysis.dynamics import attention_only_step
+from powerlens.models.attention import attention_only_step
 from powerlens.analysis.spectra import sort_order
 from powerlens.models.weights import LayerWeights
 

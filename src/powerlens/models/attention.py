@@ -145,3 +145,24 @@ def sublayer(x: torch.Tensor, lw: LayerWeights, n_heads: int, norm: str, causal:
             y = rms_norm(y, lw.post_w, lw.ln_eps, lw.norm_kind, lw.norm_fp32)
         return y
     return input_norm(x + attention_output(x, lw, n_heads, allowed), lw)
+
+
+def law_attention(x: torch.Tensor, lw: LayerWeights, n_heads: int, causal: bool, pad_mask: torch.Tensor | None,
+                  pattern: list | None = None, context: list | None = None) -> torch.Tensor:
+    """The attention term attn(x) (B, T, d) of one step of the paper's law, over the keys a query may see
+    (causal mask, local window, padding); ``pattern`` receives A then the visible keys, ``context``
+    concat_h(A^h V^h) (see :func:`attention_output`)."""
+    allowed = visible_keys(x.shape[1], causal, lw.window, pad_mask, device=x.device)
+    a = attention_output(x, lw, n_heads, allowed, pattern, context=context)  # (B, T, d)
+    if pattern is not None:
+        pattern.append(allowed)
+    return a
+
+
+@torch.no_grad()
+def attention_only_step(x: torch.Tensor, lw: LayerWeights, n_heads: int, causal: bool,
+                        pad_mask: torch.Tensor | None, norm: str, pattern: list | None = None) -> torch.Tensor:
+    """One step of the paper's law, x <- N(x + attn(x)), x (B, T, d): the one law step of the dynamics, the
+    theory checks and steering (which changes the attention term between :func:`law_attention` and the
+    normalisation :func:`law_norm`)."""
+    return law_norm(x + law_attention(x, lw, n_heads, causal, pad_mask, pattern), lw, norm)

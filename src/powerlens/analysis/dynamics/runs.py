@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from powerlens.models.attention import attention_output, law_norm, visible_keys
+from powerlens.models.attention import attention_only_step
 from powerlens.analysis.nulls import random_subspaces
 from powerlens.core.progress import progress as _progress
 
@@ -43,16 +43,6 @@ def run_model_mode(model, adapter, dirs, batches, n_prompts: int, nulls, device=
         assert count[0] == L, (count[0], L)
         acc.traj_row = None
     return acc.arrays()
-
-
-@torch.no_grad()
-def attention_only_step(x, lw, n_heads, causal, pad_mask, norm: str, pattern: list | None = None):
-    """One step of the paper's law: x <- N(x + attn(x)); x (B, T, d)."""
-    allowed = visible_keys(x.shape[1], causal, lw.window, pad_mask, device=x.device)
-    y = x + attention_output(x, lw, n_heads, allowed, pattern)  # (B, T, d)
-    if pattern is not None:
-        pattern.append(allowed)
-    return law_norm(y, lw, norm)
 
 
 def bias_free(lw):

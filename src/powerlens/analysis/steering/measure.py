@@ -1,0 +1,141 @@
+"""Model-mode measurement: the real forward pass with the edit or the matched activation addition, the
+tokens' alignment with u after the edited layer and at the output, and the change of the output distribution."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+
+from powerlens.core.errors import PowerlensError
+
+
+
+def _mean_abs_cos(x: torch.Tensor, u: torch.Tensor, stat: torch.Tensor) -> tuple[float, int]:
+    xs = x[stat].double()
+    c = (xs @ u).abs() / xs.norm(dim=-1).clamp_min(1e-30)
+    return float(c.sum()), int(c.numel())
+
+
+def _first(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+@torch.no_grad()
+def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: int | None, head: bool,
+                  ref_probs: list | None = None, add: np.ndarray | None = None, site=None,
+                  z: np.ndarray | None = None, capture: list | None = None,
+                  replay: list | None = None, post=None, post_ref: list | None = None,
+                  pu: np.ndarray | None = None) -> tuple[dict, list]:
+    """One pass over the batches: |cos| with u after the last layer and at the output; LM metrics.
+
+    ``site``: the last layer's output projection (the edit's site; ALBERT's is shared, so it fires at every
+    depth). ``add``: activation-addition vector added to the site's output (the baseline). ``z``: measure the
+    mean |z^T h| over counted tokens of the site's input h at its last application (the rank-1 edit changes
+    the site's output by alpha u z^T h, so its norm of change is alpha |z^T h|).
+
+    ``capture``: a list this pass fills with the last layer's inputs (positional and keyword arguments) at
+    its last call per batch (a shared layer: its last depth); ``replay``: such a list, from an earlier pass of
+    the same model on the same batches: only the last depth and what follows it (the adapter's
+    :meth:`~powerlens.models.adapters.Adapter.tail`: final norm, head) are re-run, not the whole model. Exact for a
+    change confined to the last depth: everything before it is the same computation on the same inputs (not
+    for a shared layer edited at every depth).
+
+    ``post``: the norm between the site and the residual add (:meth:`~powerlens.models.adapters.Adapter.output_norm`,
+    Gemma 3's post-attention RMSNorm), or None. With it, the baseline's ``add`` acts on the norm's output
+    (where the residual stream receives the attention output), and the norm of change is measured there:
+    ``post_ref`` (a list) is filled with the norm's outputs by the unsteered pass, and a steered pass
+    given that list measures the mean ||P(o') - P(o)|| over counted tokens. ``pu``: a second unit direction
+    (p * u normalised) whose mean |cos| after the layer is reported beside u's.
+    Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
+    log-probabilities the steered passes' KL is taken from."""
+    from powerlens.models.adapters import get_adapter
+    from powerlens.models.hooks import no_kv_cache
+
+    adapter = get_adapter(arch)
+    stack = contextlib.ExitStack()
+    ut = torch.as_tensor(u, dtype=torch.float64)
+    acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0, "post_change": 0.0,
+           "cos_pu": 0.0}
+    fill_post = post is not None and post_ref is not None and not post_ref  # the unsteered pass fills it
+    probs_out = []
+    captured = {}
+
+    def hook(mod, args, out):
+        captured["y"] = _first(out)
+
+    def site_pre(mod, args):
+        captured["h"] = args[0]
+
+    def site_add(mod, args, out):
+        return out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
+
+    def post_out(mod, args, out):
+        if add is not None:
+            out = out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
+        captured["post"] = out  # (B, T, d): what the residual stream receives
+        return out
+
+    def keep_inputs(mod, args, kwargs):
+        if any(type(v).__name__.endswith("Cache") for v in (*args, *kwargs.values())):
+            raise PowerlensError("the last layer was called with a key-value cache: its inputs cannot be replayed",
+                                 "report this bug (steering passes run without a cache)")
+        captured["inputs"] = (args, kwargs)  # a shared layer: overwritten until its last depth
+
+    handles = [layer_module.register_forward_hook(hook)]
+    if capture is not None:
+        handles.append(layer_module.register_forward_pre_hook(keep_inputs, with_kwargs=True))
+    if site is not None and z is not None:
+        handles.append(site.register_forward_pre_hook(site_pre))
+    if post is not None:
+        handles.append(post.register_forward_hook(post_out))
+    elif add is not None:
+        handles.append(site.register_forward_hook(site_add))
+    zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
+    try:
+        stack.enter_context(no_kv_cache(model))  # replayable inputs (and one pass per batch needs no cache)
+        for i, b in enumerate(batches):
+            if replay is not None:
+                args, kwargs = replay[i]
+                last, logits = adapter.tail(model, _first(layer_module(*args, **kwargs)), head)
+            else:
+                out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
+                last, logits = out.hidden_states[-1], (out.logits if head else None)
+                if capture is not None:
+                    capture.append(captured.pop("inputs"))
+            stat = b.stat_mask
+            s, n = _mean_abs_cos(captured["y"], ut, stat)
+            acc["cos_layer"] += s
+            acc["n"] += n
+            acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
+            if zt is not None:
+                acc["hz"] += float((captured["h"][stat].double() @ zt).abs().sum())
+            if pu is not None:
+                acc["cos_pu"] += _mean_abs_cos(captured["y"], torch.as_tensor(pu, dtype=torch.float64), stat)[0]
+            if fill_post:
+                post_ref.append(captured["post"].detach().clone())
+            elif post is not None and post_ref is not None:
+                acc["post_change"] += float((captured["post"][stat].double() - post_ref[i][stat].double())
+                                            .norm(dim=-1).sum())
+            if head:
+                logp = torch.log_softmax(logits[stat].float(), dim=-1)  # (n, V)
+                if ref_probs is None:
+                    probs_out.append(logp)
+                if tid is not None:
+                    acc["p_target"] += float(logp[:, tid].exp().sum())
+                if ref_probs is not None:
+                    ref = ref_probs[i]
+                    acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
+    finally:
+        stack.close()
+        for h in handles:
+            h.remove()
+    n = max(acc["n"], 1)
+    res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
+           "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
+           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "mean_abs_hz": acc["hz"] / n,
+           "post_change": acc["post_change"] / n if post is not None and not fill_post else float("nan"),
+           "cos_pu_layer": acc["cos_pu"] / n if pu is not None else float("nan")}
+    return res, probs_out
+
