@@ -1,23 +1,17 @@
-"""The claims audit: each claim C1-C10 of paper.md, judged by the pre-registered criteria of paper.md
-section 4b (numbers from the config's ``claims:`` block, fixed before any run), with the measured value, the
-null it was judged against, and a verdict.
-
-Verdicts: "reproduced", "not reproduced", or "not tested in this run". A family's verdict uses trained models
-only (every trained model of the family must pass); a family represented by random-weight twins only is
-"not tested in this run" (its numbers are shown, labelled): random weights are never evidence.
-Each criterion is a small function of one model's tables, so it can be tested on constructed cases.
-"""
+"""Each claim's criterion as a small function of one model's tables, returning a :class:`Verdict`; the
+synthetic-layer claims (C2-C4) from the theory records."""
 
 from __future__ import annotations
 
 import re
-
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from powerlens.core.fmt import fmt_num, weights_text
+from powerlens.core.fmt import fmt_num
+
+
 
 
 class Verdict(NamedTuple):
@@ -30,17 +24,11 @@ class Verdict(NamedTuple):
     failed: str = ""
 
 
-def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
-    """Display name of an architecture's family (its adapter's), with the precision of quantized trained
-    weights when every trained model of the family has it: "Llama (trained, 4-bit)"."""
-    from powerlens.models.adapters import ADAPTERS
-
-    fam = getattr(ADAPTERS.get(arch), "family", arch)
-    q = {lab.split(" (")[0] for lab in (weights_labels or []) if lab.startswith("trained, ")}
-    return f"{fam} ({q.pop()})" if len(q) == 1 and all(lab.startswith("trained, ") for lab in weights_labels) else fam
 FIG = {"C1": "fig_gamma, fig_rho", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (c)",
        "C5": "fig_spectra, fig_albert_consensus, fig_albert_rotation", "C6": "fig_gamma", "C7": "fig_rho",
        "C8": "fig_gap", "C9": "fig_steering", "C10": "fig_rho"}
+
+
 TEXT = {
     "C1": "Attention + normalisation tilt tokens towards v_{1,t} at each layer",
     "C2": "Shared weights, real strictly dominant lambda_1: consensus on v_1",
@@ -262,174 +250,3 @@ def albert_size(meta: dict) -> str | None:
             return m.group(1)
     return None
 
-
-def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: pd.DataFrame,
-             theory: list[dict], steer: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per claim (and per family where the claim is measured on models)."""
-    labels = labels or {}
-    alpha = criteria["alpha"]
-    rows = []
-
-    def add(claim, family, models, criterion, measured, null, ok, tested=True, why="", failed=""):
-        verdict = ("reproduced" if ok else "not reproduced") if tested else "not tested in this run"
-        rows.append({"claim": claim, "statement": TEXT[claim], "family": family, "models": models,
-                     "criterion": criterion, "measured": measured, "null": null,
-                     "verdict": verdict if tested else f"{verdict} ({why})",
-                     "failed part": (failed or "-") if tested and not ok else "-", "figure": FIG[claim]})
-
-    fams: dict[str, list[str]] = {}
-    by_arch: dict[str, list[str]] = {}
-    for m, x in meta.items():
-        by_arch.setdefault(x["arch"], []).append(m)
-    for arch, ms in by_arch.items():
-        trained_labels = [meta[m]["weights_label"] for m in ms if not meta[m]["random_weights"]]
-        fams.setdefault(family_of(arch, trained_labels), []).extend(ms)
-    for family, ms in sorted(fams.items()):
-        trained = [m for m in ms if not meta[m]["random_weights"]]
-        use, tested = (trained, True) if trained else (ms, False)
-        why = "random weights only: twins are never evidence"
-
-        def names(xs):
-            return ", ".join(f"{labels.get(m, m)} ({weights_text(meta[m]['weights_label'])})" for m in xs)
-
-        def per_model(fn, xs, args):
-            res = {m: fn(*args(m)) for m in xs}
-            res = {m: r for m, r in res.items() if r is not None}
-            if not res:
-                return None
-            ok = all(r.ok for r in res.values())
-            meas = "; ".join(f"{labels.get(m, m)}: {r.measured}" for m, r in res.items())
-            null = "; ".join(f"{labels.get(m, m)}: {r.null}" for m, r in res.items())
-            bad = [(m, r.failed) for m, r in res.items() if not r.ok]
-            failed = ("" if not bad else bad[0][1] if len(res) == 1 else "; ".join(f"{labels.get(m, m)}: {f}" for m, f in bad))
-            return ok, meas, null, list(res), failed
-
-        def dyn_of(m, mode):
-            return dyn[(dyn["model"] == m) & (dyn["mode"] == mode)].sort_values("layer")
-
-        def have(m, mode):
-            return len(dyn_of(m, mode)) > 0
-
-        lv = [m for m in use if not meta[m]["shared_weights"]]
-        sh = [m for m in use if meta[m]["shared_weights"]]
-        r = per_model(lambda g: c1(g, criteria, alpha), [m for m in use if have(m, "attention-only")],
-                      lambda m: (dyn_of(m, "attention-only"),))
-        if r:
-            add("C1", family, names(r[3]), f"attention-only law: tilt a(t+1) - a(t) against v_1 > 0 with Monte Carlo "
-                f"p (Holm) < {alpha} in >= {criteria['C1_share_layers']:.0%} of layers", r[1], r[2], r[0], tested, why, failed=r[4])
-        if sh:
-            def c5_args(m):
-                g = dyn_of(m, "attention-only")
-                lt = spectra[spectra["model"] == m]["leading_type"].iloc[0]
-                return g.iloc[-1], lt, albert_size(meta[m]), criteria
-            r = per_model(c5, [m for m in sh if have(m, "attention-only")], c5_args)
-            if r:
-                add("C5", family, names(r[3]), f"(a) final mean pairwise |cos| >= {criteria['C5_consensus_abs_cos']}; "
-                    f"(b) alignment with M's span(v_1, v_2) or leading plane above the random-subspace null's "
-                    f"q{criteria['C5_null_quantile'] * 100:.0f}; (c) leading type: base/large real, xlarge/xxlarge "
-                    "complex", r[1], r[2], r[0], tested, why, failed=r[4])
-        lvm = [m for m in lv if have(m, "model")]
-        if lvm:
-            r = per_model(lambda g: c6(g, criteria, alpha), lvm, lambda m: (dyn_of(m, "model"),))
-            add("C6", family, names(r[3]), f"model mode: (a) gamma above the null with Monte Carlo p (Holm) < "
-                f"{alpha} in >= 1 layer, (b) gamma < {criteria['C6_weak_below']} in every layer, (c) last output vs "
-                f"first layer's v_1 not beyond the null (p >= {alpha})", r[1], r[2], r[0], tested, why, failed=r[4])
-        # C7 is general: every model with the real forward pass, shared-weight ones over their own depth
-        allm = [m for m in use if have(m, "model")]
-        if allm:
-            r = per_model(lambda g: c7(g, criteria, alpha), allm, lambda m: (dyn_of(m, "model"),))
-            add("C7", family, names(r[3]), f"model mode: rho > 0.5 with Monte Carlo p (Holm) < {alpha} in >= "
-                f"{criteria['C7_share_layers']:.0%} of layers (saturated layers not counted)", r[1], r[2], r[0],
-                tested, why, failed=r[4])
-        if lvm:
-            r = per_model(lambda s, g: c8(s, g, alpha), lvm,
-                          lambda m: (spectra[spectra["model"] == m], dyn_of(m, "model")))
-            add("C8", family, names(r[3]), f"model mode: Spearman(1 - |lambda_next|/|lambda_1|, gamma - null median) "
-                f"across layers > 0 with p < {alpha} (lambda_next: first eigenvalue beyond the lead's pair)",
-                r[1], r[2], r[0], tested, why, failed=r[4])
-        both = [m for m in use if have(m, "attention-only") and have(m, "model")]
-        if both:
-            r = per_model(lambda a, b: c10(a, b, criteria, alpha), both,
-                          lambda m: (dyn_of(m, "attention-only"), dyn_of(m, "model")))
-            add("C10", family, names(r[3]), f"tilt a(t+1) - a(t) > 0 with Monte Carlo p (Holm) < {alpha} in >= "
-                f"{criteria['C1_share_layers']:.0%} of the attention-only law's layers (FFN removed), and no more "
-                "such layers in the real forward pass (FFN included) than in the law", r[1], r[2], r[0], tested,
-                why, failed=r[4])
-        stm = [m for m in use if len(steer[steer["model"] == m])]
-        if stm:
-            r = per_model(lambda s: c9(s, criteria), stm, lambda m: (steer[(steer["model"] == m)
-                                                                          & (steer["kappa"] >= 0)],))
-            add("C9", family, names(r[3]), f"largest kappa: min over targets of mean |cos(x, u)| >= "
-                f"{criteria['C9_alignment']}, u principal, and not below activation addition at matched norm of "
-                "change", r[1], r[2], r[0], tested, why, failed=r[4])
-    # theory claims (synthetic layers, no family): the same records table_theory shows
-    for claim, (criterion, v) in theory_verdicts(theory, alpha).items():
-        add(claim, "synthetic", "synthetic layers" + (" (softmax attention)" if claim == "C4" else ""), criterion,
-            v.measured, v.null, v.ok, failed=v.failed)
-    order = {f"C{i}": i for i in range(1, 11)}
-    df = pd.DataFrame(rows)
-    if len(df):
-        df = df.sort_values(["claim", "family"], key=lambda s: s.map(order) if s.name == "claim" else s,
-                            kind="stable").reset_index(drop=True)
-    for c in TEXT:
-        if c not in set(df.get("claim", [])):
-            df = pd.concat([df, pd.DataFrame([{"claim": c, "statement": TEXT[c], "family": "-", "models": "-",
-                                               "criterion": "-", "measured": "no model in this run exercises it",
-                                               "null": "-", "verdict": "not tested in this run",
-                                               "failed part": "-", "figure": FIG[c]}])])
-    return df.reset_index(drop=True)
-
-
-NOT_TESTED = "not tested in this run"
-VIEW_MISSING = {"synthetic layers": "the claim is about trained models, not synthetic layers"}
-VIEW_NOT_APPLICABLE = ("the claim does not concern this family (C2-C4: synthetic layers only; C5: shared weights "
-                       "only; C6, C8: layer-varying models only), or no model of it ran the needed step")
-
-
-def is_twin_row(df: pd.DataFrame) -> pd.Series:
-    """Rows judged on random-weight twins only (a family with no trained model): code exercise, not evidence."""
-    return df["verdict"].str.startswith(NOT_TESTED) & (df["family"] != "-")
-
-
-def verdict_view(df: pd.DataFrame) -> pd.DataFrame:
-    """``table_claim_verdicts``: one row per claim, one column per family with trained weights (then synthetic
-    layers), each cell "reproduced" or "not reproduced: <the part that failed>"; the last column names what
-    this run could not judge (families with random-weight twins only). Built from :func:`evaluate`'s rows, so
-    the two tables cannot disagree."""
-    twin = is_twin_row(df)
-    judged = df[~twin & ~df["verdict"].str.startswith(NOT_TESTED)]
-    fams = [f for f in dict.fromkeys(judged["family"]) if f != "synthetic"]
-    rows = []
-    for claim in TEXT:
-        row = {"claim": claim, "statement": TEXT[claim]}
-        mine = judged[judged["claim"] == claim]
-        for f in fams + ["synthetic"]:
-            r = mine[mine["family"] == f]
-            col = "synthetic layers" if f == "synthetic" else f
-            if not len(r):
-                row[col] = None
-                continue
-            r = r.iloc[0]
-            row[col] = "reproduced" if r["verdict"] == "reproduced" else f"not reproduced: {r['failed part']}"
-        gaps = df[(df["claim"] == claim) & twin]["family"].tolist()
-        nobody = df[(df["claim"] == claim) & (df["family"] == "-")]
-        row["not judged in this run"] = (", ".join(gaps) + " (random-weight twins only)" if gaps else
-                                         "no model in this run exercises it" if len(nobody) else "-")
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def verdict_class(column: str, text: str) -> str | None:
-    """CSS class of a verdict-view cell (green reproduced, red not reproduced, grey not judged / not applicable)."""
-    if column in ("claim", "statement"):
-        return None
-    if text.startswith("reproduced"):
-        return "ok"
-    if text.startswith("not reproduced"):
-        return "fail"
-    return "na"
-
-
-def verdict_column_class(column: str, text: str) -> str | None:
-    """table_claims: only its verdict column is coloured."""
-    return verdict_class(column, text) if column == "verdict" else None
