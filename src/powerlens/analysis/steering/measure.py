@@ -1,5 +1,13 @@
 """Model-mode measurement: the real forward pass with the edit or the matched activation addition, the
-tokens' alignment with u after the edited layer and at the output, and the change of the output distribution."""
+tokens' alignment with u after the edited layer and at the output, and the change of the output distribution.
+
+In :func:`measure_model`, ``post`` is the norm between the site and the residual add
+(:meth:`~powerlens.models.adapters.Adapter.output_norm`, Gemma 3's post-attention RMSNorm), or None. With it,
+the baseline's ``add`` acts on the norm's output (where the residual stream receives the attention output),
+and the norm of change is measured there: ``post_ref`` (a list) is filled with the norm's outputs by the
+unsteered pass, and a steered pass given that list measures the mean ||P(o') - P(o)|| over counted tokens.
+``pu``: a second unit direction (p * u normalised) whose mean |cos| after the layer is reported beside u's.
+"""
 
 from __future__ import annotations
 
@@ -42,25 +50,56 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     change confined to the last depth: everything before it is the same computation on the same inputs (not
     for a shared layer edited at every depth).
 
-    ``post``: the norm between the site and the residual add (:meth:`~powerlens.models.adapters.Adapter.output_norm`,
-    Gemma 3's post-attention RMSNorm), or None. With it, the baseline's ``add`` acts on the norm's output
-    (where the residual stream receives the attention output), and the norm of change is measured there:
-    ``post_ref`` (a list) is filled with the norm's outputs by the unsteered pass, and a steered pass
-    given that list measures the mean ||P(o') - P(o)|| over counted tokens. ``pu``: a second unit direction
-    (p * u normalised) whose mean |cos| after the layer is reported beside u's.
+    ``post``, ``post_ref``, ``pu``: the post-attention norm's measures (module docstring).
     Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
     log-probabilities the steered passes' KL is taken from."""
     from powerlens.models.adapters import get_adapter
     from powerlens.models.hooks import no_kv_cache
 
     adapter = get_adapter(arch)
-    stack = contextlib.ExitStack()
     ut = torch.as_tensor(u, dtype=torch.float64)
     acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0, "post_change": 0.0,
            "cos_pu": 0.0}
     fill_post = post is not None and post_ref is not None and not post_ref  # the unsteered pass fills it
-    probs_out = []
-    captured = {}
+    probs_out, captured = [], {}
+    zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
+    ptu = None if pu is None else torch.as_tensor(pu, dtype=torch.float64)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_pass_hooks(captured, layer_module, site, post, add=add, capture=capture, z=z))
+        stack.enter_context(no_kv_cache(model))  # replayable inputs (and one pass per batch needs no cache)
+        for i, b in enumerate(batches):
+            if replay is not None:
+                args, kwargs = replay[i]
+                last, logits = adapter.tail(model, _first(layer_module(*args, **kwargs)), head)
+            else:
+                out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
+                last, logits = out.hidden_states[-1], (out.logits if head else None)
+                if capture is not None:
+                    capture.append(captured.pop("inputs"))
+            stat = b.stat_mask
+            _add_alignments(acc, captured, last, stat, ut, zt, ptu)
+            if post is not None and post_ref is not None:
+                _post_change(acc, captured["post"], post_ref, i, stat, fill_post)
+            if head:
+                logp = _add_lm_metrics(acc, logits[stat], tid, None if ref_probs is None else ref_probs[i])
+                if ref_probs is None:
+                    probs_out.append(logp)
+    n = max(acc["n"], 1)
+    res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
+           "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
+           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "mean_abs_hz": acc["hz"] / n,
+           "post_change": acc["post_change"] / n if post is not None and not fill_post else float("nan"),
+           "cos_pu_layer": acc["cos_pu"] / n if pu is not None else float("nan")}
+    return res, probs_out
+
+
+
+@contextlib.contextmanager
+def _pass_hooks(captured: dict, layer_module, site, post, *, add, capture, z):
+    """The hooks of one measuring pass, removed on exit: the last layer's output (``captured["y"]``), its
+    inputs at its last call if ``capture`` (``"inputs"``), the site's input if ``z`` (``"h"``), and the
+    baseline's addition at the site's output, or after the post-attention norm when there is one
+    (``"post"``: what the residual stream receives)."""
 
     def hook(mod, args, out):
         captured["y"] = _first(out)
@@ -92,50 +131,40 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
         handles.append(post.register_forward_hook(post_out))
     elif add is not None:
         handles.append(site.register_forward_hook(site_add))
-    zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
     try:
-        stack.enter_context(no_kv_cache(model))  # replayable inputs (and one pass per batch needs no cache)
-        for i, b in enumerate(batches):
-            if replay is not None:
-                args, kwargs = replay[i]
-                last, logits = adapter.tail(model, _first(layer_module(*args, **kwargs)), head)
-            else:
-                out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
-                last, logits = out.hidden_states[-1], (out.logits if head else None)
-                if capture is not None:
-                    capture.append(captured.pop("inputs"))
-            stat = b.stat_mask
-            s, n = _mean_abs_cos(captured["y"], ut, stat)
-            acc["cos_layer"] += s
-            acc["n"] += n
-            acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
-            if zt is not None:
-                acc["hz"] += float((captured["h"][stat].double() @ zt).abs().sum())
-            if pu is not None:
-                acc["cos_pu"] += _mean_abs_cos(captured["y"], torch.as_tensor(pu, dtype=torch.float64), stat)[0]
-            if fill_post:
-                post_ref.append(captured["post"].detach().clone())
-            elif post is not None and post_ref is not None:
-                acc["post_change"] += float((captured["post"][stat].double() - post_ref[i][stat].double())
-                                            .norm(dim=-1).sum())
-            if head:
-                logp = torch.log_softmax(logits[stat].float(), dim=-1)  # (n, V)
-                if ref_probs is None:
-                    probs_out.append(logp)
-                if tid is not None:
-                    acc["p_target"] += float(logp[:, tid].exp().sum())
-                if ref_probs is not None:
-                    ref = ref_probs[i]
-                    acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
+        yield captured
     finally:
-        stack.close()
         for h in handles:
             h.remove()
-    n = max(acc["n"], 1)
-    res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
-           "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
-           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "mean_abs_hz": acc["hz"] / n,
-           "post_change": acc["post_change"] / n if post is not None and not fill_post else float("nan"),
-           "cos_pu_layer": acc["cos_pu"] / n if pu is not None else float("nan")}
-    return res, probs_out
 
+
+def _add_alignments(acc: dict, captured: dict, last, stat, ut, zt, ptu) -> None:
+    """One batch's sums: |cos| with u after the layer and at the output, |z^T h| at the site, |cos| with p * u."""
+    s, n = _mean_abs_cos(captured["y"], ut, stat)
+    acc["cos_layer"] += s
+    acc["n"] += n
+    acc["cos_output"] += _mean_abs_cos(last, ut, stat)[0]
+    if zt is not None:
+        acc["hz"] += float((captured["h"][stat].double() @ zt).abs().sum())
+    if ptu is not None:
+        acc["cos_pu"] += _mean_abs_cos(captured["y"], ptu, stat)[0]
+
+
+def _add_lm_metrics(acc: dict, logits, tid: int | None, ref):
+    """One batch's LM sums over counted tokens (``logits`` (n, V)): p(target) and KL(ref || steered) when a
+    reference is given. Returns the log-probabilities (the unsteered pass keeps them as the reference)."""
+    logp = torch.log_softmax(logits.float(), dim=-1)  # (n, V)
+    if tid is not None:
+        acc["p_target"] += float(logp[:, tid].exp().sum())
+    if ref is not None:
+        acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
+    return logp
+
+
+def _post_change(acc: dict, out, post_ref: list, i: int, stat, fill: bool) -> None:
+    """The unsteered pass keeps the norm's output of batch i (``fill``); a steered pass adds the norm of its
+    change, ||P(o') - P(o)||, over counted tokens."""
+    if fill:
+        post_ref.append(out.detach().clone())
+    else:
+        acc["post_change"] += float((out[stat].double() - post_ref[i][stat].double()).norm(dim=-1).sum())
