@@ -78,43 +78,55 @@ class Accumulator:
     def new_batch(self):
         self._cache = None
 
-    def _null_align(self, x_full, x, r, reuse):
+    def _null_align(self, x, r, reuse):
         if reuse is not None and r in reuse:
             return reuse[r]
         return subspace_alignments(x, self.nulls[r], r)
 
     def __call__(self, t: int, x_in: torch.Tensor, x_out: torch.Tensor, stat: torch.Tensor,
                  prompt_of_row: torch.Tensor) -> None:
+        """Add one depth t of one batch: x_in, x_out (B, T, d) the layer's input and output, ``stat`` (B, T) the
+        counted tokens, ``prompt_of_row`` each row's (or token's) prompt."""
         u = self.layer_of(t)
         xi = x_in[stat].to(torch.float64)  # (n, d): statistics in float64 whatever the dynamics dtype
         xo = x_out[stat].to(torch.float64)
-        n = xi.shape[0]
         rows = prompt_of_row if prompt_of_row.dim() == 2 else prompt_of_row[:, None].expand_as(stat)
-        pid = rows[stat].to(xi.device)  # (n,) prompt of each token
-        self._add(("n", t), n)
+        self._add(("n", t), xi.shape[0])
         in_depth = t < self.stat_depths  # past the model's depth (long runs): the lead only
         for name in NAMED if in_depth else ("lead",):
-            D = self.T[name][u]
-            if D is None:
-                continue
-            a0, a1 = align(xi, D), align(xo, D)  # (n,) float64
-            inc, dec = a1 > a0, a1 < a0
-            self._add((f"{name}:out", t), a1.sum())
-            self._add((f"{name}:tilt", t), (a1 - a0).sum())
-            self._add((f"{name}:inc", t), inc.sum())
-            self._add((f"{name}:dec", t), dec.sum())
-            if name == "lead" and in_depth:
-                P = self.n_prompts
-                for q, v in (("inc", inc.double()), ("dec", dec.double()), ("tilt", a1 - a0),
-                             ("n", torch.ones_like(a1))):
-                    self._add_arr(self.prompt, (q, t), torch.zeros(P, dtype=torch.float64, device=xi.device)
-                                  .index_add_(0, pid, v))
-            if self.keep_tokens and t < self.stat_depths:
-                self.tok.setdefault((name, "in", t), []).append(a0.float().cpu())
-                self.tok.setdefault((name, "out", t), []).append(a1.float().cpu())
+            if self.T[name][u] is not None:
+                self._direction(name, t, u, xi, xo, rows[stat].to(xi.device), in_depth)
+        self._consensus(t, u, x_out, xi, xo, stat)
+        self._monte_carlo(t, u, x_in, x_out, xi, xo)
+        if t == self.stat_depths - 1:
+            self._add(("first_lead:out", t), align(xo, self.T["lead"][self.layer_of(0)]).sum())
+        if self.traj_row is not None:
+            self._trajectory(t, u, x_in, x_out, stat)
+
+    def _direction(self, name: str, t: int, u: int, xi, xo, pid, in_depth: bool) -> None:
+        """Alignments with one direction before and after the layer: their sums, per prompt (F's lead) and per
+        token (the model's own depths)."""
+        a0, a1 = align(xi, self.T[name][u]), align(xo, self.T[name][u])  # (n,) float64
+        inc, dec = a1 > a0, a1 < a0
+        self._add((f"{name}:out", t), a1.sum())
+        self._add((f"{name}:tilt", t), (a1 - a0).sum())
+        self._add((f"{name}:inc", t), inc.sum())
+        self._add((f"{name}:dec", t), dec.sum())
+        if name == "lead" and in_depth:
+            P = self.n_prompts
+            for q, v in (("inc", inc.double()), ("dec", dec.double()), ("tilt", a1 - a0),
+                         ("n", torch.ones_like(a1))):
+                self._add_arr(self.prompt, (q, t), torch.zeros(P, dtype=torch.float64, device=xi.device)
+                              .index_add_(0, pid, v))
+        if self.keep_tokens and t < self.stat_depths:
+            self.tok.setdefault((name, "in", t), []).append(a0.float().cpu())
+            self.tok.setdefault((name, "out", t), []).append(a1.float().cpu())
+
+    def _consensus(self, t: int, u: int, x_out, xi, xo, stat) -> None:
+        """Alignment with the consensus subspaces, pairwise cosines among each prompt's tokens (signed and
+        absolute), rotation angle in the layer's plane."""
         for name in ("span12", "span_M"):
             self._add((f"{name}:out", t), align(xo, self.T[name][u]).sum())
-        # pairwise cosines among the tokens of each prompt (signed and absolute)
         xn = x_out.to(torch.float64)
         xn = xn / xn.norm(dim=-1, keepdim=True).clamp_min(1e-300) * stat[..., None]
         G = xn @ xn.transpose(-1, -2)  # (B, T, T)
@@ -125,38 +137,38 @@ class Accumulator:
         P2 = self.T["plane2"][u]
         dth = torch.remainder(plane_angle(xo, P2) - plane_angle(xi, P2) + math.pi, 2 * math.pi) - math.pi
         self._add(("dtheta", t), dth.sum())
-        # Monte Carlo null: the same statistics for R random subspaces of each lead's dimension
+
+    def _monte_carlo(self, t: int, u: int, x_in, x_out, xi, xo) -> None:
+        """The Monte Carlo null: the same statistics for R random subspaces of each lead's dimension (and, at
+        the last own depth and the final step, of the first layer's lead and the consensus subspace)."""
         mc_here = t < self.stat_depths
         need = {_dim(self.T[name][u]) for name in self.leads if self.T[name][u] is not None} if mc_here else set()
-        first = self.T["lead"][self.layer_of(0)]
         if t == self.stat_depths - 1:
-            need.add(_dim(first))  # no accumulation (C6): last output against the first layer's lead
+            need.add(_dim(self.T["lead"][self.layer_of(0)]))  # no accumulation (C6): vs the first layer's lead
         if t == self.final_depth:
             need.add(_dim(self.T["span_M"][u]))  # consensus subspace (C5)
-        reuse = None
-        if self._cache is not None and self._cache[0] is x_in:
-            reuse = self._cache[1]
+        reuse = self._cache[1] if self._cache is not None and self._cache[0] is x_in else None
         A_out = {}
         for r in sorted(need):
-            N1 = self._null_align(x_out, xo, r, None)  # (n, R)
+            N1 = self._null_align(xo, r, None)  # (n, R)
             A_out[r] = N1
             self._add_arr(self.mc, ("out", r, t), N1.sum(0))
             if mc_here:
-                N0 = self._null_align(x_in, xi, r, reuse)
+                N0 = self._null_align(xi, r, reuse)
                 self._add_arr(self.mc, ("tilt", r, t), (N1 - N0).sum(0))
                 self._add_arr(self.mc, ("inc", r, t), (N1 > N0).sum(0))
                 self._add_arr(self.mc, ("dec", r, t), (N1 < N0).sum(0))
         self._cache = (x_out, A_out)
-        if t == self.stat_depths - 1:
-            self._add(("first_lead:out", t), align(xo, first).sum())
-        if self.traj_row is not None:
-            r = self.traj_row
-            row = stat[r]
-            for key, x in ((t, x_in[r][row]), (t + 1, x_out[r][row])):
-                if key not in self.traj:
-                    x = x[: self.n_traj].to(torch.float64)
-                    xn1 = x / x.norm(dim=-1, keepdim=True)
-                    self.traj[key] = (xn1 @ P2).cpu().numpy()
+
+    def _trajectory(self, t: int, u: int, x_in, x_out, stat) -> None:
+        """The first tokens of the kept row, projected on the layer's plane, before and after the layer."""
+        r = self.traj_row
+        row = stat[r]
+        for key, x in ((t, x_in[r][row]), (t + 1, x_out[r][row])):
+            if key not in self.traj:
+                x = x[: self.n_traj].to(torch.float64)
+                xn1 = x / x.norm(dim=-1, keepdim=True)
+                self.traj[key] = (xn1 @ self.T["plane2"][u]).cpu().numpy()
 
     def diagnostics(self, t: int, ent_sum: float, ent_n: int, fx_sum: float, fx_n: int, b_eff: float):
         """Attention-only L2-law diagnostics of one batch: attention entropy and the bias's weight."""

@@ -34,14 +34,10 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
     the non-leading-eigenvector null; secondary token- and prompt-level tests (named as such, never a
     verdict's basis); consensus and rotation measures; L2-law diagnostics (attention-only)."""
     import pandas as pd
-    from scipy.stats import wilcoxon
 
-    from powerlens.analysis.stats import holm, sign_test
+    from powerlens.analysis.stats import holm
 
-    def col(q, i):
-        k = "sum_" + q.replace(":", "_")
-        return float(arr[k][i]) if k in arr else float("nan")
-
+    col = _sums(arr)
     S = arr["prompt_n"].shape[0]
     rows = []
     for i, t in enumerate(arr["depth"]):
@@ -51,52 +47,8 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
                "leading_type_M": leading_type(dirs[u].mu1), "null_eig_index": dirs[u].null_eig_index,
                "n_tokens": int(n)}
         for name in NAMED:
-            key = "" if name == "lead" else f"_{name.replace('lead_', '')}"
-            if name == "null_eig":
-                key = "_null_eig"
-            inc, dec = col(f"{name}:inc", i), col(f"{name}:dec", i)
-            vals = {"gamma": col(f"{name}:out", i) / n, "rho": inc / (inc + dec) if inc + dec else float("nan"),
-                    "tilt": col(f"{name}:tilt", i) / n}
-            for q, v in vals.items():
-                null = None
-                if name in LEADS and i < S and f"null_out_{name}" in arr:
-                    ninc, ndec = arr[f"null_inc_{name}"][i], arr[f"null_dec_{name}"][i]
-                    null = {"gamma": arr[f"null_out_{name}"][i] / n,
-                            "rho": np.where(ninc + ndec > 0, ninc / np.maximum(ninc + ndec, 1), np.nan),
-                            "tilt": arr[f"null_tilt_{name}"][i] / n}[q]
-                    if np.isnan(v):
-                        null = None
-                row.update(_mc_columns(f"{q}{key}", v, null, seed, int(t)))
-            if name == "lead":
-                row["rho_p_token_sign"] = sign_test(int(inc), int(inc + dec)) if i < S else float("nan")
-                if i < S:
-                    pi, pd_, pt, pn = (arr[f"prompt_{q}"][i] for q in ("inc", "dec", "tilt", "n"))
-                    ok = (pi + pd_) > 0
-                    rp = pi[ok] / (pi[ok] + pd_[ok])
-                    above, below = int(np.sum(rp > 0.5)), int(np.sum(rp < 0.5))
-                    row["n_prompts"] = int(np.sum(pn > 0))
-                    row["rho_p_prompt_sign"] = sign_test(above, above + below)
-                    tilt_p = pt[pn > 0] / pn[pn > 0]
-                    row["tilt_p_prompt_wilcoxon"] = (float(wilcoxon(tilt_p, alternative="greater").pvalue)
-                                                     if np.any(tilt_p != 0) and len(tilt_p) > 1 else float("nan"))
-        row["span12_alignment"] = col("span12:out", i) / n
-        row["span_M_alignment"] = col("span_M:out", i) / n
-        row["span_M_dim"] = int(dirs[u].span_M.shape[1])
-        pn_ = col("pair_n", i)
-        row["pairwise_cos"] = col("pair_sum", i) / pn_ if pn_ > 0 else float("nan")  # not defined for 1 token
-        row["pairwise_abs_cos"] = col("pair_abs_sum", i) / pn_ if pn_ > 0 else float("nan")
-        row["mean_dtheta"] = col("dtheta", i) / n
-        row["rotation_plane"] = ("I+F leading pair" if leading_type(dirs[u].mu1 - 1) == "complex pair" else
-                                 "F leading pair" if row["leading_type"] == "complex pair" else "span(v1, v2)")
-        row["arg_lambda1"] = float(np.angle(dirs[u].lam1))
-        row["arg_mu1"] = float(np.angle(dirs[u].mu1))
-        # rotation per step predicted in the plane mean_dtheta is measured in: the argument of the eigenvalue
-        # of I + F that owns the plane (none for span(v1, v2) of a real lead)
-        row["predicted_dtheta"] = {"I+F leading pair": row["arg_mu1"],
-                                   "F leading pair": float(np.angle(1 + dirs[u].lam1))}.get(row["rotation_plane"], 0.0)
-        if "sum_ent_n" in arr and i < len(arr["sum_ent_n"]) and not np.isnan(arr["sum_ent_n"][i]):
-            row["attn_entropy_rel"] = col("ent_sum", i) / max(col("ent_n", i), 1)
-            row["bias_ratio"] = col("b_eff", i) / max(col("fx_sum", i) / max(col("fx_n", i), 1), 1e-300)
+            _direction_columns(row, arr, col, i, S, name, n, seed, int(t))
+        _geometry_columns(row, arr, col, i, n, dirs[u])
         if i == S - 1:
             v = col("first_lead:out", i) / n
             row.update(_mc_columns("first_lead_gamma", v, arr["null_out_first_lead"] / n, seed, int(t)))
@@ -115,3 +67,76 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
         df = df.rename(columns={c: c + suffix for c in df.columns if c not in ("layer", "unique_layer")})
     return df
 
+
+def _sums(arr: dict[str, np.ndarray]):
+    """col(q, i): the per-depth sum ``sum_<q>`` at depth index i (NaN where the run did not keep it)."""
+
+    def col(q: str, i: int) -> float:
+        k = "sum_" + q.replace(":", "_")
+        return float(arr[k][i]) if k in arr else float("nan")
+
+    return col
+
+
+def _direction_columns(row: dict, arr, col, i: int, S: int, name: str, n: float, seed: int, depth: int) -> None:
+    """gamma, rho and the tilt against one direction (``NAMED``), with the Monte Carlo null for the leads;
+    for F's lead also the secondary token- and prompt-level tests."""
+    key = "_null_eig" if name == "null_eig" else "" if name == "lead" else f"_{name.replace('lead_', '')}"
+    inc, dec = col(f"{name}:inc", i), col(f"{name}:dec", i)
+    vals = {"gamma": col(f"{name}:out", i) / n, "rho": inc / (inc + dec) if inc + dec else float("nan"),
+            "tilt": col(f"{name}:tilt", i) / n}
+    for q, v in vals.items():
+        null = None
+        if name in LEADS and i < S and f"null_out_{name}" in arr:
+            ninc, ndec = arr[f"null_inc_{name}"][i], arr[f"null_dec_{name}"][i]
+            null = {"gamma": arr[f"null_out_{name}"][i] / n,
+                    "rho": np.where(ninc + ndec > 0, ninc / np.maximum(ninc + ndec, 1), np.nan),
+                    "tilt": arr[f"null_tilt_{name}"][i] / n}[q]
+            if np.isnan(v):
+                null = None
+        row.update(_mc_columns(f"{q}{key}", v, null, seed, depth))
+    if name == "lead":
+        _secondary_tests(row, arr, i, S, inc, dec)
+
+
+def _secondary_tests(row: dict, arr, i: int, S: int, inc: float, dec: float) -> None:
+    """Token- and prompt-level sign tests and the prompt-level Wilcoxon test of the tilt (secondary columns:
+    tokens and prompts are not independent units)."""
+    from scipy.stats import wilcoxon
+
+    from powerlens.analysis.stats import sign_test
+
+    row["rho_p_token_sign"] = sign_test(int(inc), int(inc + dec)) if i < S else float("nan")
+    if i < S:
+        pi, pd_, pt, pn = (arr[f"prompt_{q}"][i] for q in ("inc", "dec", "tilt", "n"))
+        ok = (pi + pd_) > 0
+        rp = pi[ok] / (pi[ok] + pd_[ok])
+        above, below = int(np.sum(rp > 0.5)), int(np.sum(rp < 0.5))
+        row["n_prompts"] = int(np.sum(pn > 0))
+        row["rho_p_prompt_sign"] = sign_test(above, above + below)
+        tilt_p = pt[pn > 0] / pn[pn > 0]
+        row["tilt_p_prompt_wilcoxon"] = (float(wilcoxon(tilt_p, alternative="greater").pvalue)
+                                         if np.any(tilt_p != 0) and len(tilt_p) > 1 else float("nan"))
+
+
+def _geometry_columns(row: dict, arr, col, i: int, n: float, d: LayerDirections) -> None:
+    """Consensus (span alignments, pairwise cosines), rotation in its plane against the eigenvalue's argument,
+    and the L2 law's diagnostics (attention-only runs)."""
+    row["span12_alignment"] = col("span12:out", i) / n
+    row["span_M_alignment"] = col("span_M:out", i) / n
+    row["span_M_dim"] = int(d.span_M.shape[1])
+    pn_ = col("pair_n", i)
+    row["pairwise_cos"] = col("pair_sum", i) / pn_ if pn_ > 0 else float("nan")  # not defined for 1 token
+    row["pairwise_abs_cos"] = col("pair_abs_sum", i) / pn_ if pn_ > 0 else float("nan")
+    row["mean_dtheta"] = col("dtheta", i) / n
+    row["rotation_plane"] = ("I+F leading pair" if leading_type(d.mu1 - 1) == "complex pair" else
+                             "F leading pair" if row["leading_type"] == "complex pair" else "span(v1, v2)")
+    row["arg_lambda1"] = float(np.angle(d.lam1))
+    row["arg_mu1"] = float(np.angle(d.mu1))
+    # rotation per step predicted in the plane mean_dtheta is measured in: the argument of the eigenvalue
+    # of I + F that owns the plane (none for span(v1, v2) of a real lead)
+    row["predicted_dtheta"] = {"I+F leading pair": row["arg_mu1"],
+                               "F leading pair": float(np.angle(1 + d.lam1))}.get(row["rotation_plane"], 0.0)
+    if "sum_ent_n" in arr and i < len(arr["sum_ent_n"]) and not np.isnan(arr["sum_ent_n"][i]):
+        row["attn_entropy_rel"] = col("ent_sum", i) / max(col("ent_n", i), 1)
+        row["bias_ratio"] = col("b_eff", i) / max(col("fx_sum", i) / max(col("fx_n", i), 1), 1e-300)

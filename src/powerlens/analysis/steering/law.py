@@ -82,58 +82,70 @@ def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.
         raise PowerlensError(f"edited depths {depths} do not run to the last depth", "report this bug")
     if cache is not None and cache.x_ins is not x_ins:
         raise PowerlensError("the law's cache belongs to other inputs", "report this bug")
-    wl = {u_: weights.layers[u_].to(torch.float64).exact() for u_ in {weights.layer_map[t] for t in depths}}
-    u_t = torch.as_tensor(u, dtype=torch.float64)
-    z_t = torch.as_tensor(z, dtype=torch.float64)
-
-    def attend(x, lw, mask, i, t):
-        if cache is not None and t == depths[0]:
-            if i not in cache.first:
-                cache.first[i] = attend(x, lw, mask, i, None)
-            return cache.first[i]
-        ctx: list = []
-        a = law_attention(x, lw, weights.n_heads, weights.causal, mask, context=ctx)  # (B, T, d)
-        return a, ctx[0]
-
-    def step(x, lw, mask, i, t, edit=0.0, add=None):
-        a, ctx = attend(x, lw, mask, i, t)
-        change = None
-        if edit:  # O' = O + alpha u z^T adds alpha (z^T h) u to the output, h = concat_h(A^h V^h)
-            hz = edit * (ctx @ z_t)  # (B, T): alpha z^T h, the attention computed once
-            a = a + hz[..., None] * u_t
-            change = hz.abs()  # (B, T): alpha |z^T h| (u is a unit vector)
-        if add is not None:
-            a = a + add
-        return law_norm(x + a, lw, norm), change  # the law step's normalisation (attention_only_step)
-
-    def run(i, x, mask, stat, edit=0.0, add=None):
-        plain = not edit and add is None
-        if plain and cache is not None and i in cache.plain:
-            return cache.plain[i], None
-        change = None
-        for t in depths:
-            x, c = step(x, wl[weights.layer_map[t]], mask, i, t, edit, add)
-            if c is not None:
-                change = c[stat]
-        if plain and cache is not None:
-            cache.plain[i] = x
-        return x, change
-
+    law = _EditedLaw(weights, depths, norm, cache, u, z)
     cos = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
     changes = []
     for i, (x0, b) in enumerate(zip(x_ins, batches)):
-        x, ch = run(i, x0, b.mask, b.stat_mask, edit=alpha)
+        x, ch = law.run(i, x0, b.mask, b.stat_mask, edit=alpha)
         if ch is not None:
             changes.append(ch)
-        a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
-        cos["rank1"][0] += float(a.sum())
-        cos["rank1"][1] += int(a.numel())
+        _add_abs_cos(cos["rank1"], x[b.stat_mask], law.u)
     beta = float(torch.cat(changes).mean()) if changes else 0.0
     for i, (x0, b) in enumerate(zip(x_ins, batches)):  # the baseline, at the edit's mean norm of change
-        x, _ = run(i, x0, b.mask, b.stat_mask, add=beta * u_t if beta else None)
-        a = (x[b.stat_mask] @ u_t).abs() / x[b.stat_mask].norm(dim=-1).clamp_min(1e-30)
-        cos["actadd"][0] += float(a.sum())
-        cos["actadd"][1] += int(a.numel())
+        x, _ = law.run(i, x0, b.mask, b.stat_mask, add=beta * law.u if beta else None)
+        _add_abs_cos(cos["actadd"], x[b.stat_mask], law.u)
     return {"cos_rank1": cos["rank1"][0] / max(cos["rank1"][1], 1),
             "cos_actadd": cos["actadd"][0] / max(cos["actadd"][1], 1), "change_norm": beta, "beta": beta}
 
+
+def _add_abs_cos(acc: list, x: torch.Tensor, u: torch.Tensor) -> None:
+    """Add the |cos(x, u)| of counted tokens x (n, d) to a [sum, count] pair."""
+    a = (x @ u).abs() / x.norm(dim=-1).clamp_min(1e-30)
+    acc[0] += float(a.sum())
+    acc[1] += int(a.numel())
+
+
+class _EditedLaw:
+    """The law through the edited depths, float64: the attention term of each step (the first edited depth's
+    from the cache), then the edit alpha (z^T h) u or the baseline's addition, then the law's normalisation."""
+
+    def __init__(self, weights, depths: list[int], norm: str, cache: LawCache | None, u: np.ndarray, z: np.ndarray):
+        self.weights, self.depths, self.norm, self.cache = weights, depths, norm, cache
+        self.layers = {k: weights.layers[k].to(torch.float64).exact() for k in {weights.layer_map[t] for t in depths}}
+        self.u = torch.as_tensor(u, dtype=torch.float64)
+        self.z = torch.as_tensor(z, dtype=torch.float64)
+
+    def attend(self, x, lw, mask, i, t):
+        """(attn(x) (B, T, d), concat_h(A^h V^h) (B, T, H dh)); the first edited depth's once per batch."""
+        if self.cache is not None and t == self.depths[0]:
+            if i not in self.cache.first:
+                self.cache.first[i] = self.attend(x, lw, mask, i, None)
+            return self.cache.first[i]
+        ctx: list = []
+        a = law_attention(x, lw, self.weights.n_heads, self.weights.causal, mask, context=ctx)  # (B, T, d)
+        return a, ctx[0]
+
+    def step(self, x, lw, mask, i, t, edit=0.0, add=None):
+        a, ctx = self.attend(x, lw, mask, i, t)
+        change = None
+        if edit:  # O' = O + alpha u z^T adds alpha (z^T h) u to the output, h = concat_h(A^h V^h)
+            hz = edit * (ctx @ self.z)  # (B, T): alpha z^T h, the attention computed once
+            a = a + hz[..., None] * self.u
+            change = hz.abs()  # (B, T): alpha |z^T h| (u is a unit vector)
+        if add is not None:
+            a = a + add
+        return law_norm(x + a, lw, self.norm), change  # the law step's normalisation (attention_only_step)
+
+    def run(self, i, x, mask, stat, edit=0.0, add=None):
+        """Batch i through the edited depths; the edit's |change| at the last depth's counted tokens."""
+        plain = not edit and add is None
+        if plain and self.cache is not None and i in self.cache.plain:
+            return self.cache.plain[i], None
+        change = None
+        for t in self.depths:
+            x, c = self.step(x, self.layers[self.weights.layer_map[t]], mask, i, t, edit, add)
+            if c is not None:
+                change = c[stat]
+        if plain and self.cache is not None:
+            self.cache.plain[i] = x
+        return x, change
