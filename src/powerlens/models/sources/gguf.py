@@ -228,47 +228,12 @@ def weights_label(file_type: str | None, tensor_types: dict[str, int]) -> str:
 
 def fetch_gguf(name: str, entry: dict, out_dir: Path) -> dict[str, Any]:
     """Locate, check, dequantize and save one GGUF model; return its manifest fields."""
-    import torch
-    import transformers
-
-    from powerlens.models.adapters import get_adapter
     fname = entry["file"]
     loc = locate(name, entry)
     out_dir = Path(out_dir)
-    work = out_dir.parent / "gguf-assembled"
-    gpath, digest, size = assemble(name, loc, fname, work)
+    gpath, digest, size = assemble(name, loc, fname, out_dir.parent / "gguf-assembled")
     info = describe(gpath, name, given_path=bool(entry.get("path")))
-    adapter = get_adapter(entry["arch"])
-    # read config, weights and tokenizer from the GGUF alone: a folder of its own holding only a link to it,
-    # so that tokenizer or config files lying beside the GGUF (a `path:` folder) can never replace its own
-    import tempfile
-
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    alone = Path(tempfile.mkdtemp(prefix=".gguf-alone-", dir=out_dir.parent))
-    (alone / gpath.name).symlink_to(gpath.resolve())
-    try:
-        kw = dict(gguf_file=gpath.name, trust_remote_code=False)
-        cfg = transformers.AutoConfig.from_pretrained(str(alone), **kw)
-        if cfg.model_type != adapter.model_type:
-            raise PowerlensError(
-                f"model {name!r}: {fname} holds a {cfg.model_type!r} model, the config says arch {entry['arch']!r}",
-                f"set `arch` to the adapter of model_type {cfg.model_type!r} (if supported) or fix `file`")
-        model = from_pretrained_checked(
-            getattr(transformers, adapter.head_class), str(alone), f"model {name!r} ({fname})",
-            "the GGUF's header (block_count, sizes) does not match the tensors it stores: use an intact file "
-            "written by a GGUF converter", unused=adapter.unused_modules, dtype=torch.float32, **kw)
-        tok = transformers.AutoTokenizer.from_pretrained(str(alone), **kw)
-    except PowerlensError:
-        raise
-    except Exception as e:
-        raise PowerlensError(f"model {name!r}: transformers could not load {fname} ({type(e).__name__}: "
-                             f"{str(e).splitlines()[0][:200] if str(e) else ''})",
-                             "check that `gguf` and `accelerate` are installed (pip install -c requirements.lock "
-                             "-e .) and that the file is a supported architecture") from None
-    finally:
-        import shutil
-
-        shutil.rmtree(alone, ignore_errors=True)
+    model, tok = _dequantize(name, entry, gpath, out_dir.parent)
     # the dequantized float32 weights are ordinary tensors: drop the loader's quantizer so they save as-is
     model.hf_quantizer = None
     for obj in (model.config, getattr(model, "generation_config", None)):
@@ -292,6 +257,46 @@ def fetch_gguf(name: str, entry: dict, out_dir: Path) -> dict[str, Any]:
             **info, "weights_label": label, "dequantized": "float32 by transformers' GGUF loader, saved as "
             "safetensors", "path": str(out_dir.resolve()), "files": file_table(out_dir),
             "resolved_revision": digest[:12]}
+
+
+def _dequantize(name: str, entry: dict, gpath: Path, work: Path):
+    """The model (its head class, float32) and tokenizer that transformers' GGUF loader reads from the GGUF
+    alone: from a folder of its own holding only a link to it, so that tokenizer or config files lying beside
+    the GGUF (a `path:` folder) can never replace its own. Weights that do not cover the header's model are
+    refused."""
+    import shutil
+    import tempfile
+
+    import torch
+    import transformers
+
+    from powerlens.models.adapters import get_adapter
+
+    fname, adapter = entry["file"], get_adapter(entry["arch"])
+    work.mkdir(parents=True, exist_ok=True)
+    alone = Path(tempfile.mkdtemp(prefix=".gguf-alone-", dir=work))  # in the run's folder for this model
+    (alone / gpath.name).symlink_to(gpath.resolve())
+    try:
+        kw = dict(gguf_file=gpath.name, trust_remote_code=False)
+        cfg = transformers.AutoConfig.from_pretrained(str(alone), **kw)
+        if cfg.model_type != adapter.model_type:
+            raise PowerlensError(
+                f"model {name!r}: {fname} holds a {cfg.model_type!r} model, the config says arch {entry['arch']!r}",
+                f"set `arch` to the adapter of model_type {cfg.model_type!r} (if supported) or fix `file`")
+        model = from_pretrained_checked(
+            getattr(transformers, adapter.head_class), str(alone), f"model {name!r} ({fname})",
+            "the GGUF's header (block_count, sizes) does not match the tensors it stores: use an intact file "
+            "written by a GGUF converter", unused=adapter.unused_modules, dtype=torch.float32, **kw)
+        return model, transformers.AutoTokenizer.from_pretrained(str(alone), **kw)
+    except PowerlensError:
+        raise
+    except Exception as e:
+        raise PowerlensError(f"model {name!r}: transformers could not load {fname} ({type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:200] if str(e) else ''})",
+                             "check that `gguf` and `accelerate` are installed (pip install -c requirements.lock "
+                             "-e .) and that the file is a supported architecture") from None
+    finally:
+        shutil.rmtree(alone, ignore_errors=True)
 
 
 def user_files(entry: dict) -> list[Path]:
