@@ -1,0 +1,106 @@
+"""fig_steering: the rank-1 edit against activation addition, one row per model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from powerlens.outputs.plotting import legend_below, plt, save, style
+
+
+from powerlens.outputs.figures.style import _name
+
+
+def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
+    """One row per model. Left: mean |cos(x_i, u)| after the edited last layer vs the norm of the change the
+    residual stream receives (rank-1 edit in both modes, activation addition at matched norm), each rank-1
+    point labelled with its kappa. Right: mean probability of the target token, the unsteered model (kappa 0)
+    as a grey line. Colour: target; line style: method."""
+    style()
+    models = list(df["model"].unique())
+    fig, axes = plt.subplots(len(models), 2, figsize=(10, 3.0 * len(models)), squeeze=False)
+    targets: list[str] = []
+    pu = False
+    for j, m in enumerate(models):
+        g = df[(df["model"] == m) & (df["kappa"] >= 0)]
+        left, right = axes[j]
+        has_p = bool(g["p_target"].notna().any())
+        for tgt, gt in g.groupby("target", sort=False):
+            kind = tgt.split(":")[0]
+            if kind not in targets:
+                targets.append(kind)
+            pu |= _steering_curves(left, right, gt, f"C{targets.index(kind)}", has_p)
+        _steering_axes(left, right, _name(labels, weights, m), has_p)
+    hs, ls = _steering_legend(targets, pu)
+    fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the same "
+                 "site, over the norm of the change there (one point per kappa > 0)", y=1.0, fontsize=9)
+    fig.tight_layout()
+    legend_below(fig, hs, ls, ncol=2)
+    return save(fig, stem, dpi)
+
+
+def _kappa_labels(ax, x, y, kappas, c) -> None:
+    for xi, yi, k in zip(x, y, kappas):
+        ax.annotate(f"{k:g}", (xi, yi), textcoords="offset points", xytext=(0, 4), fontsize=6, color=c, ha="center")
+
+
+def _steering_curves(left, right, gt: pd.DataFrame, c: str, has_p: bool) -> bool:
+    """One target's curves (colour ``c``); True where a norm follows W_O (the p * u curve is drawn)."""
+    r1 = gt[gt["method"].str.startswith("rank-1")]
+    aa = gt[gt["method"].str.startswith("activation")]
+    r0 = r1[r1["kappa"] == 0]
+    r1, aa = r1[r1["kappa"] > 0], aa[aa["kappa"] > 0]
+    x1 = r1["change_norm_model"]
+    left.plot(x1, r1["cos_after_layer_model"], "-o", ms=3.5, color=c)
+    _kappa_labels(left, x1, r1["cos_after_layer_model"], r1["kappa"], c)
+    left.plot(r1["change_norm_attention_only"], r1["cos_after_layer_attention_only"], "--", color=c)
+    left.plot(aa["change_norm_model"], aa["cos_after_layer_model"], ":s", ms=3, color=c)
+    pu = "cos_pu_after_layer_model" in r1 and bool(r1["cos_pu_after_layer_model"].notna().any())
+    if pu:  # a norm follows W_O (Gemma 3): what the residual stream receives points along p * u
+        left.plot(x1, r1["cos_pu_after_layer_model"], "-.^", ms=3, color=c)
+        cap = float(r1["post_norm_cap"].iloc[0])
+        left.axvline(cap, color="0.5", lw=0.8, ls=(0, (1, 3)))
+        left.text(cap, 0.95, " cap", fontsize=7, color="0.4", va="top")
+    if has_p and r1["p_target"].notna().any():
+        right.plot(x1, r1["p_target"], "-o", ms=3.5, color=c)
+        _kappa_labels(right, x1, r1["p_target"], r1["kappa"], c)
+        right.plot(aa["change_norm_model"], aa["p_target"], ":s", ms=3, color=c)
+        if len(r0) and np.isfinite(r0["p_target"].iloc[0]):
+            right.axhline(float(r0["p_target"].iloc[0]), color="0.55", lw=0.9, ls=(0, (4, 2)))
+    return pu
+
+
+def _steering_axes(left, right, name: str, has_p: bool) -> None:
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("norm of the change the residual stream receives")
+    left.set_ylim(0, 1.05)
+    left.set_ylabel(r"mean $|\cos(x_i, u)|$")
+    left.set_title(f"{name}: alignment with the target u", fontsize=8.5)
+    right.set_title(f"{name}: probability of the target token", fontsize=8.5)
+    if has_p:
+        right.set_yscale("log")
+        right.set_ylabel("mean P(target token)")
+    else:
+        right.text(0.5, 0.5, "no LM head (an encoder): vector alignment only", ha="center", va="center",
+                   transform=right.transAxes, fontsize=8)
+        right.set_xticks([])
+        right.set_yticks([])
+        right.set_xlabel("")
+        right.grid(False)
+
+
+def _steering_legend(targets: list[str], pu: bool) -> tuple[list, list[str]]:
+    from matplotlib.lines import Line2D
+
+    hs = [Line2D([], [], color=f"C{i}", lw=2) for i in range(len(targets))]
+    ls = [f"target: {t} (u = {'its row' if t != 'random' else 'a seeded random unit vector'})" for t in targets]
+    hs += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3), Line2D([], [], color="0.3", ls="--"),
+           Line2D([], [], color="0.3", ls=":", marker="s", ms=3), Line2D([], [], color="0.55", ls=(0, (4, 2)))]
+    ls += ["rank-1 change of W_O, real forward pass (numbers: kappa)", "rank-1 change, attention-only law",
+           "activation addition, same site and norm of change", "unsteered model (kappa = 0)"]
+    if pu:
+        hs.append(Line2D([], [], color="0.3", ls="-.", marker="^", ms=3))
+        ls.append("rank-1: alignment with p * u (post-attention norm gain p; dotted: its cap)")
+    return hs, ls
+
