@@ -3,7 +3,7 @@
     powerlens inspect PATH_OR_HUB_ID        # leading eigenpair of F = W_O W_V per layer, as a table
     powerlens spectra --help                 # the step the workflow runs (scripts/spectra.py is the same)
 
-Each step's options are defined once, in powerlens.pipeline.commands.<step>; scripts/<step>.py (what the Snakemake
+Each step's options are declared once, in powerlens.pipeline.steps.<step> (OPTIONS); scripts/<step>.py (what the Snakemake
 rules call) runs the same sub-command. A step's options have no defaults of their own: the workflow passes
 every one from the config, whose defaults live in workflow/schemas/config.schema.yaml. A user error prints
 "ERROR: <problem>" and "  fix: <what to do>" and exits with status 2, never a traceback.
@@ -12,61 +12,12 @@ every one from the config, whose defaults live in workflow/schemas/config.schema
 from __future__ import annotations
 
 import argparse
-import importlib
+import functools
 import inspect
 import sys
 import traceback
 
 from pathlib import Path
-
-#: The pipeline's steps, in the order a run meets them (module names in powerlens.pipeline.commands).
-STEPS = ("fetch_model", "steering_targets", "write_lock", "extract", "check_extraction", "spectra", "dynamics",
-         "steering", "quantization", "theory", "table_models", "plot_spectra", "plot_dynamics", "plot_steering",
-         "plot_theory", "table_quantization", "claims", "provenance")
-
-#: What a flag means wherever a step does not say more (every flag of every step has a help text).
-GLOSSARY = {
-    "--manifest": "manifest.json of the model, written by the fetch step (source, path, sha256 of every file)",
-    "--manifests": "manifest.json files of every model of the run (from the fetch step)",
-    "--tensors": "weights.safetensors written by the extract step (W_Q, W_K, W_V, W_O, biases, norms, F)",
-    "--meta": "weights.json written by the extract step (layer map, d_model, heads, norm placement)",
-    "--spectra": "spectra.npz written by the spectra step (eigenvalues, eigenvectors of every unique F)",
-    "--prompts": "prompt corpus: a UTF-8 text file, one prompt per line",
-    "--out": "file (or file stem, without suffix) to write",
-    "--out-npz": ".npz file to write (arrays, loaded without pickle)",
-    "--out-csv": "CSV file to write (one row per layer unless the step says otherwise)",
-    "--out-json": "JSON file to write (settings, counts and provenance)",
-    "--threads": ("CPU threads for BLAS/LAPACK and torch (results do not depend on it, except the round-off of "
-                  "the eigen-solve of a single shared layer, which runs on all of them)"),
-    "--seed": "master seed (random targets, null draws, twins); recorded in the outputs",
-    "--device": "where forward passes run: cpu, cuda or auto (eigen-solves always run on the CPU)",
-    "--dpi": "resolution of the PNG figures (PDFs are vector)",
-    "--labels": "JSON object {model key: display label} for figures and tables",
-    "--table": "stem of the table to write (.csv, .md and .tex are written)",
-    "--fig": "stem of the figure to write (.pdf and .png are written)",
-    "--csv": "input CSV files written by the earlier step (one per model)",
-    "--npz": "input .npz files written by the earlier step (matching --csv / --json)",
-    "--json": "input JSON files written by the earlier step",
-    "--top-k": "number of leading eigenvectors stored per layer (all eigenvalues are stored)",
-    "--max-tokens": "truncation length of each prompt in tokens (special tokens included)",
-    "--batch-size": "prompts per forward pass",
-    "--max-prompts": "use the first N prompts of the corpus",
-    "--alpha": "significance level of the verdicts (Monte Carlo p after Holm correction)",
-    "--mode": "model: the real forward pass; attention-only: the paper's law, FFN removed",
-    "--norm": "normalisation N of the attention-only law: l2 (the paper's analysis) or the layer's layernorm",
-    "--dtype": "floating-point type of the attention-only dynamics (statistics are float64 either way)",
-    "--null-draws": "R random subspaces of the Monte Carlo null (per model, shared by all layers)",
-    "--control": "attention-only: also run the bias-free control (attention biases removed)",
-    "--theory": "theory result JSON files (real, complex, bipartite cases)",
-    "--steering": "steering.csv files of every model (from the steering step)",
-    "--dynamics": "dynamics CSV file(s) of the model(s), from the dynamics step",
-    "--case": "synthetic case: real (real leading eigenvalue), complex (complex pair) or bipartite",
-    "--epsilon": "size of the perturbation in the synthetic layer",
-    "--continuations": "steering_continuations.csv files of every model (from the steering step)",
-    "--continuations-table": "stem of table_continuations (.csv, .md, .tex)",
-    "--continuation-tokens": "new tokens generated per greedy continuation",
-}
-
 
 def run_guarded(fn, *args) -> None:
     """Run a step: a PowerlensError becomes the problem + fix lines and exit status 2; any other error a
@@ -178,18 +129,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", default=None, help="also write the table to this CSV file (its folder is checked "
                    "before any work); lambda_1 in two real columns")
     p.set_defaults(func=inspect_model)
+    from powerlens.pipeline.options import add_arguments
+    from powerlens.pipeline.steps import STEPS, step_module
+
     for name in STEPS:
-        mod = importlib.import_module(f"powerlens.pipeline.commands.{name}")
+        mod = step_module(name)
         doc = (mod.__doc__ or "").strip()
         p = sub.add_parser(name.replace("_", "-"), help=doc.split("\n\n")[0].replace("\n", " "), description=doc,
                            formatter_class=_Formatter)
-        mod.add_arguments(p)
-        for act in p._actions:
-            if act.help is None and not isinstance(act, argparse._HelpAction):
-                key = act.option_strings[0] if act.option_strings else "--" + act.dest.replace("_", "-")
-                act.help = GLOSSARY.get(key)
-        p.set_defaults(func=mod.run)
+        add_arguments(p, mod.OPTIONS)
+        p.set_defaults(func=functools.partial(run_step, mod))
     return ap
+
+
+def run_step(mod, a: argparse.Namespace) -> None:
+    """Run one step from its parsed options: the step's function, then its summary."""
+    from powerlens.pipeline.options import step_kwargs
+
+    kw = step_kwargs(a, mod.OPTIONS)
+    mod.show(mod.STEP(**kw), kw)
 
 
 def main(argv: list[str] | None = None) -> None:

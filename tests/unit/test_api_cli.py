@@ -111,7 +111,8 @@ def test_readme_api_example_runs_as_printed(minilm_path):
 
 
 def test_every_flag_of_every_command_is_explained():
-    from powerlens.cli import STEPS, build_parser
+    from powerlens.cli import build_parser
+    from powerlens.pipeline.steps import STEPS
 
     ap = build_parser()
     sub = next(a for a in ap._actions if isinstance(a, __import__("argparse")._SubParsersAction))
@@ -218,15 +219,61 @@ def test_steps_take_at_most_three_positional_arguments():
     """Every pipeline step is called with named arguments: at most three positional parameters each."""
     import inspect
 
-    from powerlens.pipeline import steps
+    from powerlens.pipeline.steps import STEPS, step_module
 
-    fns = [f for n, f in vars(steps).items() if inspect.isfunction(f) and f.__module__ == steps.__name__
-           and not n.startswith("_")]
-    assert len(fns) >= 10
+    fns = [step_module(s).STEP for s in STEPS]
+    assert len(fns) == len(STEPS) >= 18
     for f in fns:
         pos = [p for p in inspect.signature(f).parameters.values()
                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         assert len(pos) <= 3, (f.__name__, [p.name for p in pos])
+
+
+def test_each_option_is_declared_once_and_matches_its_step_and_rule():
+    """A step's OPTIONS are the one declaration: each names a keyword of the step's function and every
+    parameter without a default has an option; each rule running the step names the inputs, outputs and
+    params its options take values from, and passes no option of its own (its shell line is step_shell)."""
+    import inspect
+    import re
+
+    from powerlens.pipeline.steps import STEPS, step_module
+
+    rules = {}
+    for f in (REPO / "workflow/rules").glob("*.smk"):
+        for block in re.split(r"(?m)^(?=rule \w+:)", f.read_text()):
+            m = re.search(r'step_shell\("(\w+)"\)', block)
+            if m:
+                rules[m.group(1)] = block
+    assert set(rules) == set(STEPS)
+    for s in STEPS:
+        mod = step_module(s)
+        sig = inspect.signature(mod.STEP).parameters
+        kws = [o.keyword for o in mod.OPTIONS]
+        assert len(kws) == len(set(kws)), s
+        var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.values())
+        assert all(k in sig or var_kw for k in kws), (s, [k for k in kws if k not in sig])
+        need = [n for n, p in sig.items() if p.default is p.empty and p.kind not in (p.VAR_KEYWORD,)]
+        assert set(need) <= set(kws), (s, set(need) - set(kws))
+        block = rules[s]
+        for o in mod.OPTIONS:
+            where, _, key = o.source.partition(":")
+            if where in ("input", "output", "param"):
+                section = {"param": "params"}.get(where, where)
+                assert re.search(rf"(?ms)^    {section}:.*?^        (\*\*\w+\(.*key=\"{key}\"|{key}=)", block), (s, o.flag)
+        assert ("flags=step_flags" in block) == any(o.source.startswith("config:") for o in mod.OPTIONS), s
+
+
+def test_a_rules_flags_come_from_the_config_paths_the_step_declares():
+    from powerlens.pipeline.config import schema_defaults
+    from powerlens.pipeline.options import config_flags
+    from powerlens.pipeline.steps import step_module
+
+    cfg = {**schema_defaults(), "lock_file": ""}
+    flags = config_flags(step_module("dynamics").OPTIONS, cfg)
+    assert "--null-draws 2000" in flags and "--control yes" in flags and "--norm l2" in flags
+    cfg["dynamics"] = {**cfg["dynamics"], "null_draws": 4000, "bias_free_control": False}
+    flags = config_flags(step_module("dynamics").OPTIONS, cfg)
+    assert "--null-draws 4000" in flags and "--control no" in flags
 
 
 def test_architectures_live_in_their_adapters():

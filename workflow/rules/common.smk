@@ -5,6 +5,8 @@ import sys
 import time
 
 from powerlens.pipeline.config import check_targets_on_disk, steering_targets, validate_config
+from powerlens.pipeline.options import config_flags, shell_line
+from powerlens.pipeline.steps import step_module
 from powerlens.core.corpus import read_prompts
 from powerlens.pipeline.resources import check_plan, job_terms, load_coefficients, long_run_extra, predict
 from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, source_files
@@ -134,6 +136,17 @@ def figure_outputs(name, category, key, twins=True):
         out[f"{key}_twins"] = report(tpng, caption=f"../report/{name}.rst", category=TWINS_CATEGORY)
         out[f"{key}_twins_pdf"] = tpdf
     return out
+
+
+def step_shell(step):
+    """A rule's shell line, made from the step's declared options (powerlens.pipeline.steps.<step>.OPTIONS):
+    its script with every input, output, wildcard, param and thread count, then params.flags, then the log."""
+    return shell_line(step_module(step).OPTIONS)
+
+
+def step_flags(step):
+    """The step's options whose values come from the config, as one string of shell-quoted flags (params)."""
+    return config_flags(step_module(step).OPTIONS, config)
 
 
 def stem_of(key):

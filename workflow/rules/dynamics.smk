@@ -14,19 +14,9 @@ rule dynamics:
         csv=results("{model}/dynamics-{mode}.csv"),
         json=results("{model}/dynamics-{mode}.json"),
     params:
+        flags=step_flags("dynamics"),
         script=os.path.join(SCRIPTS, "dynamics.py"),
         py=PY,
-        norm=config["dynamics"]["norm"],
-        steps=config["dynamics"]["steps"],
-        long_run_prompts=config["dynamics"]["long_run_prompts"],
-        batch_size=config["dynamics"]["batch_size"],
-        batch_tokens=config["dynamics"]["batch_tokens"],
-        max_tokens=config["dynamics"]["max_tokens"],
-        dtype=config["dynamics"]["dtype"],
-        seed=config["seed"],
-        device=config["device"],
-        null_draws=config["dynamics"]["null_draws"],
-        control="yes" if config["dynamics"]["bias_free_control"] else "no",
     log:
         f"logs/{RUN}/dynamics/{{model}}-{{mode}}.log",
     benchmark:
@@ -39,14 +29,7 @@ rule dynamics:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --tensors {input.tensors:q} "
-        "--meta {input.meta:q} --spectra {input.spectra:q} --prompts {input.prompts:q} "
-        "--out-npz {output.npz:q} --out-csv {output.csv:q} --out-json {output.json:q} "
-        "--mode {wildcards.mode} --norm {params.norm} --steps {params.steps} "
-        "--long-run-prompts {params.long_run_prompts} --batch-size {params.batch_size} "
-        "--batch-tokens {params.batch_tokens} --max-tokens {params.max_tokens} --dtype {params.dtype} "
-        "--seed {params.seed} --device {params.device} --threads {threads} "
-        "--null-draws {params.null_draws} --control {params.control} > {log:q} 2>&1"
+        step_shell("dynamics")
 
 
 rule plot_dynamics:
@@ -62,11 +45,10 @@ rule plot_dynamics:
         **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation"),
         **table_outputs("table_alignment", "4 Dynamics", key="table"),
     params:
+        flags=step_flags("plot_dynamics"),
         script=os.path.join(SCRIPTS, "plot_dynamics.py"),
         py=PY,
         labels=labels_json(),
-        dpi=config["plot"]["dpi"],
-        alpha=config["dynamics"]["alpha"],
         gamma=stem_of("gamma"),
         rho=stem_of("rho"),
         consensus=stem_of("consensus"),
@@ -83,7 +65,4 @@ rule plot_dynamics:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --csv {input.csv:q} --npz {input.npz:q} --meta {input.meta:q} "
-        "--labels {params.labels:q} --fig-gamma {params.gamma:q} --fig-rho {params.rho:q} "
-        "--fig-albert-consensus {params.consensus:q} --fig-albert-rotation {params.rotation:q} "
-        "--table-alignment {params.table:q} --alpha {params.alpha} --dpi {params.dpi} > {log:q} 2>&1"
+        step_shell("plot_dynamics")

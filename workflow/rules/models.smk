@@ -9,8 +9,8 @@ rule fetch_model:
     output:
         manifest=results("{model}/manifest.json"),
     params:
+        flags=step_flags("fetch_model"),
         entry=model_entry_json,
-        lock=config["lock_file"],
         script=os.path.join(SCRIPTS, "fetch_model.py"),
         py=PY,
     log:
@@ -25,8 +25,7 @@ rule fetch_model:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --name {wildcards.model:q} --entry {params.entry:q} "
-        "--out {output.manifest:q} --lock={params.lock:q} > {log:q} 2>&1"
+        step_shell("fetch_model")
 
 
 rule extract_weights:
@@ -51,8 +50,7 @@ rule extract_weights:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --out-tensors {output.tensors:q} "
-        "--out-meta {output.meta:q} --threads {threads} > {log:q} 2>&1"
+        step_shell("extract")
 
 
 rule check_extraction:
@@ -64,10 +62,9 @@ rule check_extraction:
     output:
         check=results("{model}/extraction_check.json"),
     params:
+        flags=step_flags("check_extraction"),
         script=os.path.join(SCRIPTS, "check_extraction.py"),
         py=PY,
-        tol32=config["extraction_check"]["tol_float32"],
-        tol64=config["extraction_check"]["tol_float64"],
     log:
         f"logs/{RUN}/check_extraction/{{model}}.log",
     benchmark:
@@ -79,9 +76,7 @@ rule check_extraction:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --tensors {input.tensors:q} "
-        "--meta {input.meta:q} --out {output.check:q} --threads {threads} "
-        "--tol32 {params.tol32} --tol64 {params.tol64} > {log:q} 2>&1"
+        step_shell("check_extraction")
 
 
 rule lock_models:
@@ -105,7 +100,7 @@ rule lock_models:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --out {output.lock:q} {input.manifests:q} > {log:q} 2>&1"
+        step_shell("write_lock")
 
 
 rule check_steering_targets:
@@ -129,5 +124,4 @@ rule check_steering_targets:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --name {wildcards.model:q} --manifest {input.manifest:q} "
-        "--targets {params.targets:q} --out {output.json:q} > {log:q} 2>&1"
+        step_shell("steering_targets")

@@ -14,14 +14,9 @@ rule quantization:
         csv=results("{model}/quantization.csv"),
         json=results("{model}/quantization.json"),
     params:
+        flags=step_flags("quantization"),
         script=os.path.join(SCRIPTS, "quantization.py"),
         py=PY,
-        types=config["quantization"]["types"],
-        batch_size=config["dynamics"]["batch_size"],
-        max_tokens=config["dynamics"]["max_tokens"],
-        top_k=config["spectra"]["top_k"],
-        null_draws=config["dynamics"]["null_draws"],
-        seed=config["seed"],
     log:
         f"logs/{RUN}/quantization/{{model}}.log",
     benchmark:
@@ -35,11 +30,7 @@ rule quantization:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --manifest {input.manifest:q} --spectra {input.spectra:q} "
-        "--dynamics {input.dynamics:q} --prompts {input.prompts:q} --out-csv {output.csv:q} "
-        "--out-json {output.json:q} --types {params.types} --batch-size {params.batch_size} "
-        "--max-tokens {params.max_tokens} --seed {params.seed} --top-k {params.top_k} "
-        "--null-draws {params.null_draws} --threads {threads} > {log:q} 2>&1"
+        step_shell("quantization")
 
 
 rule table_quantization:
@@ -64,5 +55,4 @@ rule table_quantization:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --csv {input.csv:q} --labels {params.labels:q} "
-        "--table {params.table:q} > {log:q} 2>&1"
+        step_shell("table_quantization")

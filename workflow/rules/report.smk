@@ -33,10 +33,7 @@ rule claims:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --meta {input.meta:q} --spectra {input.spectra:q} "
-        "--dynamics {input.dynamics:q} --theory {input.theory:q} --steering {input.steering:q} "
-        "--criteria {params.criteria:q} --labels {params.labels:q} --table {params.table:q} "
-        "--verdicts {params.verdicts:q} --twins {params.twins:q} > {log:q} 2>&1"
+        step_shell("claims")
 
 
 rule provenance:
@@ -72,5 +69,4 @@ rule provenance:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --config {params.config:q} --manifests {input.manifests:q} "
-        "--records {input.records:q} --out {output.manifest:q} --choices {output.choices:q} > {log:q} 2>&1"
+        step_shell("provenance")

@@ -10,10 +10,9 @@ rule spectra:
         npz=results("{model}/spectra.npz"),
         csv=results("{model}/spectra.csv"),
     params:
+        flags=step_flags("spectra"),
         script=os.path.join(SCRIPTS, "spectra.py"),
         py=PY,
-        top_k=config["spectra"]["top_k"],
-        seed=config["seed"],
     log:
         f"logs/{RUN}/spectra/{{model}}.log",
     benchmark:
@@ -25,9 +24,7 @@ rule spectra:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --tensors {input.tensors:q} --meta {input.meta:q} "
-        "--out-npz {output.npz:q} --out-csv {output.csv:q} --top-k {params.top_k} "
-        "--seed {params.seed} --threads {threads} > {log:q} 2>&1"
+        step_shell("spectra")
 
 
 rule plot_spectra:
@@ -40,10 +37,10 @@ rule plot_spectra:
         **figure_outputs("fig_gap", "3 Spectra", key="gap"),
         **table_outputs("table_spectra", "3 Spectra", key="table"),
     params:
+        flags=step_flags("plot_spectra"),
         script=os.path.join(SCRIPTS, "plot_spectra.py"),
         py=PY,
         labels=labels_json(),
-        dpi=config["plot"]["dpi"],
         fig_spectra=stem_of("spectra"),
         fig_gap=stem_of("gap"),
         table=stem_of("table"),
@@ -58,6 +55,4 @@ rule plot_spectra:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --npz {input.npz:q} --csv {input.csv:q} --labels {params.labels:q} "
-        "--fig-spectra {params.fig_spectra:q} --fig-gap {params.fig_gap:q} --table {params.table:q} "
-        "--dpi {params.dpi} > {log:q} 2>&1"
+        step_shell("plot_spectra")

@@ -24,5 +24,4 @@ rule table_models:
     conda:
         ENV
     shell:
-        "{params.py:q} {params.script:q} --stem {params.stem:q} --labels {params.labels:q} "
-        "--manifests {input.manifests:q} -- {input.metas:q} > {log:q} 2>&1"
+        step_shell("table_models")

@@ -1,0 +1,178 @@
+"""Each step's options, declared once (``OPTIONS`` in its module under :mod:`powerlens.pipeline.steps`).
+
+From one declaration come the step's command line (:func:`add_arguments`, ``powerlens <step>`` and
+``scripts/<step>.py``), the keyword arguments of its function (:func:`step_kwargs`), the Snakemake rule's
+shell line (:func:`shell_line`) and its config-derived flags (:func:`config_flags`), and the benchmark's
+command lines (:func:`command`). Defaults live in the config schema only: every option is required on the
+command line, and the rule passes each from the config path the declaration names.
+
+Where an option's value comes from in a rule (``source``):
+
+``input:<key>`` / ``output:<key>``  the rule's named input or output (several files: ``many=True``)
+``config:<dotted.path>``            the validated config (``params.flags``, one string of shell-quoted flags)
+``wildcard:<name>``                 a wildcard of the rule
+``param:<name>``                    a value the rule computes itself (``params.<name>``: stems, labels, JSON)
+``threads``                         the job's threads
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+#: What a flag means wherever a declaration does not say more (every flag of every step has a help text).
+GLOSSARY = {
+    "--manifest": "manifest.json of the model, written by the fetch step (source, path, sha256 of every file)",
+    "--manifests": "manifest.json files of every model of the run (from the fetch step)",
+    "--tensors": "weights.safetensors written by the extract step (W_Q, W_K, W_V, W_O, biases, norms, F)",
+    "--meta": "weights.json written by the extract step (layer map, d_model, heads, norm placement)",
+    "--spectra": "spectra.npz written by the spectra step (eigenvalues, eigenvectors of every unique F)",
+    "--prompts": "prompt corpus: a UTF-8 text file, one prompt per line",
+    "--out": "file (or file stem, without suffix) to write",
+    "--out-npz": ".npz file to write (arrays, loaded without pickle)",
+    "--out-csv": "CSV file to write (one row per layer unless the step says otherwise)",
+    "--out-json": "JSON file to write (settings, counts and provenance)",
+    "--threads": ("CPU threads for BLAS/LAPACK and torch (results do not depend on it, except the round-off of "
+                  "the eigen-solve of a single shared layer, which runs on all of them)"),
+    "--seed": "master seed (random targets, null draws, twins); recorded in the outputs",
+    "--device": "where forward passes run: cpu, cuda or auto (eigen-solves always run on the CPU)",
+    "--dpi": "resolution of the PNG figures (PDFs are vector)",
+    "--labels": "JSON object {model key: display label} for figures and tables",
+    "--table": "stem of the table to write (.csv, .md and .tex are written)",
+    "--fig": "stem of the figure to write (.pdf and .png are written)",
+    "--csv": "input CSV files written by the earlier step (one per model)",
+    "--npz": "input .npz files written by the earlier step (matching --csv / --json)",
+    "--json": "input JSON files written by the earlier step",
+    "--top-k": "number of leading eigenvectors stored per layer (all eigenvalues are stored)",
+    "--max-tokens": "truncation length of each prompt in tokens (special tokens included)",
+    "--batch-size": "prompts per forward pass",
+    "--max-prompts": "use the first N prompts of the corpus",
+    "--alpha": "significance level of the verdicts (Monte Carlo p after Holm correction)",
+    "--mode": "model: the real forward pass; attention-only: the paper's law, FFN removed",
+    "--norm": "normalisation N of the attention-only law: l2 (the paper's analysis) or the layer's layernorm",
+    "--dtype": "floating-point type of the attention-only dynamics (statistics are float64 either way)",
+    "--null-draws": "R random subspaces of the Monte Carlo null (per model, shared by all layers)",
+    "--control": "attention-only: also run the bias-free control (attention biases removed)",
+    "--theory": "theory result JSON files (real, complex, bipartite cases)",
+    "--steering": "steering.csv files of every model (from the steering step)",
+    "--dynamics": "dynamics CSV file(s) of the model(s), from the dynamics step",
+    "--case": "synthetic case: real (real leading eigenvalue), complex (complex pair) or bipartite",
+    "--epsilon": "size of the perturbation in the synthetic layer",
+    "--continuations": "steering_continuations.csv files of every model (from the steering step)",
+    "--continuations-table": "stem of table_continuations (.csv, .md, .tex)",
+    "--continuation-tokens": "new tokens generated per greedy continuation",
+}
+
+_TYPES = {"str": str, "int": int, "float": float, "json": str, "yesno": str, "path": str}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a step: ``--<flag>`` on the command line, ``dest`` in the step function's keywords."""
+
+    flag: str  # without the dashes: "batch-size"
+    source: str  # where a rule takes the value from (module docstring)
+    kind: str = "str"  # str, int, float, path, json (parsed), yesno (-> bool)
+    dest: str | None = None  # the step function's keyword (default: the flag with "_")
+    help: str | None = None
+    choices: tuple[str, ...] | None = None
+    many: bool = False  # one or more values (nargs="+"); ``many="*"``: zero or more
+    empty_is_none: bool = False  # "" on the command line means None
+
+    @property
+    def name(self) -> str:
+        return self.flag.replace("-", "_")
+
+    @property
+    def keyword(self) -> str:
+        return self.dest or self.name
+
+    def add_to(self, ap: argparse.ArgumentParser) -> None:
+        kw: dict[str, Any] = dict(required=True, help=self.help or GLOSSARY.get(f"--{self.flag}"))
+        kw["type"] = _TYPES[self.kind]
+        if self.choices:
+            kw["choices"] = list(self.choices)
+        if self.kind == "yesno":
+            kw["choices"] = ["yes", "no"]
+        if self.many:
+            kw["nargs"] = "*" if self.many == "*" else "+"
+        ap.add_argument(f"--{self.flag}", **kw)
+
+    def parse(self, value: Any) -> Any:
+        if self.kind == "json":
+            return json.loads(value)
+        if self.kind == "yesno":
+            return value == "yes"
+        if self.empty_is_none and value == "":
+            return None
+        return value
+
+    def render(self, value: Any) -> list[str]:
+        """The command-line words of a value (config values, benchmark command lines)."""
+        from powerlens.core.io import params_json
+
+        if self.kind == "json":
+            return [f"--{self.flag}", params_json(value)]
+        if self.kind == "yesno":
+            return [f"--{self.flag}", "yes" if value else "no"]
+        if self.many:
+            return [f"--{self.flag}", *(repr(float(v)) if self.kind == "float" else str(v) for v in value)]
+        return [f"--{self.flag}", "" if value is None else str(value)]
+
+
+def add_arguments(ap: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
+    for o in options:
+        o.add_to(ap)
+
+
+def step_kwargs(a: argparse.Namespace, options: tuple[Option, ...]) -> dict[str, Any]:
+    """The step function's keyword arguments from parsed options."""
+    return {o.keyword: o.parse(getattr(a, o.name)) for o in options}
+
+
+def config_value(config: dict, path: str) -> Any:
+    v: Any = config
+    for k in path.split("."):
+        v = v[k]
+    return v
+
+
+def config_flags(options: tuple[Option, ...], config: dict) -> str:
+    """The flags a rule passes from the config, shell-quoted, as one string (``params.flags``)."""
+    words = []
+    for o in options:
+        if o.source.startswith("config:"):
+            words += o.render(config_value(config, o.source.split(":", 1)[1]))
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def shell_line(options: tuple[Option, ...]) -> str:
+    """A rule's shell line: its interpreter and script (``params.py``, ``params.script``), every input, output,
+    wildcard, param and thread count where the declaration says, then ``params.flags``, the log last."""
+    words = ["{params.py:q} {params.script:q}"]
+    for o in options:
+        where, _, key = o.source.partition(":")
+        fmt = {"input": f"{{input.{key}:q}}", "output": f"{{output.{key}:q}}", "wildcard": f"{{wildcards.{key}:q}}",
+               "param": f"{{params.{key}:q}}", "threads": "{threads}"}.get(where)
+        if fmt is not None:
+            words.append(f"--{o.flag} {fmt}")
+    if any(o.source.startswith("config:") for o in options):
+        words.append("{params.flags}")
+    return " ".join(words) + " > {log:q} 2>&1"
+
+
+def command(script: str, options: tuple[Option, ...], values: dict[str, Any], config: dict,
+            python: str = "python") -> list[str]:
+    """A step's command line outside Snakemake (the benchmark): ``values`` by flag for inputs, outputs,
+    wildcards, params and threads; the config-derived flags from ``config``."""
+    words = [python, script]
+    for o in options:
+        if o.source.startswith("config:"):
+            words += o.render(config_value(config, o.source.split(":", 1)[1]))
+        else:
+            v = values[o.flag]
+            words += [f"--{o.flag}", *map(str, v)] if o.many else [f"--{o.flag}", str(v)]
+    return words

@@ -1,0 +1,41 @@
+"""The pipeline's steps, one module each: read inputs, call the library, write outputs atomically.
+
+Each module declares its options once (``OPTIONS``, :class:`powerlens.pipeline.options.Option`), names its
+function (``STEP``) and prints a summary (``show``). From the declaration come ``powerlens <step>`` and
+``scripts/<step>.py`` (the same command), the Snakemake rule's shell line and flags
+(``workflow/rules/common.smk``: ``step_shell``, ``step_flags``) and the benchmark's command lines. Every step
+can be run by hand (``python scripts/extract.py --help``) or its function imported in a test.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from powerlens.pipeline.steps.check_extraction import check_extraction
+from powerlens.pipeline.steps.dynamics import dynamics
+from powerlens.pipeline.steps.extract import extract
+from powerlens.pipeline.steps.fetch_model import fetch_model
+from powerlens.pipeline.steps.provenance import MODELLING_CHOICES, provenance_manifest
+from powerlens.pipeline.steps.quantization import quantization
+from powerlens.pipeline.steps.spectra import spectra
+from powerlens.pipeline.steps.steering import steering
+from powerlens.pipeline.steps.steering_targets import check_steering_targets
+from powerlens.pipeline.steps.theory import theory
+from powerlens.pipeline.steps.write_lock import write_lock
+
+#: The pipeline's steps, in the order a run meets them (module names here; commands with "-").
+STEPS = ("fetch_model", "steering_targets", "write_lock", "extract", "check_extraction", "spectra", "dynamics",
+         "steering", "quantization", "theory", "table_models", "plot_spectra", "plot_dynamics", "plot_steering",
+         "plot_theory", "table_quantization", "claims", "provenance")
+
+__all__ = ["STEPS", "step_module", "MODELLING_CHOICES", "check_extraction", "check_steering_targets", "dynamics",
+           "extract", "fetch_model", "provenance_manifest", "quantization", "spectra", "steering", "theory",
+           "write_lock"]
+
+
+def step_module(name: str) -> ModuleType:
+    """The module of one step (its OPTIONS, STEP and show)."""
+    if name not in STEPS:
+        raise KeyError(name)
+    return importlib.import_module(f"powerlens.pipeline.steps.{name}")

@@ -1,0 +1,116 @@
+"""Token dynamics of one model over the prompt corpus, in mode `model` (real forward pass) or
+`attention-only` (the paper's law): per-token alignments with each layer's leading eigenvector, gamma_t,
+rho_t and the tilt against the Monte Carlo null of random subspaces (Holm), the non-leading-eigenvector null,
+secondary token- and prompt-level tests, and (attention-only) the L2-law diagnostics and a bias-free control."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+
+from powerlens.core.errors import PowerlensError
+from powerlens.core.io import (read_generated_json, read_generated_npz, write_csv,
+                               write_json, write_npz)
+from powerlens.core.runtime import resolve_device, set_threads
+from powerlens.outputs import provenance
+from powerlens.pipeline.options import Option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+OPTIONS = (
+    Option('manifest', 'input:manifest', dest='manifest_path'),
+    Option('tensors', 'input:tensors', dest='weights_st'),
+    Option('meta', 'input:meta', dest='weights_json'),
+    Option('spectra', 'input:spectra', dest='spectra_npz'),
+    Option('prompts', 'input:prompts', dest='prompts_path'),
+    Option('out-npz', 'output:npz'),
+    Option('out-csv', 'output:csv'),
+    Option('out-json', 'output:json'),
+    Option('mode', 'wildcard:mode', choices=('model', 'attention-only')),
+    Option('norm', 'config:dynamics.norm', choices=('l2', 'layernorm')),
+    Option('steps', 'config:dynamics.steps', kind='int', help='attention-only steps for shared-weight models'),
+    Option('long-run-prompts', 'config:dynamics.long_run_prompts', kind='int', help="prompts that go on past the model's depth in long shared-weight runs (seeded sample)"),
+    Option('batch-size', 'config:dynamics.batch_size', kind='int'),
+    Option('batch-tokens', 'config:dynamics.batch_tokens', kind='int', help='tokens per batch once padded, at most'),
+    Option('max-tokens', 'config:dynamics.max_tokens', kind='int'),
+    Option('seed', 'config:seed', kind='int'),
+    Option('device', 'config:device'),
+    Option('dtype', 'config:dynamics.dtype', choices=('float32', 'float64')),
+    Option('threads', 'threads', kind='int'),
+    Option('null-draws', 'config:dynamics.null_draws', kind='int', help='R random subspaces of the Monte Carlo null'),
+    Option('control', 'config:dynamics.bias_free_control', kind='yesno', help='attention-only: also run the bias-free control (attention biases removed)'),
+)
+
+
+def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_npz, out_csv, out_json,
+             mode: str, norm: str, steps: int, batch_size: int, max_tokens: int, seed: int, device: str,
+             dtype: str, threads: int, null_draws: int, control: bool, long_run_prompts: int, batch_tokens: int
+             ) -> "pd.DataFrame":
+    """Token dynamics of one model in one mode (:func:`powerlens.analysis.dynamics.analyse`): per-token
+    alignments (.npz), per-layer statistics (.csv), what was run (.json)."""
+    import torch
+
+    from powerlens.analysis.dynamics import DynamicsOptions, analyse
+    from powerlens.core.corpus import read_prompts
+    from powerlens.models.adapters import get_adapter
+    from powerlens.models.sources import load_model, load_tokenizer
+    from powerlens.models.weights import ModelWeights
+
+    if mode not in ("model", "attention-only"):
+        raise PowerlensError(f"unknown dynamics mode {mode!r}", "use `model` or `attention-only`")
+    threads = set_threads(threads)
+    device = resolve_device(device)
+    torch.manual_seed(seed)
+    prompts = read_prompts(prompts_path)
+    man = read_generated_json(manifest_path, "fetch_model")
+    meta = read_generated_json(weights_json, "extract_weights")  # n_layers, shared_weights: model mode needs no extracted tensor
+    tok = load_tokenizer(man)
+    opts = DynamicsOptions(mode=mode, norm=norm, steps=steps, long_run_prompts=long_run_prompts,
+                           batch_size=batch_size, batch_tokens=batch_tokens, max_tokens=max_tokens, dtype=dtype,
+                           null_draws=null_draws, bias_free_control=control, seed=seed, device=device)
+    run = analyse(lambda: load_model(man, dtype=torch.float32).to(device), get_adapter(man["arch"]), tok, prompts,
+                  read_generated_npz(spectra_npz, "spectra"), lambda: ModelWeights.load(weights_st, weights_json),
+                  depth=int(meta["n_layers"]), d_model=int(meta["d_model"]), options=opts)
+    df, arr, bs, ids, special = run.table, run.arrays, run.batches, run.ids, run.special
+    max_len, n_steps, subset, truncated = run.max_len, run.n_steps, run.long_run_subset, run.truncated
+    df.insert(0, "mode", mode)
+    df.insert(0, "model", man["model"])
+    df["weights"] = man["weights_label"]
+    write_npz(out_npz, arr)
+    write_csv(out_csv, df)
+    n_stat = int(sum(int(b.stat_mask.sum()) for b in bs))
+    write_json(out_json, {
+        "model": man["model"], "mode": mode, "weights_label": man["weights_label"],
+        "random_weights": man["random_weights"], "n_prompts": len(prompts), "n_tokens": n_stat,
+        "n_positions": int(sum(len(x) for x in ids)), "n_special_excluded": int(sum(sum(s) for s in special)),
+        "truncated_prompts": truncated, "max_tokens": max_len, "batch_size": batch_size, "steps": n_steps,
+        "batch_tokens": batch_tokens, "n_batches": len(bs),
+        "padding_share": round(1 - sum(int(b.mask.sum()) for b in bs) / sum(b.mask.numel() for b in bs), 4),
+        "past_depth": ("none: the run stops at the model's depth" if subset is None else
+                       {"prompts": len(subset), "prompt_indices": subset, "asked": int(long_run_prompts),
+                        "choice": "seeded sample of the corpus (numpy default_rng([seed, 11])); the model's own "
+                                  "depths use every prompt (our choice)"}),
+        "norm": norm if mode == "attention-only" else "model's own LayerNorm",
+        "dtype": dtype if mode == "attention-only" else "float32 forward, float64 metrics",
+        "x0": "embedding output (ALBERT: after embedding_hidden_mapping_in)",
+        "special_tokens": ("kept in the forward pass, excluded from the statistics: BOS/CLS/SEP are not prompt "
+                           "text (paper.md section 4)"),
+        "tokenizer": type(tok).__name__, "device": device, "seed": seed,
+        "null": {"draws": int(null_draws), "kind": "random subspaces of each lead's dimension (Haar), drawn once "
+                 "per model and shared by all layers; Monte Carlo p = (1 + #{null >= lead}) / (1 + R), one-sided, "
+                 "Holm across the model's depth", "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
+        "statistics_dtype": "float64",
+        "bias_free_control": bool(control and mode != "model"),
+        "provenance": provenance.record(threads=threads, seed=seed, device=device),
+    })
+    return df
+
+
+def show(result, kw: dict) -> None:
+    cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p_holm", "rho", "rho_null_q95",
+            "rho_p_holm", "tilt", "tilt_p_holm"]
+    print(result[cols].head(60).to_string(index=False))
+
+
+STEP = dynamics

@@ -1,0 +1,36 @@
+"""Draw fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation and write table_alignment."""
+
+from __future__ import annotations
+
+from powerlens.pipeline.options import Option
+
+OPTIONS = (
+    Option("csv", "input:csv", many=True, help="per-model, per-mode dynamics CSVs"),
+    Option("npz", "input:npz", many=True, help="matching dynamics arrays"),
+    Option("meta", "input:meta", many=True, help="weights.json of every model"),
+    Option("labels", "param:labels", kind="json", help="JSON {model: display label}"),
+    Option("fig-gamma", "param:gamma", help="path of fig_gamma without suffix"),
+    Option("fig-rho", "param:rho", help="path of fig_rho without suffix"),
+    Option("fig-albert-consensus", "param:consensus", help="path of fig_albert_consensus without suffix"),
+    Option("fig-albert-rotation", "param:rotation", help="path of fig_albert_rotation without suffix"),
+    Option("table-alignment", "param:table", help="path of table_alignment without suffix"),
+    Option("alpha", "config:dynamics.alpha", kind="float", help="significance level after Holm correction"),
+    Option("dpi", "config:plot.dpi", kind="int", help="resolution of the PNG figures"),
+)
+
+
+def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: dict, fig_gamma: str, fig_rho: str,
+                  fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha: float, dpi: int):
+    from powerlens.outputs.figures import dynamics_figures
+
+    return dynamics_figures(csv, npz, meta, labels, alpha=alpha, dpi=dpi,
+                            stems={"fig_gamma": fig_gamma, "fig_rho": fig_rho,
+                                   "fig_albert_consensus": fig_albert_consensus,
+                                   "fig_albert_rotation": fig_albert_rotation, "table_alignment": table_alignment})
+
+
+def show(result, kw: dict) -> None:
+    print(result.to_string(index=False))
+
+
+STEP = plot_dynamics

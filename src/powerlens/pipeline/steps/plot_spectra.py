@@ -1,0 +1,51 @@
+"""Draw fig_spectra and fig_gap and write table_spectra from the per-model spectra outputs."""
+
+from __future__ import annotations
+
+from powerlens.pipeline.options import Option
+
+OPTIONS = (
+    Option("npz", "input:npz", many=True),
+    Option("csv", "input:csv", many=True),
+    Option("labels", "param:labels", kind="json", help="JSON {model: display label}"),
+    Option("fig-spectra", "param:fig_spectra", help="output stem (no suffix)"),
+    Option("fig-gap", "param:fig_gap", help="output stem (no suffix)"),
+    Option("table", "param:table", help="table_spectra stem (no suffix); empty = skip"),
+    Option("dpi", "config:plot.dpi", kind="int"),
+)
+
+
+def plot_spectra(*, npz: list[str], csv: list[str], labels: dict, fig_spectra: str, fig_gap: str, table: str,
+                 dpi: int):
+    import numpy as np
+    import pandas as pd
+
+    from powerlens.outputs.figures import fig_gap as draw_gap, fig_spectra as draw_spectra
+    from powerlens.outputs.plotting import draw_split
+    from powerlens.outputs.tables import SPECTRA_MISSING, spectra_table, write_table
+
+    dfs = [pd.read_csv(p) for p in csv]
+    models = []
+    for p, df in zip(npz, dfs):
+        with np.load(p, allow_pickle=False) as z:
+            ev = z["eigvals"]
+        m = df["model"].iloc[0]
+        models.append({"label": labels.get(m, m), "weights": df["weights"].iloc[0], "eigvals": ev,
+                       "shared": ev.shape[0] < len(df)})
+    weights = {d["model"].iloc[0]: d["weights"].iloc[0] for d in dfs}
+    draw_split(lambda d, s: draw_spectra(d, s, dpi), models, weights, fig_spectra, dpi, "fig_spectra")
+    allrows = pd.concat(dfs, ignore_index=True)
+    draw_split(lambda d, s: draw_gap(d, labels, weights, s, dpi), allrows, weights, fig_gap, dpi, "fig_gap")
+    if not table:
+        return None
+    t = spectra_table(dfs, labels)
+    write_table(t, table, caption="Spectra of F_t = O_t V_t per model (over unique layers).", missing=SPECTRA_MISSING)
+    return t
+
+
+def show(result, kw: dict) -> None:
+    if result is not None:
+        print(result.to_string(index=False))
+
+
+STEP = plot_spectra

@@ -1,0 +1,45 @@
+"""Draw fig_steering and write table_steering from every model's steering results."""
+
+from __future__ import annotations
+
+from powerlens.pipeline.options import Option
+
+OPTIONS = (
+    Option("csv", "input:csv", many=True),
+    Option("labels", "param:labels", kind="json"),
+    Option("fig", "param:fig"),
+    Option("table", "param:table"),
+    Option("continuations", "input:continuations", many=True),
+    Option("continuations-table", "param:continuations"),
+    Option("dpi", "config:plot.dpi", kind="int"),
+)
+
+
+def plot_steering(*, csv: list[str], labels: dict, fig: str, table: str, continuations: list[str],
+                  continuations_table: str, dpi: int):
+    import pandas as pd
+
+    from powerlens.outputs.figures import fig_steering
+    from powerlens.outputs.plotting import draw_split
+    from powerlens.outputs.tables import STEERING_MISSING, continuations_table as cont_table, steering_table, write_table
+
+    df = pd.concat([pd.read_csv(p) for p in csv], ignore_index=True)
+    weights = dict(zip(df["model"], df["weights"]))
+    draw_split(lambda d, s: fig_steering(d, labels, weights, s, dpi), df, weights, fig, dpi, "fig_steering")
+    t = steering_table(df, labels)
+    write_table(t, table, caption="Rank-1 steering of the last layer vs activation addition (same mean change "
+                "in norm): alignment with the target u and target-token probability.", missing=STEERING_MISSING)
+    if continuations_table:
+        c = cont_table([pd.read_csv(p, keep_default_na=False) for p in continuations], labels)
+        write_table(c, continuations_table, caption="Greedy continuations of fixed prompts with the last layer "
+                    "steered towards a token's unembedding direction (rank-1 edit of O, and activation addition "
+                    "at the same site with the same mean norm of change), per kappa: does the model start saying "
+                    "the target?")
+    return t
+
+
+def show(result, kw: dict) -> None:
+    print(result.to_string(index=False))
+
+
+STEP = plot_steering

@@ -1,0 +1,122 @@
+"""Rank-1 steering of one model's last layer (O' = O + alpha u z^T) against activation addition, over a
+kappa sweep and several targets, in the real forward pass and the attention-only law."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+
+from powerlens.core.io import (read_generated_json, read_generated_npz, write_csv,
+                               write_json)
+from powerlens.core.runtime import resolve_device, set_threads
+from powerlens.outputs import provenance
+from powerlens.pipeline.options import Option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+OPTIONS = (
+    Option('manifest', 'input:manifest', dest='manifest_path'),
+    Option('tensors', 'input:tensors', dest='weights_st'),
+    Option('meta', 'input:meta', dest='weights_json'),
+    Option('spectra', 'input:spectra', dest='spectra_npz'),
+    Option('prompts', 'input:prompts', dest='prompts_path'),
+    Option('out-csv', 'output:csv'),
+    Option('out-json', 'output:json'),
+    Option('targets', 'param:targets', kind='json', help='JSON list of {kind, token?, seed?}'),
+    Option('kappas', 'config:steering.kappas', kind='json', help='JSON list of kappa values'),
+    Option('max-prompts', 'config:steering.max_prompts', kind='int'),
+    Option('batch-size', 'config:steering.batch_size', kind='int', help='prompts per batch of the steering passes'),
+    Option('max-tokens', 'config:steering.max_tokens', kind='int'),
+    Option('shared-edit', 'config:steering.shared_edit', choices=('every_depth', 'last_depth'), help='shared-weight models: edit and baseline at every depth or at the last depth only'),
+    Option('seed', 'config:seed', kind='int'),
+    Option('device', 'config:device'),
+    Option('threads', 'threads', kind='int'),
+    Option('out-continuations', 'output:continuations', help='CSV of greedy continuations (causal LMs)'),
+    Option('continuation-prompts', 'config:steering.continuations.prompts', kind='json', help='JSON list of prompts to continue'),
+    Option('continuation-tokens', 'config:steering.continuations.new_tokens', kind='int'),
+)
+
+
+def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_csv, out_json,
+             targets: list[dict], kappas: list[float], max_prompts: int, batch_size: int, max_tokens: int,
+             shared_edit: str, seed: int, device: str, threads: int, out_continuations: str | Path | None,
+             continuation_prompts: list[str], continuation_tokens: int) -> "pd.DataFrame":
+    """Rank-1 steering of the last layer vs activation addition, in both dynamics modes (claim C9); for
+    causal LMs and token targets, greedy continuations of fixed prompts at each kappa (both methods)."""
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from powerlens.analysis import steering as st
+    from powerlens.models.adapters import get_adapter
+    from powerlens.core.corpus import prompt_batches, read_prompts
+    from powerlens.models.sources import load_model, load_tokenizer
+    from powerlens.models.weights import ModelWeights
+
+    threads = set_threads(threads)
+    device = resolve_device(device)
+    man = read_generated_json(manifest_path, "fetch_model")
+    w = ModelWeights.load(weights_st, weights_json, lazy=True)  # one layer's tensors at a time
+    adapter = get_adapter(man["arch"])
+    import transformers
+
+    cfg = transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True, trust_remote_code=False)
+    head = st.has_lm_head(cfg)
+    model = load_model(man, dtype=torch.float32, head=head).to(device)
+    tok = load_tokenizer(man)
+    prompts = read_prompts(prompts_path)[:max_prompts]
+    bs, _, _, truncated = prompt_batches(prompts, tok, min(max_tokens, adapter.max_positions(model.config)),
+                                         batch_size)
+    lam1 = float(np.abs(read_generated_npz(spectra_npz, "spectra")["eigvals"][w.layer_map[-1]][0]))
+    res = st.run_steering(model, tok, man["arch"], w, bs, lam1, targets, kappas, seed=seed, head=head,
+                          shared_edit=shared_edit,
+                          model_name=man["model"], weights_label=man["weights_label"],
+                          continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens)
+    before, after, generates = res["checksum_before"], res["checksum_after"], res["generates"]
+    df = pd.DataFrame(res["rows"])
+    caps = df["post_norm_cap"].dropna() if "post_norm_cap" in df else []
+    post_cap = float(caps.iloc[0]) if len(caps) else None
+    write_csv(out_csv, df)
+    if out_continuations is not None:
+        write_csv(out_continuations, pd.DataFrame(res["continuations"], columns=st.CONTINUATION_COLUMNS))
+    write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
+                          "checksum_before": before, "checksum_after": after, "n_prompts": len(prompts),
+                          "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
+                          "shared_weights": w.shared, "shared_edit": shared_edit,
+                          "intervention_sites": st.intervention_sites(w, shared_edit),
+                          "baseline": ("activation addition of beta u at the output projection's output, beta = "
+                                       "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
+                                       "methods are compared on curves over the norm of the change"
+                                       if not post_cap else
+                                       "activation addition of beta u after the post-attention norm (where the "
+                                       "residual stream receives the attention output), beta = the edit's mean "
+                                       "norm of change there, ||P(o') - P(o)||, at each kappa"),
+                          "post_attention_norm": ({"cap": post_cap, "meaning": "the largest norm the post-attention "
+                                                   "norm's output can have (sqrt(d) max |p_i|, eps aside): every "
+                                                   "change at W_O reaches the residual stream through it, capped, "
+                                                   "and along p * u rather than u"} if post_cap else
+                                                  "none: W_O's output is added to the residual stream directly"),
+                          "stated_bound": ("given where z solves V^T z = u exactly (||V^T z - u|| <= "
+                                           f"{st.EXACT_LSTSQ:g}); otherwise none, with the reason in bound_note"),
+                          "delta_principal": st.DELTA,
+                          "computation": ("every pass runs the whole model (shared weights: the edit acts at "
+                                          "every depth)" if st.edits_every_depth(w, shared_edit)
+                                          else "the states entering the last depth are computed once; each "
+                                          "setting re-runs only the last depth, the final norm and the head "
+                                          "(exact: nothing before the last depth changes)"),
+                          "continuations": ({"prompts": continuation_prompts, "new_tokens": continuation_tokens,
+                                             "decoding": "greedy (no sampling), one prompt at a time, both methods "
+                                                         "at every decoding step"} if generates else
+                                            "none: the model is not a causal LM with a head"),
+                          "provenance": provenance.record(threads=threads, seed=seed, device=device)})
+    return df
+
+
+def show(result, kw: dict) -> None:
+    print(result[["target", "kappa", "method", "u_principal", "cos_after_layer_model", "p_target"]]
+          .to_string(index=False))
+
+
+STEP = steering

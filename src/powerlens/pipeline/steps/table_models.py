@@ -1,0 +1,30 @@
+"""Write table_models.{csv,md,tex} from the extracted models' metadata."""
+
+from __future__ import annotations
+
+from powerlens.pipeline.options import Option
+
+OPTIONS = (
+    Option("stem", "param:stem", help="output path without suffix"),
+    Option("labels", "param:labels", kind="json", help="JSON {model key: display name} (the config's labels)"),
+    Option("manifests", "input:manifests", many=True, help="manifest.json files (where each model came from)"),
+    Option("metas", "input:metas", many=True, help="weights.json files"),
+)
+
+
+def table_models(*, stem: str, labels: dict, manifests: list[str], metas: list[str]):
+    from powerlens.core.io import read_json
+    from powerlens.outputs.tables import models_table, write_table
+
+    mans = {m["model"]: m for m in map(read_json, manifests)}
+    df = models_table([read_json(p) for p in metas], labels, mans)
+    write_table(df, stem, caption="Models: checkpoints and architecture twins used in this run, trained first (name, config "
+                "key, where the weights come from, revision, size, and the weights label every output carries).")
+    return df
+
+
+def show(result, kw: dict) -> None:
+    print(result.to_string(index=False))
+
+
+STEP = table_models

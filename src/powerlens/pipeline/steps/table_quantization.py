@@ -1,0 +1,30 @@
+"""table_quantization: per model, type and layer, how far quantized weights move lambda_1, v_1, gamma, rho."""
+
+from __future__ import annotations
+
+from powerlens.pipeline.options import Option
+
+OPTIONS = (
+    Option("csv", "input:csv", many="*"),
+    Option("labels", "param:labels", kind="json"),
+    Option("table", "param:table"),
+)
+
+
+def table_quantization(*, csv: list[str], labels: dict, table: str):
+    import pandas as pd
+
+    from powerlens.outputs.tables import quantization_table, write_table
+
+    t = quantization_table([pd.read_csv(p) for p in csv], labels)
+    write_table(t, table, caption="Quantization sensitivity: a full-precision model's weight matrices "
+                "quantized with the gguf package's quantizers (token embedding Q8_0), spectra and model-mode "
+                "dynamics recomputed and compared per layer with full precision.")
+    return t
+
+
+def show(result, kw: dict) -> None:
+    print(result.to_string(index=False))
+
+
+STEP = table_quantization
