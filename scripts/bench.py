@@ -17,9 +17,14 @@ straightforward way:
     python scripts/bench.py                       # albert-xxlarge-v2, gpt2-xl, gpt-neo-2.7B, full corpus
     python scripts/bench.py --twins gpt2 --prompts 40 --threads 2
     python scripts/bench.py --twins albert-xxlarge-v2 --steps steering --shared-edit last_depth
-Each step runs in its own process (os.wait4 gives its CPU time and peak RSS). Our steps' figures are also
-written as Snakemake-style benchmark files under --bench-dir (with a config.yaml describing the run), which
-scripts/fit_resources.py turns into the rules' mem_mb and runtime.
+Each step runs in its own process (os.wait4 gives its CPU time and peak RSS), with the command line made
+from the step's declared options (powerlens.pipeline.steps.<step>.OPTIONS, as the rule's), so the benchmark
+runs what the pipeline runs. Beside each heavy step it prints its arithmetic lower bound: the floating-point
+operations it cannot avoid (powerlens.pipeline.resources.arithmetic) at the matrix-product peak measured at
+the start of the same run, and the ratio of the wall time to it. Our steps' figures are also written where
+each rule's benchmark: file would be, under --bench-dir (with a config.yaml describing the run), which
+scripts/fit_resources.py turns into the rules' mem_mb and runtime. Only the naive baselines are the
+benchmark's own code.
 """
 
 import argparse
@@ -33,7 +38,6 @@ from pathlib import Path
 from powerlens.pipeline.config import schema_defaults
 
 REPO = Path(__file__).resolve().parents[1]
-ARCH = {"albert": "albert", "bert": "bert", "gpt2": "gpt2", "gpt-neo": "gpt_neo"}
 
 
 def arch_of(twin):
@@ -223,10 +227,10 @@ def _swap(cmd: list, flag: str, value) -> list:
 def naive_dynamics(cmd: list, n_prompts: int) -> list:
     """The dynamics step's own command as the per-prompt baseline: one prompt per batch, every prompt
     through every step of a long shared-weight run (no seeded subset), outputs beside ours as naive-*."""
-    cmd = _swap(_swap(cmd, "--batch-size", 1), "--long-run-prompts", max(n_prompts, 1))
+    cmd = _swap(_swap(cmd, "--batch-size", "1"), "--long-run-prompts", str(max(n_prompts, 1)))
     for flag in ("--out-npz", "--out-csv", "--out-json"):
         f = Path(cmd[cmd.index(flag) + 1])
-        cmd = _swap(cmd, flag, f.with_name("naive-" + f.name))
+        cmd = _swap(cmd, flag, str(f.with_name("naive-" + f.name)))
     return cmd
 
 
@@ -251,10 +255,68 @@ def stats_difference(cmd: list) -> tuple[float, str]:
     return float(d.max()), (num[j] if d.max() > 0 else "")
 
 
-BENCH_FILES = {"fetch (build twin)": "fetch_model/{}.tsv", "extract": "extract_weights/{}.tsv",
-               "check": "check_extraction/{}.tsv", "spectra": "spectra/{}.tsv",
-               "dynamics model": "dynamics/{}-model.tsv", "dynamics attention-only": "dynamics/{}-attention-only.tsv",
-               "steering": "steering/{}.tsv"}
+#: The benchmark's steps: (name printed, step module, its resources rule name, wildcards, naive baseline)
+STEPS = [("fetch (build twin)", "fetch_model", "fetch_model", {}, None),
+         ("extract", "extract", "extract_weights", {}, None),
+         ("check", "check_extraction", "check_extraction", {}, "check"),
+         ("spectra", "spectra", "spectra", {}, "spectra"),
+         ("dynamics model", "dynamics", "dynamics_model", {"mode": "model"}, "model"),
+         ("dynamics attention-only", "dynamics", "dynamics_attention-only", {"mode": "attention-only"}, "attention"),
+         ("steering", "steering", "steering", {}, "steering")]
+
+
+def rule_benchmarks() -> dict[str, str]:
+    """Step module -> the benchmark path pattern of the rule that runs it, read from the workflow's rules (the
+    rule whose shell line is ``step_shell("<step>")``), so the files land where Snakemake would put them."""
+    import re
+
+    out = {}
+    for f in sorted((REPO / "workflow/rules").glob("*.smk")):
+        for block in re.split(r"(?m)^(?=rule \w+:)", f.read_text()):
+            step = re.search(r'step_shell\("(\w+)"\)', block)
+            bench = re.search(r'benchmark:\s*f"benchmarks/\{RUN\}/([^"]+)"', block)
+            if step and bench:
+                out[step.group(1)] = bench.group(1).replace("{{", "{").replace("}}", "}")
+    return out
+
+
+def step_command(step: str, values: dict, cfg: dict) -> list[str]:
+    """A step's command line from its declared options (the rule's shell line is made from the same)."""
+    from powerlens.pipeline.options import command
+    from powerlens.pipeline.steps import step_module
+
+    return command(str(REPO / "scripts" / f"{step}.py"), step_module(step).OPTIONS, values, cfg, sys.executable)
+
+
+def matmul_peak(threads: int) -> dict[str, float]:
+    """The matrix-product peak of this machine at ``threads`` threads, in flop/s per dtype: the best of a few
+    square products large enough to be compute-bound (measured in the benchmark's own run)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    out = {}
+    for name, dt, n in (("float32", torch.float32, 2048), ("float64", torch.float64, 1536)):
+        a, b = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt)
+        a @ b
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - t0)
+        out[name] = 2.0 * n ** 3 / best
+    return out
+
+
+def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict) -> float:
+    """The step's arithmetic (:func:`powerlens.pipeline.resources.arithmetic`) at the measured peak, in seconds."""
+    from powerlens.models.archs import twin_config
+    from powerlens.pipeline.resources import arithmetic, size_of
+
+    st = cfg["steering"]
+    flops = arithmetic(rule, size_of(twin_config(twin)), tokens=tokens["steering" if rule == "steering" else "all"],
+                       steps=cfg["dynamics"]["steps"], kappas=st["kappas"], targets=len(st["targets"]),
+                       shared_edit=st["shared_edit"], null_draws=cfg["dynamics"]["null_draws"])
+    return sum(v / peak[k] for k, v in flops.items()) if flops else float("nan")
 
 
 def write_bench_config(bench_dir: Path, twins, corpus: Path, shared_edit: str) -> None:
@@ -271,11 +333,44 @@ def write_bench_config(bench_dir: Path, twins, corpus: Path, shared_edit: str) -
                                    "steering": {"shared_edit": shared_edit}, "models": models}))
 
 
-def write_bench_file(bench_dir: Path, twin: str, step: str, r: dict) -> None:
-    """One step's figures in Snakemake's benchmark format (s, max_rss in MB, cpu_time)."""
-    f = bench_dir / BENCH_FILES[step].format(twin)
+def write_bench_file(bench_dir: Path, pattern: str, twin: str, wildcards: dict, r: dict) -> None:
+    """One step's figures where the rule's ``benchmark:`` file would be, in its columns (s, max_rss in MB,
+    cpu_time), for scripts/fit_resources.py."""
+    f = bench_dir / pattern.format(model=twin, **wildcards)
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(f"s\tmax_rss\tcpu_time\n{r['wall_s']:.2f}\t{r['peak_rss_gb'] * 1000:.2f}\t{r['cpu_s']:.2f}\n")
+
+
+def corpus_token_counts(twin: str, prompts: list[str], cfg: dict, words: int) -> dict[str, int]:
+    """Counted tokens of the corpus for this twin's tokenizer, truncated as the steps truncate them: all
+    prompts at dynamics.max_tokens, and steering's first max_prompts at steering.max_tokens."""
+    from powerlens.models.sources.twin import twin_tokenizer
+
+    tok, label = twin_tokenizer(twin)
+    lens = [len(x) for x in tok(prompts, add_special_tokens=True)["input_ids"]]
+    print(f"  {twin}: {sum(lens)} tokens, {sum(lens) / words:.2f} tokens per word ({label})", flush=True)
+    st = cfg["steering"]
+    return {"all": sum(min(n, cfg["dynamics"]["max_tokens"]) for n in lens),
+            "steering": sum(min(n, st["max_tokens"]) for n in lens[: st["max_prompts"]])}
+
+
+def naive_row(naive_step: str, name: str, cmd: list[str], twin: str, w: Path, corpus: Path, a, shared_edit: str,
+              n_prompts: int) -> dict:
+    """The naive baseline of one step, run in a child process: its figures as naive_* columns."""
+    row = {}
+    need = naive_check_memory_gb(twin) if naive_step == "check" else 0.0
+    if need > 0.9 * machine_memory_gb():  # it would be killed for memory, or swap the machine
+        n = {"failed": f"not run: a float64 copy of the model needs about {need:.1f} GB, this "
+                       f"machine has {machine_memory_gb():.1f} GB"}
+    elif name.startswith("dynamics"):
+        n = run(naive_dynamics(cmd, n_prompts), must_pass=False)
+        if "failed" not in n:
+            row["stats_diff"], row["stats_diff_column"] = stats_difference(cmd)
+    else:
+        n = run([sys.executable, __file__, "--threads", str(a.threads), "--shared-edit", shared_edit,
+                 "--naive-step", naive_step, str(w), str(corpus)], must_pass=False)
+    row.update({f"naive_{k}": v for k, v in n.items()})
+    return row
 
 
 def main():
@@ -300,8 +395,6 @@ def main():
     if a.naive_step:
         step, work, prompts = a.naive_step
         return naive(step, Path(work), prompts, a.threads, shared_edit)
-    py = sys.executable
-    s = REPO / "scripts"
     rows = []
     corpus = REPO / "config/prompts.txt"
     if a.prompts:
@@ -310,55 +403,49 @@ def main():
         corpus.parent.mkdir(parents=True, exist_ok=True)
         corpus.write_text("\n".join(lines) + "\n")
     from powerlens.core.corpus import read_prompts
-    from powerlens.models.sources.twin import twin_tokenizer
+    from powerlens.core.io import params_json
 
     ps = read_prompts(corpus)
     words = sum(len(p.split()) for p in ps)
     print(f"corpus: {len(ps)} prompts, {words} words", flush=True)
-    for twin in a.twins:
-        tok, label = twin_tokenizer(twin)
-        n = sum(len(x) for x in tok(ps, add_special_tokens=True)["input_ids"])
-        print(f"  {twin}: {n} tokens, {n / words:.2f} tokens per word ({label})", flush=True)
+    cfg = {**cfg, "steering": {**cfg["steering"], "shared_edit": shared_edit}}
+    tokens = {twin: corpus_token_counts(twin, ps, cfg, words) for twin in a.twins}
+    peak = matmul_peak(a.threads)
+    print(f"matrix-product peak at {a.threads} threads: float32 {peak['float32'] / 1e9:.1f} GFLOP/s, float64 "
+          f"{peak['float64'] / 1e9:.1f} GFLOP/s (the lower bounds below are the steps' arithmetic at these rates)",
+          flush=True)
     t_all = time.time()
     bench_dir = Path(a.bench_dir)
     write_bench_config(bench_dir, a.twins, corpus, shared_edit)
+    patterns = rule_benchmarks()
     for twin in a.twins:
         w = Path(a.work) / twin
         w.mkdir(parents=True, exist_ok=True)
-        entry = json.dumps({"arch": arch_of(twin), "source": "random", "twin_of": twin, "seed": 0})
-        th = ["--threads", str(a.threads)]
-        dyn, stc, chk = cfg["dynamics"], cfg["steering"], cfg["extraction_check"]
-        common = ["--seed", cfg["seed"], "--device", cfg["device"]]
-        m = ["--manifest", w / "manifest.json"]
-        wt = ["--tensors", w / "weights.safetensors", "--meta", w / "weights.json"]
-        steps = [
-            ("fetch (build twin)", [py, s / "fetch_model.py", "--name", twin, "--entry", entry, "--out", w / "manifest.json", "--lock", ""], None),
-            ("extract", [py, s / "extract.py", *m, "--out-tensors", w / "weights.safetensors", "--out-meta", w / "weights.json", *th], None),
-            ("check", [py, s / "check_extraction.py", *m, *wt, "--out", w / "check.json", "--tol32", chk["tol_float32"], "--tol64", chk["tol_float64"], *th], "check"),
-            ("spectra", [py, s / "spectra.py", *wt, "--out-npz", w / "spectra.npz", "--out-csv", w / "spectra.csv", "--top-k", cfg["spectra"]["top_k"], "--seed", cfg["seed"], *th], "spectra"),
-        ]
-        for mode in a.modes:
-            steps.append((f"dynamics {mode}", [py, s / "dynamics.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-npz", w / f"d-{mode}.npz", "--out-csv", w / f"d-{mode}.csv", "--out-json", w / f"d-{mode}.json", "--mode", mode, "--steps", dyn["steps"], "--long-run-prompts", dyn["long_run_prompts"], "--batch-size", dyn["batch_size"], "--batch-tokens", dyn["batch_tokens"], "--max-tokens", dyn["max_tokens"], "--null-draws", dyn["null_draws"], "--norm", dyn["norm"], "--dtype", dyn["dtype"], "--control", "yes" if dyn["bias_free_control"] else "no", *common, *th], "model" if mode == "model" else "attention"))
-        steps.append(("steering", [py, s / "steering.py", *m, *wt, "--spectra", w / "spectra.npz", "--prompts", corpus, "--out-csv", w / "steering.csv", "--out-json", w / "steering.json", "--targets", json.dumps(stc["targets"]), "--kappas", json.dumps(stc["kappas"]), "--max-prompts", stc["max_prompts"], "--batch-size", stc["batch_size"], "--max-tokens", stc["max_tokens"], "--shared-edit", shared_edit, "--out-continuations", w / "steering_continuations.csv", "--continuation-prompts", json.dumps(stc["continuations"]["prompts"]), "--continuation-tokens", stc["continuations"]["new_tokens"], *common, *th], "steering"))
-        steps = [x for x in steps if x[0].split()[0] in a.steps or x[0] in a.steps]
-        for name, cmd, naive_step in steps:
-            r = run([str(c) for c in cmd])
-            row = {"twin": twin, "step": name, **r}
+        files = {"manifest": w / "manifest.json", "tensors": w / "weights.safetensors", "meta": w / "weights.json",
+                 "spectra": w / "spectra.npz", "prompts": corpus, "threads": a.threads}
+        values = {
+            "fetch_model": {"name": twin, "entry": params_json({"arch": arch_of(twin), "source": "random",
+                                                               "twin_of": twin, "seed": 0}), "out": files["manifest"]},
+            "extract": {**files, "out-tensors": files["tensors"], "out-meta": files["meta"]},
+            "check_extraction": {**files, "out": w / "check.json"},
+            "spectra": {**files, "out-npz": files["spectra"], "out-csv": w / "spectra.csv"},
+            "steering": {**files, "out-csv": w / "steering.csv", "out-json": w / "steering.json",
+                         "out-continuations": w / "steering_continuations.csv",
+                         "targets": params_json(cfg["steering"]["targets"])},
+        }
+        for name, step, rule, wildcards, naive_step in STEPS:
+            if not (name.split()[0] in a.steps or name in a.steps) or wildcards.get("mode", a.modes[0]) not in a.modes:
+                continue
+            v = values.get(step) or {**files, **wildcards, **{f"out-{x}": w / f"d-{wildcards['mode']}.{x}"
+                                                              for x in ("npz", "csv", "json")}}
+            cmd = step_command(step, v, cfg)
+            r = run(cmd)
+            bound = lower_bound_s(rule, twin, cfg, tokens[twin], peak)
+            row = {"twin": twin, "step": name, **r, "lower_bound_s": bound, "wall / bound": r["wall_s"] / bound}
             if naive_step and not a.no_naive:
-                need = naive_check_memory_gb(twin) if naive_step == "check" else 0.0
-                if need > 0.9 * machine_memory_gb():  # it would be killed for memory, or swap the machine
-                    n = {"failed": f"not run: a float64 copy of the model needs about {need:.1f} GB, this "
-                                   f"machine has {machine_memory_gb():.1f} GB"}
-                elif name.startswith("dynamics"):
-                    n = run([str(c) for c in naive_dynamics(cmd, len(ps))], must_pass=False)
-                    if "failed" not in n:
-                        row["stats_diff"], row["stats_diff_column"] = stats_difference(cmd)
-                else:
-                    n = run([py, __file__, "--threads", str(a.threads), "--shared-edit", shared_edit,
-                             "--naive-step", naive_step, str(w), str(corpus)], must_pass=False)
-                row.update({f"naive_{k}": v for k, v in n.items()})
+                row.update(naive_row(naive_step, name, cmd, twin, w, corpus, a, shared_edit, len(ps)))
             rows.append(row)
-            write_bench_file(bench_dir, twin, name, r)
+            write_bench_file(bench_dir, patterns[step], twin, wildcards, r)
             print(json.dumps(row), flush=True)
         for f in w.glob("twin/*.safetensors"):
             f.unlink()
@@ -377,13 +464,16 @@ def main():
 
 
 def targets(df, twins) -> None:
-    """The issue's targets on this machine, each with the measured figure."""
+    """The targets on this machine, each with the measured figure: each heavy step's wall time against its
+    arithmetic lower bound (the measure of speed; the earlier 20-minute line for the three largest twins is
+    retired), peak memory against the weights, and the naive baselines."""
     from powerlens.models.archs import count_params, twin_config
 
     weights_gb = max(count_params(twin_config(t)) for t in twins) * 4 / 1e9
-    ours = df["wall_s"].sum()
     peak = df["peak_rss_gb"].max()
-    print(f"target total <= 20 min:           {ours / 60:.1f} min -> {'met' if ours <= 1200 else 'MISSED'}")
+    for _, r in df.dropna(subset=["lower_bound_s"]).iterrows():
+        print(f"{r['twin']} {r['step']}: {r['wall_s']:.0f} s against an arithmetic lower bound of "
+              f"{r['lower_bound_s']:.3g} s = {r['wall / bound']:.3g} x the bound")
     print(f"target peak RSS <= 1.3 x {weights_gb:.2f} GB: {peak:.2f} GB = {peak / weights_gb:.2f} x -> "
           f"{'met' if peak <= 1.3 * weights_gb else 'MISSED'}")
     if "naive_failed" in df:

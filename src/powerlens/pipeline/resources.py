@@ -129,6 +129,45 @@ def time_term(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[fl
     return float(size.params)
 
 
+#: Floating-point operations of a general (nonsymmetric) eigen-decomposition of an n x n matrix, eigenvalues
+#: only (Hessenberg reduction and the Francis QR steps; Golub and Van Loan, "Matrix Computations", 7.5.6):
+#: the least any eigen-solve does, so a lower bound for the spectra step and steering's eigen-checks.
+EIG_FLOPS_N3 = 10.0
+
+
+def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[float], targets: int,
+               shared_edit: str, null_draws: int) -> dict[str, float]:
+    """The floating-point operations a step cannot avoid, by dtype (``{"float32": ..., "float64": ...}``): at
+    the measured matrix-product peak of each dtype, their time is the step's arithmetic lower bound (the
+    benchmark prints it beside the wall time). Counted: the matrix products of the forward passes (2 flops per
+    multiply-add of ``forward_params`` per token), the attention-only law's four attention matrices per step,
+    the Monte Carlo null's projections of every counted token on R random directions before and after each
+    layer, one eigenvalue solve per unique layer (:data:`EIG_FLOPS_N3`); not counted: attention scores,
+    norms, Python overhead, file reading and writing (so a ratio near 1 is out of reach)."""
+    d = float(size.d_model)
+    null = 2.0 * 2 * null_draws * d * tokens  # per depth: x(t) and x(t+1) against R directions of dimension d
+    if rule == "spectra":
+        return {"float64": EIG_FLOPS_N3 * size.eig_work}
+    if rule == "dynamics_model":
+        return {"float32": 2.0 * size.forward_params * tokens, "float64": null * size.n_layers}
+    if rule == "dynamics_attention-only":
+        n = steps if size.n_unique_layers < size.n_layers else size.n_layers
+        return {"float32": 2.0 * size.attention_params * n * tokens, "float64": null * size.n_layers}
+    if rule == "steering":
+        k_on = sum(1 for k in kappas if k != 0)
+        whole_stack = size.n_unique_layers < size.n_layers and shared_edit == "every_depth"
+        passes = targets * (1 + 2 * k_on)
+        layer = size.forward_params / size.n_layers
+        model = 2.0 * tokens * (passes * size.forward_params if whole_stack else
+                                size.forward_params + (passes - 1) * layer)
+        edited = size.n_layers if whole_stack else 1
+        runs = targets * k_on * 2 + (1 if k_on < len(kappas) else 0)
+        law = 2.0 * tokens * size.attention_params * (size.n_layers - edited + 1 + runs * (edited - 1))
+        eig = EIG_FLOPS_N3 * d ** 3 * (targets * k_on + (1 if k_on < len(kappas) else 0))
+        return {"float32": model, "float64": law + eig}
+    return {}
+
+
 def fit_line(x: list[float], y: list[float]) -> tuple[float, float]:
     """Non-negative least squares y ~ a + b x in relative error (each row divided by its y, so a 10 s job
     and a 1000 s job weigh the same); both coefficients >= 0; x scaled for conditioning."""
