@@ -305,7 +305,8 @@ class Lens:
         core = Tokenizer.from_str(backend.to_str())  # a copy: a saved tokenizer may pad or truncate every call
         core.no_padding()
         core.no_truncation()
-        head = has_lm_head([type(self.model).__name__]) or has_lm_head(getattr(self.model.config, "architectures", None))
+        head = has_lm_head([type(self.model).__name__]) or has_lm_head(getattr(self.model.config, "architectures",
+                                                                               None))
         check_targets("this Lens", [{"kind": kind, "token": token}], core, head)
 
     def __repr__(self) -> str:

@@ -259,7 +259,8 @@ def test_each_option_is_declared_once_and_matches_its_step_and_rule():
             where, _, key = o.source.partition(":")
             if where in ("input", "output", "param"):
                 section = {"param": "params"}.get(where, where)
-                assert re.search(rf"(?ms)^    {section}:.*?^        (\*\*\w+\(.*key=\"{key}\"|{key}=)", block), (s, o.flag)
+                assert re.search(rf"(?ms)^    {section}:.*?^        (\*\*\w+\(.*key=\"{key}\"|{key}=)", block), (s,
+                                                                                                                 o.flag)
         assert ("flags=step_flags" in block) == any(o.source.startswith("config:") for o in mod.OPTIONS), s
 
 

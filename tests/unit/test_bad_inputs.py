@@ -22,7 +22,8 @@ def cli(script, *args):
 
 def test_fetch_missing_local_path_exits_2_with_fix(tmp_path):
     r = cli("fetch_model.py", "--name", "mine", "--entry",
-            json.dumps({"arch": "bert", "source": "local", "path": str(tmp_path / "nope")}), "--out", tmp_path / "m.json", "--lock", "")
+            json.dumps({"arch": "bert", "source": "local",
+                        "path": str(tmp_path / "nope")}), "--out", tmp_path / "m.json", "--lock", "")
     assert r.returncode == 2
     assert "ERROR: model 'mine' (source: local): directory" in r.stderr and "fix:" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "m.json").exists()
@@ -230,7 +231,8 @@ def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path)
 
     fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
-    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv", top_k=8, threads=1,
+    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv",
+            top_k=8, threads=1,
             seed=0)
     st = tmp_path / "w.safetensors"
     st.write_bytes(st.read_bytes()[: st.stat().st_size // 2])

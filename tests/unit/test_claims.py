@@ -25,9 +25,9 @@ def shared_layer(F: np.ndarray, b_O: np.ndarray) -> ModelWeights:
     t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
     z = torch.zeros(d, d, dtype=torch.float64)
     zero = torch.zeros(d, dtype=torch.float64)
-    lw = LayerWeights(z, z, t(np.eye(d)), t(F), zero, zero, zero, t(b_O), torch.ones(d, dtype=torch.float64),
-                      zero, 1e-5, 1.0)
-    return ModelWeights("albert", "post", False, d, 2, [lw], [0] * 4)
+    lw = LayerWeights(W_Q=z, W_K=z, W_V=t(np.eye(d)), W_O=t(F), b_Q=zero, b_K=zero, b_V=zero, b_O=t(b_O),
+                      ln_w=torch.ones(d, dtype=torch.float64), ln_b=zero, ln_eps=1e-5, attn_scale=1.0)
+    return ModelWeights(arch="albert", norm="post", causal=False, d_model=d, n_heads=2, layers=[lw], layer_map=[0] * 4)
 
 
 def run_shared(F, b_O, X0, tokens_per_prompt, steps, seed=0):

@@ -73,9 +73,10 @@ def synthetic_weights(F: np.ndarray, n_heads: int = 2) -> ModelWeights:
     d = F.shape[0]
     t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
     z = torch.zeros(d, d, dtype=torch.float64)
-    lw = LayerWeights(z, z, t(np.eye(d)), t(F), *(torch.zeros(d, dtype=torch.float64) for _ in range(4)),
-                      torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64), 1e-5, 1.0)
-    return ModelWeights("bert", "post", False, d, n_heads, [lw], [0])
+    zd = torch.zeros(d, dtype=torch.float64)
+    lw = LayerWeights(W_Q=z, W_K=z, W_V=t(np.eye(d)), W_O=t(F), b_Q=zd, b_K=zd, b_V=zd, b_O=zd,
+                      ln_w=torch.ones(d, dtype=torch.float64), ln_b=zd, ln_eps=1e-5, attn_scale=1.0)
+    return ModelWeights(arch="bert", norm="post", causal=False, d_model=d, n_heads=n_heads, layers=[lw], layer_map=[0])
 
 
 def run(F, X0, tokens_per_prompt, steps, seed=0, R=2000):
@@ -131,13 +132,15 @@ def mc_significance_of_random_directions(x_in, x_out, K, R, seed, prompt_of_toke
     dirs = []
     for k in range(K):
         D = leads[k][:, None]
-        dirs.append(LayerDirections(D, D, None, None, -1, D, D, np.stack([leads[k], leads[(k + 1) % K]], 1),
-                                    complex(1.0), complex(2.0)))
+        dirs.append(LayerDirections(lead=D, lead_M=D, lead_Ft=None, null_eig=None, null_eig_index=-1, span12=D,
+                                    span_M=D, plane2=np.stack([leads[k], leads[(k + 1) % K]], 1), lam1=complex(1.0),
+                                    mu1=complex(2.0)))
     nulls = null_sets(d, dirs, R, seed + 1, "cpu")
     n = x_in.shape[0]
     pid = prompt_of_token if prompt_of_token is not None else np.arange(n) // 10
     P = int(pid.max()) + 1
-    acc = Accumulator(dirs, lambda t: t, K, K - 1, P, nulls, "cpu", keep_tokens=False)
+    acc = Accumulator(dirs=dirs, layer_of=lambda t: t, stat_depths=K, final_depth=K - 1, n_prompts=P, nulls=nulls,
+                      device="cpu", keep_tokens=False)
     # one right-padded row per prompt, as the corpus batches are
     T = int(np.bincount(pid).max())
     xi, xo = torch.zeros(P, T, d, dtype=torch.float64), torch.zeros(P, T, d, dtype=torch.float64)
@@ -271,9 +274,11 @@ def test_long_run_memory_grows_only_by_what_the_outputs_keep():
     d, P, T, N = 8, 2, 3, 1200
     Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
     D = Q[:, :1]
-    dirs = [LayerDirections(D, D, None, None, -1, Q[:, :2], Q[:, :2], Q[:, :2], complex(1.0), complex(2.0))]
+    dirs = [LayerDirections(lead=D, lead_M=D, lead_Ft=None, null_eig=None, null_eig_index=-1, span12=Q[:, :2],
+                            span_M=Q[:, :2], plane2=Q[:, :2], lam1=complex(1.0), mu1=complex(2.0))]
     nulls = null_sets(d, dirs, 20, 1, "cpu")
-    acc = Accumulator(dirs, lambda t: 0, 1, N - 1, P, nulls, "cpu")
+    acc = Accumulator(dirs=dirs, layer_of=lambda t: 0, stat_depths=1, final_depth=N - 1, n_prompts=P, nulls=nulls,
+                      device="cpu")
     x = torch.as_tensor(rng.standard_normal((P, T, d)))
     stat, rows = torch.ones(P, T, dtype=torch.bool), torch.arange(P)
     for t in range(200):

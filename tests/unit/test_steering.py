@@ -157,7 +157,8 @@ def test_steering_step_baseline_on_same_tokens(tmp_path):
     m = tmp_path / "manifest.json"
     fetch_model("g", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}, m)
     extract(m, tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
-    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv", top_k=8, threads=1,
+    spectra(tmp_path / "w.safetensors", tmp_path / "w.json", out_npz=tmp_path / "s.npz", out_csv=tmp_path / "s.csv",
+            top_k=8, threads=1,
             seed=0)
     df = steering(m, tmp_path / "w.safetensors", tmp_path / "w.json", spectra_npz=tmp_path / "s.npz",
                   prompts_path=REPO / "config/prompts.txt", out_csv=tmp_path / "st.csv", out_json=tmp_path / "st.json",

@@ -68,7 +68,7 @@ def plane_basis(v: np.ndarray) -> np.ndarray:
     return Q
 
 
-@dataclass(repr=False)
+@dataclass(repr=False, kw_only=True)
 class Spectrum:
     """The spectrum of one layer matrix F (d x d)."""
 
@@ -203,7 +203,9 @@ def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np
     else:
         plane = np.stack([vecs[:, 0].real, np.zeros(len(vals))], axis=1)
     heads = head_spectra(W_V, W_O, n_heads) if W_V is not None else np.zeros((0, 0), np.complex128)
-    return Spectrum(vals, vecs, plane, ridx, rvec, rel, heads, rvec2, j, nvec, fvals, fvec)
+    return Spectrum(eigvals=vals, vecs=vecs, plane=plane, residual_index=ridx, residual_vec=rvec, rel_residual=rel,
+                    head_eigvals=heads, residual_vec2=rvec2, null_eig_index=j, null_eig_vec=nvec, folded_eigvals=fvals,
+                    folded_vec=fvec)
 
 
 def model_spectra(weights, *, k: int, threads: int, seed: int) -> list[Spectrum]:

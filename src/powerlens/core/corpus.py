@@ -23,9 +23,11 @@ def read_prompts(path: str | Path) -> list[str]:
     would cut a line at some of them and silently turn one prompt into several."""
     path = Path(path)
     if path.is_dir():
-        raise PowerlensError(f"prompt file {path} is a directory", "set `prompts:` to a UTF-8 text file, one prompt per line")
+        raise PowerlensError(f"prompt file {path} is a directory",
+                             "set `prompts:` to a UTF-8 text file, one prompt per line")
     if not path.is_file():
-        raise PowerlensError(f"prompt file {path} does not exist", "set `prompts:` to a UTF-8 text file, one prompt per line")
+        raise PowerlensError(f"prompt file {path} does not exist",
+                             "set `prompts:` to a UTF-8 text file, one prompt per line")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:

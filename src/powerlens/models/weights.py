@@ -38,7 +38,7 @@ OPTIONAL = ("q_norm", "k_norm", "post_w", "rope_inv_freq")  # tensors only some 
 FP32_FLAGS = ("scores_fp32", "softmax_fp32", "norm_fp32")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LayerWeights:
     """One attention sublayer, in the column-vector convention."""
 
@@ -112,7 +112,7 @@ class LayerWeights:
         return dataclasses.replace(self, **kw, **opt, rope_inv_freq=inv, has_bias=dict(self.has_bias))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ModelWeights:
     """All attention sublayers of a model, plus what the dynamics need to know about it."""
 

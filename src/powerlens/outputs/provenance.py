@@ -60,7 +60,8 @@ def modelling_choices_html(cfg: dict, choices: list[str]) -> str:
     dyn, st, cl = cfg.get("dynamics", {}), cfg.get("steering", {}), cfg.get("claims", {})
     settings = [
         ("Monte Carlo null draws R", dyn.get("null_draws")), ("significance level", dyn.get("alpha")),
-        ("prompt truncation (tokens)", dyn.get("max_tokens")), ("attention-only law's normalisation N", dyn.get("norm")),
+        ("prompt truncation (tokens)", dyn.get("max_tokens")), ("attention-only law's normalisation N",
+                                                                dyn.get("norm")),
         ("shared-weight law: steps", dyn.get("steps")), ("ALBERT steering edit", st.get("shared_edit")),
         *[(f"claims criterion {k}", v) for k, v in sorted(cl.items())],
     ]

@@ -225,7 +225,8 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
             row["median ||b_eff|| / ||F x_mean||"] = float(g["bias_ratio"].median())
         if "rho_nobias" in g and g["rho_nobias"].notna().any():
             row["bias-free: mean gamma"] = float(g["gamma_nobias"].mean())
-            row["bias-free: layers rho sig."] = sig(g.rename(columns={"rho_nobias": "r", "rho_p_holm_nobias": "r_p_holm"}),
+            row["bias-free: layers rho sig."] = sig(g.rename(columns={"rho_nobias": "r",
+                                                                      "rho_p_holm_nobias": "r_p_holm"}),
                                                     "r", 0.5)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -20,8 +20,10 @@ import pandas as pd
 from powerlens.core.fmt import weights_text
 
 
-from powerlens.analysis.claims.criteria import (Verdict, FIG, TEXT, _f, _depth, share_significant, n_saturated, _sat, c1, c5, c6, c7, c10, c8, c9, c4, theory_verdicts, albert_size)
-from powerlens.analysis.claims.view import (NOT_TESTED, VIEW_MISSING, VIEW_NOT_APPLICABLE, is_twin_row, verdict_view, verdict_class, verdict_column_class)
+from powerlens.analysis.claims.criteria import (Verdict, FIG, TEXT, _f, _depth, share_significant, n_saturated, _sat,
+                                                c1, c5, c6, c7, c10, c8, c9, c4, theory_verdicts, albert_size)
+from powerlens.analysis.claims.view import (NOT_TESTED, VIEW_MISSING, VIEW_NOT_APPLICABLE, is_twin_row, verdict_view,
+                                            verdict_class, verdict_column_class)
 
 
 def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
@@ -129,7 +131,8 @@ def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
     name = lambda m: labels.get(m, m)  # noqa: E731
     bad = [(m, r.failed) for m, r in results.items() if not r.ok]
     failed = "" if not bad else bad[0][1] if len(results) == 1 else "; ".join(f"{name(m)}: {x}" for m, x in bad)
-    return Verdict(all(r.ok for r in results.values()), "; ".join(f"{name(m)}: {r.measured}" for m, r in results.items()),
+    return Verdict(all(r.ok for r in results.values()), "; ".join(f"{name(m)}: {r.measured}" for m,
+                                                                  r in results.items()),
                    "; ".join(f"{name(m)}: {r.null}" for m, r in results.items()), failed)
 
 
@@ -182,4 +185,7 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-__all__ = ['Verdict', 'FIG', 'TEXT', '_f', '_depth', 'share_significant', 'n_saturated', '_sat', 'c1', 'c5', 'c6', 'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'NOT_TESTED', 'VIEW_MISSING', 'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family', 'Criterion', 'CRITERIA', 'evaluate', 'family_of', 'combine', 'families', 'row']
+__all__ = ['Verdict', 'FIG', 'TEXT', '_f', '_depth', 'share_significant', 'n_saturated', '_sat', 'c1', 'c5', 'c6',
+           'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'NOT_TESTED', 'VIEW_MISSING',
+           'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
+           'Criterion', 'CRITERIA', 'evaluate', 'family_of', 'combine', 'families', 'row']

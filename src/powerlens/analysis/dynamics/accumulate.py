@@ -31,7 +31,7 @@ class Accumulator:
     ``stat_depths``: the depths with per-token arrays and the Monte Carlo null (the model's own depth);
     ``final_depth``: the last depth of the run, where the consensus subspace is tested against its null."""
 
-    def __init__(self, dirs: list[LayerDirections], layer_of, stat_depths: int, final_depth: int, n_prompts: int,
+    def __init__(self, *, dirs: list[LayerDirections], layer_of, stat_depths: int, final_depth: int, n_prompts: int,
                  nulls: dict[int, torch.Tensor], device, n_traj: int = 12, keep_tokens: bool = True,
                  leads: tuple = LEADS):
         self.dirs = dirs

@@ -21,7 +21,7 @@ NAMED = ("lead", "lead_M", "lead_Ft", "null_eig")  # directions measured per tok
 LEADS = ("lead", "lead_M", "lead_Ft")  # directions tested against the Monte Carlo null
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LayerDirections:
     """Per unique layer: orthonormal bases (d, r) of the directions the statistics use (None: not defined)."""
 
@@ -68,8 +68,9 @@ def layer_directions(z: dict, seed: int = 0) -> list[LayerDirections]:
         ridx = int(z["residual_index"][u])
         fe = z["folded_eigvals"][u] if z["folded_eigvals"].shape[1] else None
         lead_Ft = eig_direction(z["folded_vec"][u]) if fe is not None else None
-        out.append(LayerDirections(lead, lead_M, lead_Ft, null_eig, j, span12, span_M, plane2, complex(ev[0]),
-                                   complex(1 + ev[ridx]), complex(fe[0]) if fe is not None else None))
+        out.append(LayerDirections(lead=lead, lead_M=lead_M, lead_Ft=lead_Ft, null_eig=null_eig, null_eig_index=j,
+                                   span12=span12, span_M=span_M, plane2=plane2, lam1=complex(ev[0]),
+                                   mu1=complex(1 + ev[ridx]), folded_lam1=complex(fe[0]) if fe is not None else None))
     return out
 
 

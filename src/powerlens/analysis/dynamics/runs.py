@@ -34,7 +34,8 @@ def run_model_mode(model, adapter, dirs, batches, n_prompts: int, nulls, device=
     modules = adapter.layer_modules(model)
     L = len(modules)
     lmap = adapter.depth_to_unique(model.config)
-    acc = Accumulator(dirs, lambda t: lmap[t], L, L - 1, n_prompts, nulls, device)
+    acc = Accumulator(dirs=dirs, layer_of=lambda t: lmap[t], stat_depths=L, final_depth=L - 1, n_prompts=n_prompts,
+                      nulls=nulls, device=device)
     for b in _progress(batches, "model mode (batches)", enabled=progress):
         stat, rows = b.stat_mask.to(device), b.prompt_index.to(device)
         acc.new_batch()
@@ -108,8 +109,10 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
     the rotation figure is then the first such prompt's (else the first batch's first row)."""
     L = weights.n_layers
     depth = min(L, steps)
-    acc = Accumulator(dirs, lambda t: weights.layer_map[t % L], depth, steps - 1, n_prompts, nulls, device,
-                      keep_tokens=not control, leads=("lead",) if control else LEADS)
+    acc = Accumulator(dirs=dirs, layer_of=lambda t: weights.layer_map[t % L], stat_depths=depth, final_depth=steps - 1,
+                      n_prompts=n_prompts, nulls=nulls, device=device, keep_tokens=not control, leads=("lead",
+
+                      ) if control else LEADS)
     # scores in the dynamics' own dtype (GPT-Neo's float32 scores are a detail of its module, mirrored only
     # by the extraction proof)
     layers = [lw.to(dtype, device).exact() for lw in weights.layers]

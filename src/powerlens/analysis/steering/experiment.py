@@ -13,7 +13,8 @@ import torch
 from powerlens.core.errors import PowerlensError
 from powerlens.analysis.steering.algebra import bound_note, kappa_bound, principal_check, principal_eig, rank1_z
 from powerlens.analysis.steering.edits import checksum, output_projection, rank1_output_edit, target_vector
-from powerlens.analysis.steering.law import LawCache, attention_only_prefix, attention_only_steering, edited_depths, edits_every_depth
+from powerlens.analysis.steering.law import (LawCache, attention_only_prefix, attention_only_steering, edited_depths,
+                                             edits_every_depth)
 from powerlens.analysis.steering.measure import measure_model
 
 

@@ -82,7 +82,7 @@ def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.
         raise PowerlensError(f"edited depths {depths} do not run to the last depth", "report this bug")
     if cache is not None and cache.x_ins is not x_ins:
         raise PowerlensError("the law's cache belongs to other inputs", "report this bug")
-    law = _EditedLaw(weights, depths, norm, cache, u, z)
+    law = _EditedLaw(weights=weights, depths=depths, norm=norm, cache=cache, u=u, z=z)
     cos = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
     changes = []
     for i, (x0, b) in enumerate(zip(x_ins, batches)):
@@ -109,7 +109,7 @@ class _EditedLaw:
     """The law through the edited depths, float64: the attention term of each step (the first edited depth's
     from the cache), then the edit alpha (z^T h) u or the baseline's addition, then the law's normalisation."""
 
-    def __init__(self, weights, depths: list[int], norm: str, cache: LawCache | None, u: np.ndarray, z: np.ndarray):
+    def __init__(self, *, weights, depths: list[int], norm: str, cache: LawCache | None, u: np.ndarray, z: np.ndarray):
         self.weights, self.depths, self.norm, self.cache = weights, depths, norm, cache
         self.layers = {k: weights.layers[k].to(torch.float64).exact() for k in {weights.layer_map[t] for t in depths}}
         self.u = torch.as_tensor(u, dtype=torch.float64)

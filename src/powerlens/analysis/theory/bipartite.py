@@ -157,13 +157,14 @@ def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.nda
     broke = int(broken_runs(Xs[None] + epsilon * prng.standard_normal((runs, *Xs.shape)), lw, H, steps,
                             residual, signs, tol).sum())
     return Result(
-        "c: bipartite", "softmax", f"fraction breaking (d {d}, {H} head{'s' if H > 1 else ''}, "
-        f"|score| {s:g})", float("nan"), broke / runs,
-        f"equilibrium residual < 1e-10 and epsilon = 0 control stays; broken = groups no longer "
-        f"antipodal (|cos| < 1 - {tol:g}) within {steps} steps", bool(fp < 1e-10 and stays),
-        {"d": d, "heads": H, "sharpness": s, "score_at_equilibrium": typical_score(Xs, lw, H),
-         "qk_scale": qk, "runs": runs, "broke": broke, "fixed_point_residual": fp,
-         "equilibrium_steps": n_eq, "control_stays": stays, "epsilon": epsilon, "sweep": True})
+        case="c: bipartite", attention="softmax",
+        quantity=f"fraction breaking (d {d}, {H} head{'s' if H > 1 else ''}, |score| {s:g})",
+        predicted=float("nan"), measured=broke / runs,
+        criterion=f"equilibrium residual < 1e-10 and epsilon = 0 control stays; broken = groups no longer "
+        f"antipodal (|cos| < 1 - {tol:g}) within {steps} steps", passed=bool(fp < 1e-10 and stays),
+        detail={"d": d, "heads": H, "sharpness": s, "score_at_equilibrium": typical_score(Xs, lw, H),
+                "qk_scale": qk, "runs": runs, "broke": broke, "fixed_point_residual": fp,
+                "equilibrium_steps": n_eq, "control_stays": stays, "epsilon": epsilon, "sweep": True})
 
 
 def _c4_positive_control(d: int, n_tokens: int, signs: np.ndarray, *, seed: int, steps: int, runs: int,
@@ -183,11 +184,12 @@ def _c4_positive_control(d: int, n_tokens: int, signs: np.ndarray, *, seed: int,
     stays = not broken_runs(Xc[None], lw, 1, steps, residual, signs, tol, causal=True)[0]
     control = broke / runs
     return Result(
-        "c: bipartite, positive control", "self only", "fraction breaking (known unstable: +-v_2, x <- N(M x))",
-        1.0, control, "the test sees breaks where the equilibrium is known to be unstable: >= 90% of runs break, "
-        "the epsilon = 0 control stays", bool(control >= 0.9 and stays),
-        {"d": d, "heads": 1, "runs": runs, "broke": broke, "control_stays": stays, "epsilon": epsilon,
-         "mu2_over_mu1": float(abs(vals[1]) / abs(vals[0]))})
+        case="c: bipartite, positive control", attention="self only",
+        quantity="fraction breaking (known unstable: +-v_2, x <- N(M x))", predicted=1.0, measured=control,
+        criterion="the test sees breaks where the equilibrium is known to be unstable: >= 90% of runs break, "
+        "the epsilon = 0 control stays", passed=bool(control >= 0.9 and stays),
+        detail={"d": d, "heads": 1, "runs": runs, "broke": broke, "control_stays": stays, "epsilon": epsilon,
+                "mu2_over_mu1": float(abs(vals[1]) / abs(vals[0]))})
 
 
 def c4_verdict(results: list[dict], alpha: float) -> dict | None:

@@ -65,8 +65,8 @@ def synthetic_layer(F: np.ndarray, n_heads: int, rng: np.random.Generator, atten
         W_Q = rng.standard_normal((d, d)) * qk_scale / math.sqrt(d)
         W_K = rng.standard_normal((d, d)) * qk_scale / math.sqrt(d)
     z = np.zeros(d)
-    return LayerWeights(_t(W_Q), _t(W_K), _t(W_V), _t(W_O), _t(z), _t(z), _t(z), _t(z), _t(np.ones(d)), _t(z),
-                        1e-5, 1.0 / math.sqrt(d // n_heads))
+    return LayerWeights(W_Q=_t(W_Q), W_K=_t(W_K), W_V=_t(W_V), W_O=_t(W_O), b_Q=_t(z), b_K=_t(z), b_V=_t(z), b_O=_t(z),
+                        ln_w=_t(np.ones(d)), ln_b=_t(z), ln_eps=1e-5, attn_scale=1.0 / math.sqrt(d // n_heads))
 
 
 def step_matrix(F: np.ndarray, residual: bool) -> np.ndarray:
@@ -119,7 +119,7 @@ def fit_rate(err: np.ndarray, lo: float = 1e-11, hi: float = 1e-4) -> tuple[floa
     return float(np.exp(slope)), len(idx)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Result:
     case: str
     attention: str
@@ -160,12 +160,12 @@ def experiment_real(d, n_heads, n_tokens, steps, seed, residual=True, attention=
     Xi = iterate(rng.standard_normal((n_tokens, d)), lw, n_heads, steps, residual)
     side = np.sign(Xi[-1] @ v1)
     minority = float(min(np.mean(side > 0), np.mean(side < 0)))
-    res = Result("a: real dominant", attention, "rate per step", predicted, measured,
-                 "|measured - |mu2/mu1|| <= 5% (full attention)", bool(abs(measured - predicted) <= 0.05 * predicted),
-                 {"mu1": complex(vals[0]), "mu2": complex(vals[1]), "steps_fitted": n_fit,
-                  "final_line_distance": float(err[-1]),
-                  "isotropic_starts_minority_fraction": minority,
-                  "isotropic_starts_final_line_distance": float(line_distance(Xi[-1:], v1).max())})
+    res = Result(case="a: real dominant", attention=attention, quantity="rate per step", predicted=predicted,
+                 measured=measured, criterion="|measured - |mu2/mu1|| <= 5% (full attention)",
+                 passed=bool(abs(measured - predicted) <= 0.05 * predicted),
+                 detail={"mu1": complex(vals[0]), "mu2": complex(vals[1]), "steps_fitted": n_fit,
+                         "final_line_distance": float(err[-1]), "isotropic_starts_minority_fraction": minority,
+                         "isotropic_starts_final_line_distance": float(line_distance(Xi[-1:], v1).max())})
     return res, {"err": err}
 
 
@@ -188,12 +188,12 @@ def experiment_complex(d, n_heads, n_tokens, steps, seed, residual=True, attenti
     tail = dtheta[-20:]
     measured_angle = float(np.mean(tail))
     predicted = float(np.angle(vals[0]))
-    r_dist = Result("b: complex pair", attention, "plane distance", 0.0, float(dist[-1]),
-                    "final distance < 1e-6 (full attention)", bool(dist[-1] < 1e-6),
-                    {"mu1": complex(vals[0])})
-    r_angle = Result("b: complex pair", attention, "angle per step (rad)", predicted, measured_angle,
-                     "|measured - arg(mu1)| < 1e-3 rad (full attention)",
-                     bool(abs(measured_angle - predicted) < 1e-3),
-                     {"mu1": complex(vals[0]), "angle_spread_last20": float(np.ptp(tail))})
+    r_dist = Result(case="b: complex pair", attention=attention, quantity="plane distance", predicted=0.0,
+                    measured=float(dist[-1]), criterion="final distance < 1e-6 (full attention)",
+                    passed=bool(dist[-1] < 1e-6), detail={"mu1": complex(vals[0])})
+    r_angle = Result(case="b: complex pair", attention=attention, quantity="angle per step (rad)", predicted=predicted,
+                     measured=measured_angle, criterion="|measured - arg(mu1)| < 1e-3 rad (full attention)",
+                     passed=bool(abs(measured_angle - predicted) < 1e-3),
+                     detail={"mu1": complex(vals[0]), "angle_spread_last20": float(np.ptp(tail))})
     return r_dist, r_angle, {"dist": dist, "dtheta": dtheta.mean(axis=1), "coords": c[:, :6]}
 

@@ -64,9 +64,9 @@ class AlbertAdapter(Adapter):
         W_V, b_V, hv = _linear(att.value, d)
         W_O, b_O, ho = _linear(att.dense, d)
         ln = att.LayerNorm
-        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
-                            float(ln.eps), 1.0 / math.sqrt(d // H), None,
-                            {"Q": hq, "K": hk, "V": hv, "O": ho})
+        return _layer(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O, ln_w=_t(ln.weight),
+                      ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=1.0 / math.sqrt(d // H), window=None,
+                      has_bias={"Q": hq, "K": hk, "V": hv, "O": ho})
 
     def sites(self, model):
         return [Site(self._att(model, k), self._att(model, k)) for k in self.layer_map(model.config)]

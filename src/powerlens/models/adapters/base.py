@@ -171,10 +171,8 @@ class Adapter:
         keys = self.layer_map(cfg)
         unique = list(dict.fromkeys(keys))
         layers = [self.extract_unique(model, k) for k in unique]
-        return ModelWeights(
-            arch=self.arch, norm=self.norm, causal=self.causal, d_model=self.d_model(cfg),
-            n_heads=self.n_heads(cfg), layers=layers, layer_map=[unique.index(k) for k in keys],
-        )
+        return ModelWeights(arch=self.arch, norm=self.norm, causal=self.causal, d_model=self.d_model(cfg),
+                            n_heads=self.n_heads(cfg), layers=layers, layer_map=[unique.index(k) for k in keys])
 
 
 def _encoder_layer_params(h: int, inter: int) -> int:

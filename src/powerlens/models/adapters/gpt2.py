@@ -50,8 +50,9 @@ class GPT2Adapter(_DecoderAdapter):
         if getattr(cfg, "scale_attn_by_inverse_layer_idx", False):
             scale /= float(t + 1)
         ln = block.ln_1
-        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
-                            float(ln.eps), scale, None, {"Q": True, "K": True, "V": True, "O": True})
+        return _layer(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O, ln_w=_t(ln.weight),
+                      ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=scale, window=None,
+                      has_bias={"Q": True, "K": True, "V": True, "O": True})
 
     def max_positions(self, cfg):
         return cfg.n_positions

@@ -43,7 +43,7 @@ class GPTNeoAdapter(_DecoderAdapter):
         W_O, b_O, ho = _linear(att.out_proj, d)
         window = cfg.window_size if cfg.attention_layers[t] == "local" else None
         ln = block.ln_1
-        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, _t(ln.weight), _t(ln.bias),
-                            float(ln.eps), 1.0, window, {"Q": hq, "K": hk, "V": hv, "O": ho},
-                            scores_fp32=True)
+        return _layer(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O, ln_w=_t(ln.weight),
+                      ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=1.0, window=window,
+                      has_bias={"Q": hq, "K": hk, "V": hv, "O": ho}, scores_fp32=True)
 

@@ -51,10 +51,11 @@ class LlamaAdapter(Adapter):
         ln_w, post_w, eps = self._gains(layer)
         q_norm, k_norm = self._qk_norm(att)
         inv_freq, rscale = self._rope(model, t)
-        return _layer(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, ln_w, torch.zeros_like(ln_w), eps,
-                      float(att.scaling), self._window(att, cfg, t), {"Q": hq, "K": hk, "V": hv, "O": ho},
-                      d_head=dh, norm_kind=self.norm_kind, q_norm=q_norm, k_norm=k_norm, post_w=post_w,
-                      rope_inv_freq=inv_freq, rope_scale=rscale, softmax_fp32=True, norm_fp32=True)
+        return _layer(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O, ln_w=ln_w,
+                      ln_b=torch.zeros_like(ln_w), ln_eps=eps, attn_scale=float(att.scaling),
+                      window=self._window(att, cfg, t), has_bias={"Q": hq, "K": hk, "V": hv, "O": ho}, d_head=dh,
+                      norm_kind=self.norm_kind, q_norm=q_norm, k_norm=k_norm, post_w=post_w, rope_inv_freq=inv_freq,
+                      rope_scale=rscale, softmax_fp32=True, norm_fp32=True)
 
     def sites(self, model):
         return [Site(layer, layer.self_attn) for layer in self.base(model).layers]

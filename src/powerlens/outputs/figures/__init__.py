@@ -11,4 +11,5 @@ from powerlens.outputs.figures.dynamics import fig_gamma, fig_rho, fig_albert_co
 from powerlens.outputs.figures.theory import fig_theory
 from powerlens.outputs.figures.steering import fig_steering
 
-__all__ = ['fig_spectra', 'fig_gap', 'fig_gamma', 'fig_rho', 'fig_albert_consensus', 'fig_albert_rotation', 'rotation_runs', 'dynamics_figures', 'fig_theory', 'fig_steering']
+__all__ = ['fig_spectra', 'fig_gap', 'fig_gamma', 'fig_rho', 'fig_albert_consensus', 'fig_albert_rotation',
+           'rotation_runs', 'dynamics_figures', 'fig_theory', 'fig_steering']

@@ -22,7 +22,8 @@ OPTIONS = (
     Option('meta', 'input:meta', dest='weights_json'),
     Option('out', 'output:check', dest='out_path', help='extraction_check.json to write'),
     Option('threads', 'threads', kind='int'),
-    Option('tol32', 'config:extraction_check.tol_float32', kind='float', help='largest |error| allowed between the rebuilt and the real sublayer in float32'),
+    Option('tol32', 'config:extraction_check.tol_float32', kind='float',
+           help='largest |error| allowed between the rebuilt and the real sublayer in float32'),
     Option('tol64', 'config:extraction_check.tol_float64', kind='float', help='largest |error| allowed in float64'),
 )
 

@@ -30,7 +30,8 @@ OPTIONS = (
     Option('mode', 'wildcard:mode', choices=('model', 'attention-only')),
     Option('norm', 'config:dynamics.norm', choices=('l2', 'layernorm')),
     Option('steps', 'config:dynamics.steps', kind='int', help='attention-only steps for shared-weight models'),
-    Option('long-run-prompts', 'config:dynamics.long_run_prompts', kind='int', help="prompts that go on past the model's depth in long shared-weight runs (seeded sample)"),
+    Option('long-run-prompts', 'config:dynamics.long_run_prompts', kind='int',
+           help="prompts that go on past the model's depth in long shared-weight runs (seeded sample)"),
     Option('batch-size', 'config:dynamics.batch_size', kind='int'),
     Option('batch-tokens', 'config:dynamics.batch_tokens', kind='int', help='tokens per batch once padded, at most'),
     Option('max-tokens', 'config:dynamics.max_tokens', kind='int'),
@@ -39,7 +40,8 @@ OPTIONS = (
     Option('dtype', 'config:dynamics.dtype', choices=('float32', 'float64')),
     Option('threads', 'threads', kind='int'),
     Option('null-draws', 'config:dynamics.null_draws', kind='int', help='R random subspaces of the Monte Carlo null'),
-    Option('control', 'config:dynamics.bias_free_control', kind='yesno', help='attention-only: also run the bias-free control (attention biases removed)'),
+    Option('control', 'config:dynamics.bias_free_control', kind='yesno',
+           help='attention-only: also run the bias-free control (attention biases removed)'),
 )
 
 

@@ -29,12 +29,14 @@ OPTIONS = (
     Option('max-prompts', 'config:steering.max_prompts', kind='int'),
     Option('batch-size', 'config:steering.batch_size', kind='int', help='prompts per batch of the steering passes'),
     Option('max-tokens', 'config:steering.max_tokens', kind='int'),
-    Option('shared-edit', 'config:steering.shared_edit', choices=('every_depth', 'last_depth'), help='shared-weight models: edit and baseline at every depth or at the last depth only'),
+    Option('shared-edit', 'config:steering.shared_edit', choices=('every_depth', 'last_depth'),
+           help='shared-weight models: edit and baseline at every depth or at the last depth only'),
     Option('seed', 'config:seed', kind='int'),
     Option('device', 'config:device'),
     Option('threads', 'threads', kind='int'),
     Option('out-continuations', 'output:continuations', help='CSV of greedy continuations (causal LMs)'),
-    Option('continuation-prompts', 'config:steering.continuations.prompts', kind='json', help='JSON list of prompts to continue'),
+    Option('continuation-prompts', 'config:steering.continuations.prompts', kind='json',
+           help='JSON list of prompts to continue'),
     Option('continuation-tokens', 'config:steering.continuations.new_tokens', kind='int'),
 )
 

@@ -18,7 +18,8 @@ def table_models(*, stem: str, labels: dict, manifests: list[str], metas: list[s
 
     mans = {m["model"]: m for m in map(read_json, manifests)}
     df = models_table([read_json(p) for p in metas], labels, mans)
-    write_table(df, stem, caption="Models: checkpoints and architecture twins used in this run, trained first (name, config "
+    write_table(df, stem,
+                caption="Models: checkpoints and architecture twins used in this run, trained first (name, config "
                 "key, where the weights come from, revision, size, and the weights label every output carries).")
     return df
 
