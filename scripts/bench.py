@@ -124,23 +124,11 @@ def naive_steering(work: Path, prompts, w, shared_edit: str) -> None:
     import contextlib
 
     import numpy as np
-    import torch
-    import transformers
 
     from powerlens.analysis import steering as st
-    from powerlens.models.adapters import get_adapter
-    from powerlens.core.corpus import prompt_batches, read_prompts
-    from powerlens.core.io import read_json
-    from powerlens.models.sources import load_model, load_tokenizer
 
     cfg = schema_defaults()["steering"]
-    man = read_json(work / "manifest.json")
-    adapter = get_adapter(man["arch"])
-    head = st.has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True,
-                                                                  trust_remote_code=False))
-    model = load_model(man, dtype=torch.float32, head=head)
-    tok = load_tokenizer(man)
-    bs = prompt_batches(read_prompts(prompts)[:cfg["max_prompts"]], tok, cfg["max_tokens"], cfg["batch_size"])[0]
+    man, adapter, head, model, tok, bs = _naive_steering_inputs(work, prompts, cfg)
     last = w.layer(w.n_layers - 1)
     W_V, lam1 = last.v_per_head().double().numpy(), float(np.abs(np.linalg.eigvals(last.F.numpy())).max())
     layer, (site, _) = adapter.layer_modules(model)[-1], st.output_projection(model, man["arch"])
@@ -179,6 +167,26 @@ def naive_steering(work: Path, prompts, w, shared_edit: str) -> None:
                     st.greedy_continuations(model, tok, conts, cfg["continuations"]["new_tokens"])
                 st.greedy_continuations(model, tok, conts, cfg["continuations"]["new_tokens"], site=site,
                                         add=vec if alpha else None)
+
+
+def _naive_steering_inputs(work: Path, prompts, cfg: dict):
+    """The model (with its LM head where it has one), tokenizer and batches the steering step uses."""
+    import torch
+    import transformers
+
+    from powerlens.analysis import steering as st
+    from powerlens.core.corpus import prompt_batches, read_prompts
+    from powerlens.core.io import read_json
+    from powerlens.models.adapters import get_adapter
+    from powerlens.models.sources import load_model, load_tokenizer
+
+    man = read_json(work / "manifest.json")
+    head = st.has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True,
+                                                                  trust_remote_code=False))
+    model = load_model(man, dtype=torch.float32, head=head)
+    tok = load_tokenizer(man)
+    bs = prompt_batches(read_prompts(prompts)[:cfg["max_prompts"]], tok, cfg["max_tokens"], cfg["batch_size"])[0]
+    return man, get_adapter(man["arch"]), head, model, tok, bs
 
 
 def naive_law(x0s, w, bs, u, z, alpha: float, depths: list[int]) -> tuple[float, float]:
@@ -395,15 +403,8 @@ def main():
     if a.naive_step:
         step, work, prompts = a.naive_step
         return naive(step, Path(work), prompts, a.threads, shared_edit)
-    rows = []
-    corpus = REPO / "config/prompts.txt"
-    if a.prompts:
-        lines = [ln for ln in corpus.read_text().splitlines() if ln.strip()][: a.prompts]
-        corpus = Path(a.work) / "prompts.txt"
-        corpus.parent.mkdir(parents=True, exist_ok=True)
-        corpus.write_text("\n".join(lines) + "\n")
+    corpus = prepare_corpus(a)
     from powerlens.core.corpus import read_prompts
-    from powerlens.core.io import params_json
 
     ps = read_prompts(corpus)
     words = sum(len(p.split()) for p in ps)
@@ -415,41 +416,65 @@ def main():
           f"{peak['float64'] / 1e9:.1f} GFLOP/s (the lower bounds below are the steps' arithmetic at these rates)",
           flush=True)
     t_all = time.time()
-    bench_dir = Path(a.bench_dir)
-    write_bench_config(bench_dir, a.twins, corpus, shared_edit)
-    patterns = rule_benchmarks()
-    for twin in a.twins:
-        w = Path(a.work) / twin
-        w.mkdir(parents=True, exist_ok=True)
-        files = {"manifest": w / "manifest.json", "tensors": w / "weights.safetensors", "meta": w / "weights.json",
-                 "spectra": w / "spectra.npz", "prompts": corpus, "threads": a.threads}
-        values = {
-            "fetch_model": {"name": twin, "entry": params_json({"arch": arch_of(twin), "source": "random",
-                                                               "twin_of": twin, "seed": 0}), "out": files["manifest"]},
-            "extract": {**files, "out-tensors": files["tensors"], "out-meta": files["meta"]},
-            "check_extraction": {**files, "out": w / "check.json"},
-            "spectra": {**files, "out-npz": files["spectra"], "out-csv": w / "spectra.csv"},
-            "steering": {**files, "out-csv": w / "steering.csv", "out-json": w / "steering.json",
-                         "out-continuations": w / "steering_continuations.csv",
-                         "targets": params_json(cfg["steering"]["targets"])},
-        }
-        for name, step, rule, wildcards, naive_step in STEPS:
-            if not (name.split()[0] in a.steps or name in a.steps) or wildcards.get("mode", a.modes[0]) not in a.modes:
-                continue
-            v = values.get(step) or {**files, **wildcards, **{f"out-{x}": w / f"d-{wildcards['mode']}.{x}"
-                                                              for x in ("npz", "csv", "json")}}
-            cmd = step_command(step, v, cfg)
-            r = run(cmd)
-            bound = lower_bound_s(rule, twin, cfg, tokens[twin], peak)
-            row = {"twin": twin, "step": name, **r, "lower_bound_s": bound, "wall / bound": r["wall_s"] / bound}
-            if naive_step and not a.no_naive:
-                row.update(naive_row(naive_step, name, cmd, twin, w, corpus, a, shared_edit, len(ps)))
-            rows.append(row)
-            write_bench_file(bench_dir, patterns[step], twin, wildcards, r)
-            print(json.dumps(row), flush=True)
-        for f in w.glob("twin/*.safetensors"):
-            f.unlink()
-    total = time.time() - t_all
+    write_bench_config(Path(a.bench_dir), a.twins, corpus, shared_edit)
+    rows = [row for twin in a.twins for row in bench_twin(twin, a, cfg, corpus, len(ps), tokens[twin], peak)]
+    summary(rows, time.time() - t_all, a.twins)
+
+
+def prepare_corpus(a) -> Path:
+    """The prompt corpus: config/prompts.txt, or its first --prompts prompts in the work folder."""
+    corpus = REPO / "config/prompts.txt"
+    if a.prompts:
+        lines = [ln for ln in corpus.read_text().splitlines() if ln.strip()][: a.prompts]
+        corpus = Path(a.work) / "prompts.txt"
+        corpus.parent.mkdir(parents=True, exist_ok=True)
+        corpus.write_text("\n".join(lines) + "\n")
+    return corpus
+
+
+def step_values(twin: str, w: Path, corpus: Path, cfg: dict, threads: int) -> dict[str, dict]:
+    """Per step module, the values of its options that are not the config's: files, wildcards, params."""
+    from powerlens.core.io import params_json
+
+    files = {"manifest": w / "manifest.json", "tensors": w / "weights.safetensors", "meta": w / "weights.json",
+             "spectra": w / "spectra.npz", "prompts": corpus, "threads": threads}
+    entry = {"arch": arch_of(twin), "source": "random", "twin_of": twin, "seed": 0}
+    return {
+        "fetch_model": {"name": twin, "entry": params_json(entry), "out": files["manifest"]},
+        "extract": {**files, "out-tensors": files["tensors"], "out-meta": files["meta"]},
+        "check_extraction": {**files, "out": w / "check.json"},
+        "spectra": {**files, "out-npz": files["spectra"], "out-csv": w / "spectra.csv"},
+        "steering": {**files, "out-csv": w / "steering.csv", "out-json": w / "steering.json",
+                     "out-continuations": w / "steering_continuations.csv",
+                     "targets": params_json(cfg["steering"]["targets"])},
+        "dynamics": {**files, **{f"out-{x}": w / f"d-{{mode}}.{x}" for x in ("npz", "csv", "json")}},
+    }
+
+
+def bench_twin(twin: str, a, cfg: dict, corpus: Path, n_prompts: int, tokens: dict, peak: dict) -> list[dict]:
+    """Every chosen step on one twin (and its naive baseline), each step's figures beside its lower bound."""
+    w = Path(a.work) / twin
+    w.mkdir(parents=True, exist_ok=True)
+    values, patterns, rows = step_values(twin, w, corpus, cfg, a.threads), rule_benchmarks(), []
+    for name, step, rule, wildcards, naive_step in STEPS:
+        if not (name.split()[0] in a.steps or name in a.steps) or wildcards.get("mode", a.modes[0]) not in a.modes:
+            continue
+        v = {k: Path(str(x).format(**wildcards)) if isinstance(x, Path) else x for k, x in values[step].items()}
+        cmd = step_command(step, {**v, **wildcards}, cfg)
+        r = run(cmd)
+        bound = lower_bound_s(rule, twin, cfg, tokens, peak)
+        row = {"twin": twin, "step": name, **r, "lower_bound_s": bound, "wall / bound": r["wall_s"] / bound}
+        if naive_step and not a.no_naive:
+            row.update(naive_row(naive_step, name, cmd, twin, w, corpus, a, cfg["steering"]["shared_edit"], n_prompts))
+        rows.append(row)
+        write_bench_file(Path(a.bench_dir), patterns[step], twin, wildcards, r)
+        print(json.dumps(row), flush=True)
+    for f in w.glob("twin/*.safetensors"):
+        f.unlink()
+    return rows
+
+
+def summary(rows: list[dict], total: float, twins: list[str]) -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
@@ -460,7 +485,7 @@ def main():
     print(df.round(2).to_string(index=False))
     print(f"total wall time (ours + naive): {total:.0f} s; ours alone: {df['wall_s'].sum():.0f} s; "
           f"largest peak RSS (ours): {df['peak_rss_gb'].max():.2f} GB")
-    targets(df, a.twins)
+    targets(df, twins)
 
 
 def targets(df, twins) -> None:

@@ -123,6 +123,21 @@ class Option:
         return [f"--{self.flag}", "" if value is None else str(value)]
 
 
+#: The per-model files several steps read, with the keyword each step function takes them as.
+MODEL_FILES = {
+    "manifest": Option("manifest", "input:manifest", dest="manifest_path"),
+    "tensors": Option("tensors", "input:tensors", dest="weights_st"),
+    "meta": Option("meta", "input:meta", dest="weights_json"),
+    "spectra": Option("spectra", "input:spectra", dest="spectra_npz"),
+    "prompts": Option("prompts", "input:prompts", dest="prompts_path"),
+}
+
+
+def model_files(*names: str) -> tuple[Option, ...]:
+    """The options of the per-model input files ``names`` (:data:`MODEL_FILES`)."""
+    return tuple(MODEL_FILES[n] for n in names)
+
+
 def add_arguments(ap: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
     for o in options:
         o.add_to(ap)

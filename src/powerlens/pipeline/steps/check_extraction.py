@@ -11,20 +11,17 @@ from powerlens.core.errors import PowerlensError
 from powerlens.core.io import (read_generated_json, write_json)
 from powerlens.core.runtime import set_threads
 from powerlens.outputs import provenance
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, model_files
 
 if TYPE_CHECKING:
     pass
 
-OPTIONS = (
-    Option('manifest', 'input:manifest', dest='manifest_path'),
-    Option('tensors', 'input:tensors', dest='weights_st'),
-    Option('meta', 'input:meta', dest='weights_json'),
-    Option('out', 'output:check', dest='out_path', help='extraction_check.json to write'),
-    Option('threads', 'threads', kind='int'),
-    Option('tol32', 'config:extraction_check.tol_float32', kind='float',
-           help='largest |error| allowed between the rebuilt and the real sublayer in float32'),
-    Option('tol64', 'config:extraction_check.tol_float64', kind='float', help='largest |error| allowed in float64'),
+OPTIONS = model_files("manifest", "tensors", "meta") + (
+    Option("out", "output:check", dest="out_path", help="extraction_check.json to write"),
+    Option("threads", "threads", kind="int"),
+    Option("tol32", "config:extraction_check.tol_float32", kind="float",
+           help="largest |error| allowed between the rebuilt and the real sublayer in float32"),
+    Option("tol64", "config:extraction_check.tol_float64", kind="float", help="largest |error| allowed in float64"),
 )
 
 

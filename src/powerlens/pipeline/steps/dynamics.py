@@ -13,35 +13,30 @@ from powerlens.core.io import (read_generated_json, read_generated_npz, write_cs
                                write_json, write_npz)
 from powerlens.core.runtime import resolve_device, set_threads
 from powerlens.outputs import provenance
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, model_files
 
 if TYPE_CHECKING:
     import pandas as pd
 
-OPTIONS = (
-    Option('manifest', 'input:manifest', dest='manifest_path'),
-    Option('tensors', 'input:tensors', dest='weights_st'),
-    Option('meta', 'input:meta', dest='weights_json'),
-    Option('spectra', 'input:spectra', dest='spectra_npz'),
-    Option('prompts', 'input:prompts', dest='prompts_path'),
-    Option('out-npz', 'output:npz'),
-    Option('out-csv', 'output:csv'),
-    Option('out-json', 'output:json'),
-    Option('mode', 'wildcard:mode', choices=('model', 'attention-only')),
-    Option('norm', 'config:dynamics.norm', choices=('l2', 'layernorm')),
-    Option('steps', 'config:dynamics.steps', kind='int', help='attention-only steps for shared-weight models'),
-    Option('long-run-prompts', 'config:dynamics.long_run_prompts', kind='int',
+OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
+    Option("out-npz", "output:npz"),
+    Option("out-csv", "output:csv"),
+    Option("out-json", "output:json"),
+    Option("mode", "wildcard:mode", choices=("model", "attention-only")),
+    Option("norm", "config:dynamics.norm", choices=("l2", "layernorm")),
+    Option("steps", "config:dynamics.steps", kind="int", help="attention-only steps for shared-weight models"),
+    Option("long-run-prompts", "config:dynamics.long_run_prompts", kind="int",
            help="prompts that go on past the model's depth in long shared-weight runs (seeded sample)"),
-    Option('batch-size', 'config:dynamics.batch_size', kind='int'),
-    Option('batch-tokens', 'config:dynamics.batch_tokens', kind='int', help='tokens per batch once padded, at most'),
-    Option('max-tokens', 'config:dynamics.max_tokens', kind='int'),
-    Option('seed', 'config:seed', kind='int'),
-    Option('device', 'config:device'),
-    Option('dtype', 'config:dynamics.dtype', choices=('float32', 'float64')),
-    Option('threads', 'threads', kind='int'),
-    Option('null-draws', 'config:dynamics.null_draws', kind='int', help='R random subspaces of the Monte Carlo null'),
-    Option('control', 'config:dynamics.bias_free_control', kind='yesno',
-           help='attention-only: also run the bias-free control (attention biases removed)'),
+    Option("batch-size", "config:dynamics.batch_size", kind="int"),
+    Option("batch-tokens", "config:dynamics.batch_tokens", kind="int", help="tokens per batch once padded, at most"),
+    Option("max-tokens", "config:dynamics.max_tokens", kind="int"),
+    Option("seed", "config:seed", kind="int"),
+    Option("device", "config:device"),
+    Option("dtype", "config:dynamics.dtype", choices=("float32", "float64")),
+    Option("threads", "threads", kind="int"),
+    Option("null-draws", "config:dynamics.null_draws", kind="int", help="R random subspaces of the Monte Carlo null"),
+    Option("control", "config:dynamics.bias_free_control", kind="yesno",
+           help="attention-only: also run the bias-free control (attention biases removed)"),
 )
 
 
@@ -74,23 +69,31 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     run = analyse(lambda: load_model(man, dtype=torch.float32).to(device), get_adapter(man["arch"]), tok, prompts,
                   read_generated_npz(spectra_npz, "spectra"), lambda: ModelWeights.load(weights_st, weights_json),
                   depth=int(meta["n_layers"]), d_model=int(meta["d_model"]), options=opts)
-    df, arr, bs, ids, special = run.table, run.arrays, run.batches, run.ids, run.special
-    max_len, n_steps, subset, truncated = run.max_len, run.n_steps, run.long_run_subset, run.truncated
+    df = run.table
     df.insert(0, "mode", mode)
     df.insert(0, "model", man["model"])
     df["weights"] = man["weights_label"]
-    write_npz(out_npz, arr)
+    write_npz(out_npz, run.arrays)
     write_csv(out_csv, df)
+    write_json(out_json, _record(man, meta, run, opts, n_prompts=len(prompts), tokenizer=type(tok).__name__,
+                                 threads=threads))
+    return df
+
+
+def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, threads: int) -> dict:
+    """What one dynamics run did (its JSON): corpus accounting, settings, the null, provenance."""
+    bs, ids, special, subset, n_steps = run.batches, run.ids, run.special, run.long_run_subset, run.n_steps
+    mode, norm, dtype, device, seed = o.mode, o.norm, o.dtype, o.device, o.seed
     n_stat = int(sum(int(b.stat_mask.sum()) for b in bs))
-    write_json(out_json, {
+    return {
         "model": man["model"], "mode": mode, "weights_label": man["weights_label"],
-        "random_weights": man["random_weights"], "n_prompts": len(prompts), "n_tokens": n_stat,
+        "random_weights": man["random_weights"], "n_prompts": n_prompts, "n_tokens": n_stat,
         "n_positions": int(sum(len(x) for x in ids)), "n_special_excluded": int(sum(sum(s) for s in special)),
-        "truncated_prompts": truncated, "max_tokens": max_len, "batch_size": batch_size, "steps": n_steps,
-        "batch_tokens": batch_tokens, "n_batches": len(bs),
+        "truncated_prompts": run.truncated, "max_tokens": run.max_len, "batch_size": o.batch_size, "steps": n_steps,
+        "batch_tokens": o.batch_tokens, "n_batches": len(bs),
         "padding_share": round(1 - sum(int(b.mask.sum()) for b in bs) / sum(b.mask.numel() for b in bs), 4),
         "past_depth": ("none: the run stops at the model's depth" if subset is None else
-                       {"prompts": len(subset), "prompt_indices": subset, "asked": int(long_run_prompts),
+                       {"prompts": len(subset), "prompt_indices": subset, "asked": int(o.long_run_prompts),
                         "choice": "seeded sample of the corpus (numpy default_rng([seed, 11])); the model's own "
                                   "depths use every prompt (our choice)"}),
         "norm": norm if mode == "attention-only" else "model's own LayerNorm",
@@ -98,15 +101,14 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
         "x0": "embedding output (ALBERT: after embedding_hidden_mapping_in)",
         "special_tokens": ("kept in the forward pass, excluded from the statistics: BOS/CLS/SEP are not prompt "
                            "text (paper.md section 4)"),
-        "tokenizer": type(tok).__name__, "device": device, "seed": seed,
-        "null": {"draws": int(null_draws), "kind": "random subspaces of each lead's dimension (Haar), drawn once "
+        "tokenizer": tokenizer, "device": device, "seed": seed,
+        "null": {"draws": int(o.null_draws), "kind": "random subspaces of each lead's dimension (Haar), drawn once "
                  "per model and shared by all layers; Monte Carlo p = (1 + #{null >= lead}) / (1 + R), one-sided, "
                  "Holm across the model's depth", "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
         "statistics_dtype": "float64",
-        "bias_free_control": bool(control and mode != "model"),
+        "bias_free_control": bool(o.bias_free_control and mode != "model"),
         "provenance": provenance.record(threads=threads, seed=seed, device=device),
-    })
-    return df
+    }
 
 
 def show(result, kw: dict) -> None:

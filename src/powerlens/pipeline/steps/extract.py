@@ -9,16 +9,15 @@ from typing import TYPE_CHECKING
 from powerlens.core.io import (read_generated_json, read_json)
 from powerlens.core.runtime import set_threads
 from powerlens.outputs import provenance
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, model_files
 
 if TYPE_CHECKING:
     pass
 
-OPTIONS = (
-    Option('manifest', 'input:manifest', dest='manifest_path'),
-    Option('out-tensors', 'output:tensors', dest='st_path', help='weights.safetensors to write'),
-    Option('out-meta', 'output:meta', dest='json_path', help='weights.json to write'),
-    Option('threads', 'threads', kind='int'),
+OPTIONS = model_files("manifest") + (
+    Option("out-tensors", "output:tensors", dest="st_path", help="weights.safetensors to write"),
+    Option("out-meta", "output:meta", dest="json_path", help="weights.json to write"),
+    Option("threads", "threads", kind="int"),
 )
 
 

@@ -16,11 +16,11 @@ if TYPE_CHECKING:
     pass
 
 OPTIONS = (
-    Option('name', 'wildcard:model', help='model key in the config'),
-    Option('entry', 'param:entry', kind='json', help="the model's config entry, as JSON"),
-    Option('out', 'output:manifest', dest='manifest_path', help='manifest.json to write'),
-    Option('lock', 'config:lock_file', empty_is_none=True, dest='lock_path',
-           help='models.lock.yaml to pin revisions to; an empty string: none'),
+    Option("name", "wildcard:model", help="model key in the config"),
+    Option("entry", "param:entry", kind="json", help="the model's config entry, as JSON"),
+    Option("out", "output:manifest", dest="manifest_path", help="manifest.json to write"),
+    Option("lock", "config:lock_file", empty_is_none=True, dest="lock_path",
+           help="models.lock.yaml to pin revisions to; an empty string: none"),
 )
 
 

@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     pass
 
 OPTIONS = (
-    Option('config', 'param:config', help="the run's config as JSON", dest='config_json'),
-    Option('manifests', 'input:manifests', many=True),
-    Option('records', 'input:records', many='*', help='JSON outputs whose provenance blocks are gathered'),
-    Option('out', 'output:manifest', dest='out_path', help='provenance.json to write'),
-    Option('choices', 'output:choices', help="the report's modelling-choices page (HTML)"),
+    Option("config", "param:config", help="the run's config as JSON", dest="config_json"),
+    Option("manifests", "input:manifests", many=True),
+    Option("records", "input:records", many="*", help="JSON outputs whose provenance blocks are gathered"),
+    Option("out", "output:manifest", dest="out_path", help="provenance.json to write"),
+    Option("choices", "output:choices", help="the report's modelling-choices page (HTML)"),
 )
 
 

@@ -18,20 +18,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 OPTIONS = (
-    Option('manifest', 'input:manifest', dest='manifest_path'),
-    Option('spectra', 'input:spectra', dest='spectra_npz'),
-    Option('dynamics', 'input:dynamics', dest='dynamics_csv'),
-    Option('prompts', 'input:prompts', dest='prompts_path'),
-    Option('out-csv', 'output:csv'),
-    Option('out-json', 'output:json'),
-    Option('types', 'config:quantization.types', many=True, dest='qtypes',
-           help='gguf quantization types, e.g. Q4_1 Q8_0'),
-    Option('batch-size', 'config:dynamics.batch_size', kind='int'),
-    Option('max-tokens', 'config:dynamics.max_tokens', kind='int'),
-    Option('seed', 'config:seed', kind='int'),
-    Option('top-k', 'config:spectra.top_k', kind='int'),
-    Option('null-draws', 'config:dynamics.null_draws', kind='int'),
-    Option('threads', 'threads', kind='int'),
+    Option("manifest", "input:manifest", dest="manifest_path"),
+    Option("spectra", "input:spectra", dest="spectra_npz"),
+    Option("dynamics", "input:dynamics", dest="dynamics_csv"),
+    Option("prompts", "input:prompts", dest="prompts_path"),
+    Option("out-csv", "output:csv"),
+    Option("out-json", "output:json"),
+    Option("types", "config:quantization.types", many=True, dest="qtypes",
+           help="gguf quantization types, e.g. Q4_1 Q8_0"),
+    Option("batch-size", "config:dynamics.batch_size", kind="int"),
+    Option("max-tokens", "config:dynamics.max_tokens", kind="int"),
+    Option("seed", "config:seed", kind="int"),
+    Option("top-k", "config:spectra.top_k", kind="int"),
+    Option("null-draws", "config:dynamics.null_draws", kind="int"),
+    Option("threads", "threads", kind="int"),
 )
 
 

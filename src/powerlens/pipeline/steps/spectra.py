@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 OPTIONS = (
-    Option('tensors', 'input:tensors', dest='weights_st'),
-    Option('meta', 'input:meta', dest='weights_json'),
-    Option('out-npz', 'output:npz'),
-    Option('out-csv', 'output:csv'),
-    Option('top-k', 'config:spectra.top_k', kind='int'),
-    Option('threads', 'threads', kind='int'),
-    Option('seed', 'config:seed', kind='int', help='seed of the random non-leading eigenvector (a null)'),
+    Option("tensors", "input:tensors", dest="weights_st"),
+    Option("meta", "input:meta", dest="weights_json"),
+    Option("out-npz", "output:npz"),
+    Option("out-csv", "output:csv"),
+    Option("top-k", "config:spectra.top_k", kind="int"),
+    Option("threads", "threads", kind="int"),
+    Option("seed", "config:seed", kind="int", help="seed of the random non-leading eigenvector (a null)"),
 )
 
 

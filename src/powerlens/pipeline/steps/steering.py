@@ -11,33 +11,28 @@ from powerlens.core.io import (read_generated_json, read_generated_npz, write_cs
                                write_json)
 from powerlens.core.runtime import resolve_device, set_threads
 from powerlens.outputs import provenance
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, model_files
 
 if TYPE_CHECKING:
     import pandas as pd
 
-OPTIONS = (
-    Option('manifest', 'input:manifest', dest='manifest_path'),
-    Option('tensors', 'input:tensors', dest='weights_st'),
-    Option('meta', 'input:meta', dest='weights_json'),
-    Option('spectra', 'input:spectra', dest='spectra_npz'),
-    Option('prompts', 'input:prompts', dest='prompts_path'),
-    Option('out-csv', 'output:csv'),
-    Option('out-json', 'output:json'),
-    Option('targets', 'param:targets', kind='json', help='JSON list of {kind, token?, seed?}'),
-    Option('kappas', 'config:steering.kappas', kind='json', help='JSON list of kappa values'),
-    Option('max-prompts', 'config:steering.max_prompts', kind='int'),
-    Option('batch-size', 'config:steering.batch_size', kind='int', help='prompts per batch of the steering passes'),
-    Option('max-tokens', 'config:steering.max_tokens', kind='int'),
-    Option('shared-edit', 'config:steering.shared_edit', choices=('every_depth', 'last_depth'),
-           help='shared-weight models: edit and baseline at every depth or at the last depth only'),
-    Option('seed', 'config:seed', kind='int'),
-    Option('device', 'config:device'),
-    Option('threads', 'threads', kind='int'),
-    Option('out-continuations', 'output:continuations', help='CSV of greedy continuations (causal LMs)'),
-    Option('continuation-prompts', 'config:steering.continuations.prompts', kind='json',
-           help='JSON list of prompts to continue'),
-    Option('continuation-tokens', 'config:steering.continuations.new_tokens', kind='int'),
+OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
+    Option("out-csv", "output:csv"),
+    Option("out-json", "output:json"),
+    Option("targets", "param:targets", kind="json", help="JSON list of {kind, token?, seed?}"),
+    Option("kappas", "config:steering.kappas", kind="json", help="JSON list of kappa values"),
+    Option("max-prompts", "config:steering.max_prompts", kind="int"),
+    Option("batch-size", "config:steering.batch_size", kind="int", help="prompts per batch of the steering passes"),
+    Option("max-tokens", "config:steering.max_tokens", kind="int"),
+    Option("shared-edit", "config:steering.shared_edit", choices=("every_depth", "last_depth"),
+           help="shared-weight models: edit and baseline at every depth or at the last depth only"),
+    Option("seed", "config:seed", kind="int"),
+    Option("device", "config:device"),
+    Option("threads", "threads", kind="int"),
+    Option("out-continuations", "output:continuations", help="CSV of greedy continuations (causal LMs)"),
+    Option("continuation-prompts", "config:steering.continuations.prompts", kind="json",
+           help="JSON list of prompts to continue"),
+    Option("continuation-tokens", "config:steering.continuations.new_tokens", kind="int"),
 )
 
 
@@ -76,15 +71,27 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                           shared_edit=shared_edit,
                           model_name=man["model"], weights_label=man["weights_label"],
                           continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens)
-    before, after, generates = res["checksum_before"], res["checksum_after"], res["generates"]
     df = pd.DataFrame(res["rows"])
-    caps = df["post_norm_cap"].dropna() if "post_norm_cap" in df else []
-    post_cap = float(caps.iloc[0]) if len(caps) else None
     write_csv(out_csv, df)
     if out_continuations is not None:
         write_csv(out_continuations, pd.DataFrame(res["continuations"], columns=st.CONTINUATION_COLUMNS))
-    write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
-                          "checksum_before": before, "checksum_after": after, "n_prompts": len(prompts),
+    write_json(out_json, _record(man, w, res, df, targets=targets, kappas=kappas, shared_edit=shared_edit,
+                                 n_prompts=len(prompts), truncated=truncated, head=head,
+                                 continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens,
+                                 threads=threads, seed=seed, device=device))
+    return df
+
+
+def _record(man: dict, w, res: dict, df, *, targets, kappas, shared_edit: str, n_prompts: int, truncated: int,
+            head: bool, continuation_prompts, continuation_tokens: int, threads: int, seed: int, device: str) -> dict:
+    """What one steering run did (its JSON): the checksums, the sites, the baseline, the bound, provenance."""
+    from powerlens.analysis import steering as st
+
+    before, after, generates = res["checksum_before"], res["checksum_after"], res["generates"]
+    caps = df["post_norm_cap"].dropna() if "post_norm_cap" in df else []
+    post_cap = float(caps.iloc[0]) if len(caps) else None
+    return {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
+                          "checksum_before": before, "checksum_after": after, "n_prompts": n_prompts,
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
                           "shared_weights": w.shared, "shared_edit": shared_edit,
                           "intervention_sites": st.intervention_sites(w, shared_edit),
@@ -112,8 +119,7 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                                              "decoding": "greedy (no sampling), one prompt at a time, both methods "
                                                          "at every decoding step"} if generates else
                                             "none: the model is not a causal LM with a head"),
-                          "provenance": provenance.record(threads=threads, seed=seed, device=device)})
-    return df
+                          "provenance": provenance.record(threads=threads, seed=seed, device=device)}
 
 
 def show(result, kw: dict) -> None:

@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     pass
 
 OPTIONS = (
-    Option('name', 'wildcard:model', help='model key in the config'),
-    Option('manifest', 'input:manifest', dest='manifest_path', help="the model's manifest.json (from the fetch step)"),
-    Option('targets', 'param:targets', kind='json', help="the model's steering targets, as JSON"),
-    Option('out', 'output:json', dest='out_path', help='steering_targets.json to write (targets with token ids)'),
+    Option("name", "wildcard:model", help="model key in the config"),
+    Option("manifest", "input:manifest", dest="manifest_path", help="the model's manifest.json (from the fetch step)"),
+    Option("targets", "param:targets", kind="json", help="the model's steering targets, as JSON"),
+    Option("out", "output:json", dest="out_path", help="steering_targets.json to write (targets with token ids)"),
 )
 
 

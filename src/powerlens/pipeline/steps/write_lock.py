@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     pass
 
 OPTIONS = (
-    Option('manifests', 'input:manifests', many=True, dest='manifest_paths'),
-    Option('out', 'output:lock', dest='out_path', help='models.lock.yaml to write'),
+    Option("manifests", "input:manifests", many=True, dest="manifest_paths"),
+    Option("out", "output:lock", dest="out_path", help="models.lock.yaml to write"),
 )
 
 
