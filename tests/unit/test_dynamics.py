@@ -173,6 +173,7 @@ def binomial_band(K, p=0.05, z=3.29):
     return p - half, p + half
 
 
+@pytest.mark.calibration  # minutes: make test runs it, make test-unit does not
 def test_monte_carlo_test_is_calibrated_on_correlated_tokens_with_a_common_drift():
     """400 random 'leading' directions through the pipeline's statistics on states whose tokens share a
     component and a common drift: the verdict's Monte Carlo test is significant for 5% of them (inside the
@@ -216,6 +217,7 @@ def test_monte_carlo_test_is_calibrated_with_heavy_ties():
     assert mc_test(1.0, np.ones(10), 0.0)["p"] == 0.0 and mc_test(1.0, np.ones(10), 0.999)["p"] > 0.99
 
 
+@pytest.mark.calibration  # minutes: make test runs it, make test-unit does not
 def test_monte_carlo_test_is_calibrated_on_minilm_hidden_states():
     """The same on the trained MiniLM's real hidden states (40 corpus prompts, every layer): random directions
     are Monte Carlo significant 5% of the time (binomial band); the token- and prompt-level tests are not."""

@@ -9,17 +9,9 @@ import pytest
 PROMPTS = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g.", "Rain, then sun."]
 
 
-@pytest.fixture(scope="module", params=[("gpt2", "tiny-gpt2"), ("albert", "tiny-albert")], ids=lambda p: p[1])
-def twin(request, tmp_path_factory):
-    from powerlens.pipeline.steps import extract, fetch_model, spectra
-
-    arch, twin_of = request.param
-    d = tmp_path_factory.mktemp(twin_of)
-    rec = fetch_model("t", {"arch": arch, "source": "random", "twin_of": twin_of, "seed": 3}, d / "m.json")
-    extract(d / "m.json", d / "w.safetensors", d / "w.json", threads=1)
-    spectra(d / "w.safetensors", d / "w.json", out_npz=d / "s.npz", out_csv=d / "s.csv", top_k=8, threads=1, seed=0)
-    (d / "p.txt").write_text("\n".join(PROMPTS) + "\n")
-    return d, rec
+@pytest.fixture(scope="module", params=["tiny-gpt2", "tiny-albert"])
+def twin(request, prepared_twin):
+    return prepared_twin(request.param)
 
 
 @pytest.mark.parametrize("mode", ["model", "attention-only"])
@@ -29,10 +21,11 @@ def test_api_and_step_give_one_table(twin, mode, tmp_path):
     from powerlens.pipeline.steps import dynamics
 
     d, rec = twin
+    (tmp_path / "p.txt").write_text("\n".join(PROMPTS) + "\n")
     defaults = schema_defaults()
     dyn = {**defaults["dynamics"], "steps": 12, "long_run_prompts": 2}  # past a tiny ALBERT's depth, on a sample
     ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", spectra_npz=d / "s.npz",
-                   prompts_path=d / "p.txt", out_npz=tmp_path / "d.npz", out_csv=tmp_path / "d.csv",
+                   prompts_path=tmp_path / "p.txt", out_npz=tmp_path / "d.npz", out_csv=tmp_path / "d.csv",
                    out_json=tmp_path / "d.json", mode=mode, null_draws=dyn["null_draws"], max_tokens=dyn["max_tokens"],
                    batch_size=dyn["batch_size"], long_run_prompts=dyn["long_run_prompts"],
                    batch_tokens=dyn["batch_tokens"], norm=dyn["norm"], steps=dyn["steps"], seed=defaults["seed"],
