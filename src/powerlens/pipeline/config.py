@@ -113,19 +113,15 @@ def model_arch(name: str, m: dict) -> ArchConfig | None:
         arch = twin_config(m["twin_of"])
     elif m["source"] == "hf":
         arch = next((a for a in PAPER_MODELS.values() if a.hub_id == m.get("repo_id")), None)
-    elif m["source"] == "local":
-        arch = _arch_from_config_json(Path(m["path"]).expanduser(), m["arch"])
     elif m["source"] == "gguf":
         from powerlens.models.archs import GGUF_ARCHS
 
         arch = twin_config(GGUF_ARCHS[m["file"]]) if m.get("file") in GGUF_ARCHS else None
-    elif m["source"] == "package":
-        import importlib.util
+    else:  # a folder on disk already (local, package)
+        from powerlens.models.sources import source_folder
 
-        spec = importlib.util.find_spec(m["package"])
-        if spec and spec.submodule_search_locations:
-            base = Path(list(spec.submodule_search_locations)[0]) / m.get("subdir", "model")
-            arch = _arch_from_config_json(base, m["arch"])
+        folder = source_folder(m)
+        arch = _arch_from_config_json(folder.expanduser(), m["arch"]) if folder else None
     return arch
 
 

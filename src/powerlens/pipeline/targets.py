@@ -108,13 +108,10 @@ def tokenizer_on_disk(entry: dict | None, manifest: str | Path | None):
         if kind_of(twin.arch, int(twin.kwargs["vocab_size"])) == "bpe":
             return None  # read from a GGUF (seconds): checked right after the fetch instead
         return twin_core(entry["twin_of"])[0], has_lm_head([get_adapter(twin.arch).head_class])
-    if entry["source"] == "local":
-        return _folder_tokenizer(Path(entry["path"]).expanduser())
-    if entry["source"] == "package":
-        import importlib.util
+    from powerlens.models.sources import source_folder
 
-        spec = importlib.util.find_spec(entry["package"].replace("-", "_"))
-        if spec and spec.submodule_search_locations:
-            return _folder_tokenizer(Path(list(spec.submodule_search_locations)[0]) / entry.get("subdir", "model"))
+    folder = source_folder(entry)  # a local folder or an installed package's weights
+    if folder is not None:
+        return _folder_tokenizer(folder)
     return None
 

@@ -39,17 +39,19 @@ from powerlens.models.sources.local import fetch_local
 from powerlens.models.sources.package import fetch_package
 from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_random, twin_tokenizer
 
-__all__ = ["SOURCES", "fetch", "source_files", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
+__all__ = ["SOURCES", "fetch", "source_files", "source_folder", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
            "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf", "fetch_local", "fetch_package",
            "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size", "check_model_dir",
            "from_pretrained_checked"]
 
 
 class Source(NamedTuple):
-    """One kind of model source: how to fetch an entry (name, entry, run folder, lock -> manifest) and which
-    of the user's own files it reads (so the workflow re-runs the chain when they change)."""
+    """One kind of model source: how to fetch an entry (name, entry, run folder, lock -> manifest), which of
+    the user's own files it reads (so the workflow re-runs the chain when they change), and the folder that
+    holds its config.json and tokenizer before any fetch (None where the fetch makes it)."""
     fetch: Callable[[str, dict, Path, dict | None], dict]
     user_files: Callable[[dict], list[Path]]
+    folder: Callable[[dict], Path | None] = lambda entry: None
 
 
 def _no_user_files(entry: dict) -> list[Path]:
@@ -59,13 +61,20 @@ def _no_user_files(entry: dict) -> list[Path]:
 SOURCES: dict[str, Source] = {
     "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files),
     "local": Source(lambda name, entry, out, lock: fetch_local(name, entry),
-                    lambda entry: model_files(local.folder(entry))),
+                    lambda entry: model_files(local.folder(entry)), local.folder),
     "package": Source(lambda name, entry, out, lock: fetch_package(name, entry),
-                      lambda entry: model_files(package.folder(entry)) if package.folder(entry) else []),
+                      lambda entry: model_files(package.folder(entry)) if package.folder(entry) else [],
+                      package.folder),
     "gguf": Source(lambda name, entry, out, lock: gguf.fetch_gguf(name, entry, out / "dequantized"),
                    gguf.user_files),
     "random": Source(lambda name, entry, out, lock: fetch_random(name, entry, out / "twin"), _no_user_files),
 }
+
+
+def source_folder(entry: dict) -> Path | None:
+    """The folder holding the entry's config.json and tokenizer before any fetch (a local folder, an installed
+    package's weights), or None (hub downloads, GGUF files, twins: the fetch makes it)."""
+    return SOURCES[entry["source"]].folder(entry) if entry.get("source") in SOURCES else None
 
 
 def source_files(entry: dict) -> list[str]:
