@@ -34,13 +34,12 @@ from powerlens.core.errors import PowerlensError
 
 def arch_of(model_or_config) -> str:
     """The powerlens architecture (adapter name) of a transformers model or config, from its model_type."""
-    from powerlens.models.adapters import ADAPTERS
+    from powerlens.models.adapters import ADAPTERS, adapter_of_model_type
 
     cfg = getattr(model_or_config, "config", model_or_config)
     mt = cfg.get("model_type") if isinstance(cfg, dict) else getattr(cfg, "model_type", None)
-    for name, a in ADAPTERS.items():
-        if a.model_type == mt:
-            return name
+    if (a := adapter_of_model_type(mt)) is not None:
+        return a.arch
     raise PowerlensError(f"model_type {mt!r} has no powerlens adapter",
                          f"supported: {', '.join(sorted(ADAPTERS))} (model types "
                          f"{', '.join(sorted(a.model_type for a in ADAPTERS.values()))})")

@@ -41,7 +41,7 @@ from powerlens.models.adapters.gpt2 import GPT2Adapter
 from powerlens.models.adapters.gpt_neo import GPTNeoAdapter
 from powerlens.models.adapters.llama import LlamaAdapter
 
-__all__ = ["ADAPTERS", "Adapter", "get_adapter"]
+__all__ = ["ADAPTERS", "Adapter", "adapter_of_model_type", "get_adapter"]
 
 ADAPTERS: dict[str, Adapter] = {a.arch: a for a in (AlbertAdapter(), BertAdapter(), GPT2Adapter(), GPTNeoAdapter(),
                                                     LlamaAdapter(), Gemma3Adapter())}
@@ -55,3 +55,8 @@ def get_adapter(arch: str) -> Adapter:
         raise PowerlensError(f"unknown architecture {arch!r}",
                              f"`arch` must be one of: {', '.join(sorted(ADAPTERS))}") from None
 
+
+
+def adapter_of_model_type(model_type: str | None) -> Adapter | None:
+    """The adapter of a transformers ``model_type`` (config.json, a GGUF header), or None if none has it."""
+    return next((a for a in ADAPTERS.values() if a.model_type == model_type), None)

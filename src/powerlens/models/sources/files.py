@@ -93,13 +93,12 @@ def check_claimed_size(path: Path, what: str) -> None:
     with random values (a config.json claiming 1e6 layers would also ask for absurd memory and time)."""
     import json
 
-    from powerlens.models.adapters import ADAPTERS
+    from powerlens.models.adapters import adapter_of_model_type
 
     try:
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        adapter = next(a for a in ADAPTERS.values() if a.model_type == cfg.get("model_type"))
-        terms = adapter.size_terms(cfg)
-    except (OSError, ValueError, StopIteration, KeyError, TypeError, AttributeError):
+        terms = adapter_of_model_type(cfg.get("model_type")).size_terms(cfg)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return  # unreadable or unknown: the load names it
     stored = safetensors_numel(path)
     if terms["params"] > 1.15 * stored + 1000:  # slack: a pooler the file may lack (ALBERT xxlarge: 8%)
@@ -114,20 +113,27 @@ def check_model_type(name: str, arch: str, path: Path) -> None:
     so a wrong or unknown architecture stops before any model-heavy job)."""
     import json
 
-    from powerlens.models.adapters import ADAPTERS, get_adapter
-
     try:
         mt = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
     except (OSError, ValueError, AttributeError):
         return  # the load names an unreadable config.json
+    require_model_type(name, path / "config.json", mt, arch)
+
+
+def require_model_type(name: str, where, model_type: str | None, arch: str) -> None:
+    """Refuse a model whose ``model_type`` (read from ``where``: a config.json, a GGUF) is not the one its
+    config's ``arch`` stands for; the fix names the right ``arch``, or the supported ones."""
+    from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
+
     want = get_adapter(arch).model_type
-    if mt != want:
-        known = {a.model_type: k for k, a in ADAPTERS.items()}
-        raise PowerlensError(
-            f"model {name!r}: {path / 'config.json'} declares model_type {mt!r}, the config says arch {arch!r} "
-            f"(model_type {want!r})",
-            f"set `arch: {known[mt]}`" if mt in known else
-            f"powerlens has no adapter for model_type {mt!r}; supported: {', '.join(sorted(ADAPTERS))}")
+    if model_type == want:
+        return
+    known = adapter_of_model_type(model_type)
+    raise PowerlensError(
+        f"model {name!r}: {where} declares model_type {model_type!r}, the config says arch {arch!r} "
+        f"(model_type {want!r})",
+        f"set `arch: {known.arch}`" if known else
+        f"powerlens has no adapter for model_type {model_type!r}; supported: {', '.join(sorted(ADAPTERS))}")
 
 
 def changed_files_fix(source: str | None) -> str:

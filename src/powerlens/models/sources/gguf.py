@@ -28,7 +28,7 @@ from typing import Any
 
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import sha256_file
-from powerlens.models.sources.files import file_table, from_pretrained_checked, package_dir
+from powerlens.models.sources.files import file_table, from_pretrained_checked, package_dir, require_model_type
 
 CHUNK = re.compile(r"\.part(\d+)$")
 
@@ -279,10 +279,7 @@ def _dequantize(name: str, entry: dict, gpath: Path, work: Path):
     try:
         kw = dict(gguf_file=gpath.name, trust_remote_code=False)
         cfg = transformers.AutoConfig.from_pretrained(str(alone), **kw)
-        if cfg.model_type != adapter.model_type:
-            raise PowerlensError(
-                f"model {name!r}: {fname} holds a {cfg.model_type!r} model, the config says arch {entry['arch']!r}",
-                f"set `arch` to the adapter of model_type {cfg.model_type!r} (if supported) or fix `file`")
+        require_model_type(name, fname, cfg.model_type, entry["arch"])
         model = from_pretrained_checked(
             getattr(transformers, adapter.head_class), str(alone), f"model {name!r} ({fname})",
             "the GGUF's header (block_count, sizes) does not match the tensors it stores: use an intact file "

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
-from powerlens.models.sources.files import changed_files_fix, from_pretrained_checked, refuse_remote_code, verify_files
+from powerlens.models.sources.files import (changed_files_fix, from_pretrained_checked, refuse_remote_code,
+                                            require_model_type, verify_files)
 
 
 def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = True):
@@ -32,13 +33,7 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
             f"({type(e).__name__}: {str(e).splitlines()[0][:200]})",
             f"use a checkpoint of a supported architecture ({', '.join(sorted(ADAPTERS))}) saved by "
             "transformers' save_pretrained") from None
-    want = get_adapter(manifest["arch"]).model_type
-    if cfg.model_type != want:
-        raise PowerlensError(
-            f"model {manifest['model']!r}: config.json declares model_type {cfg.model_type!r}, "
-            f"the config says arch {manifest['arch']!r}",
-            f"set `arch: {cfg.model_type}` for this model (if supported) or fix `path`/`repo_id`",
-        )
+    require_model_type(manifest["model"], Path(path) / "config.json", cfg.model_type, manifest["arch"])
     cls = transformers.AutoModel
     if head:
         cls = getattr(transformers, get_adapter(manifest["arch"]).head_class)
