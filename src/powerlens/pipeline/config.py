@@ -24,8 +24,15 @@ SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.
 
 
 @functools.lru_cache(maxsize=1)
-def _schema_defaults() -> dict:
+@functools.lru_cache(maxsize=1)
+def schema() -> dict:
+    """The config schema, parsed once per process (libyaml's loader where installed): read, never changed."""
     import yaml
+
+    return yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _schema_defaults() -> dict:
 
     def walk(node: dict) -> dict:
         out = {}
@@ -36,7 +43,7 @@ def _schema_defaults() -> dict:
                 out[key] = sub["default"]
         return out
 
-    return walk(yaml.safe_load(SCHEMA.read_text()))
+    return walk(schema())
 
 
 def schema_defaults() -> dict:
@@ -258,9 +265,8 @@ def check_options(section: str, **values) -> None:
     ``seed``), with the pipeline's wording: one validation for the API and the pipeline. ``None`` values are
     skipped (they take the schema's default)."""
     import jsonschema
-    import yaml
 
-    root = yaml.safe_load(SCHEMA.read_text())
+    root = schema()
     node = root["properties"][section] if section else root
     given = {k: v for k, v in values.items() if v is not None}
     for k in given:
@@ -314,7 +320,7 @@ def looks_like_output(path: str) -> str | None:
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
     except Exception:
         return None  # not readable as YAML: Snakemake has said so already
-    keys = set(yaml.safe_load(SCHEMA.read_text())["properties"])
+    keys = set(schema()["properties"])
     if isinstance(doc, dict) and doc and not (set(doc) & keys):
         return f"none of its keys ({', '.join(sorted(map(str, doc))[:6])}) is a config key"
     return None
@@ -361,9 +367,8 @@ def validate_config(config: dict, configfiles: list[str] = ()) -> None:
         v = e.__context__  # the jsonschema ValidationError validate() caught
         if not hasattr(v, "absolute_path"):
             raise
-        import yaml
 
-        raise schema_error(v, yaml.safe_load(SCHEMA.read_text())) from None
+        raise schema_error(v, schema()) from None
     check_paths(config)
     check_models(config)
 
