@@ -12,8 +12,6 @@ import pandas as pd
 from powerlens.core.fmt import fmt_num
 
 
-
-
 class Verdict(NamedTuple):
     """One model's result on one criterion: pass or not, the measured value, the null it was judged against,
     and, when it fails, which part of the criterion failed (short, for the verdict view)."""

@@ -3,14 +3,9 @@ colouring of its verdict column."""
 
 from __future__ import annotations
 
-
 import pandas as pd
 
 from powerlens.analysis.claims.criteria import TEXT
-
-
-
-
 
 NOT_TESTED = "not tested in this run"
 

@@ -4,19 +4,14 @@ null's statistics, read from hooks (model mode) or from the law's steps (attenti
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from powerlens.models.hooks import Site, site_io
 from powerlens.analysis.alignment import align, plane_angle
-from powerlens.analysis.nulls import subspace_alignments
-
-if TYPE_CHECKING:
-    pass
-
 from powerlens.analysis.dynamics.directions import LEADS, NAMED, LayerDirections, _dim
+from powerlens.analysis.nulls import subspace_alignments
+from powerlens.models.hooks import Site, site_io
 
 
 def layer_io(modules: list[torch.nn.Module], callback):

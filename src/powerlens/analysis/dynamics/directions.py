@@ -4,16 +4,10 @@ consensus subspace and the rotation plane, read from a spectra .npz."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from powerlens.analysis.alignment import eig_direction, orthonormal_basis
-
-if TYPE_CHECKING:
-    pass
-
-
 
 NAMED = ("lead", "lead_M", "lead_Ft", "null_eig")  # directions measured per token
 

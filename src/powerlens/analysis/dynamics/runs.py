@@ -4,20 +4,15 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from powerlens.models.attention import attention_only_step
+from powerlens.analysis.dynamics.accumulate import Accumulator, layer_io
+from powerlens.analysis.dynamics.directions import LEADS, LayerDirections, _dim
 from powerlens.analysis.nulls import random_subspaces
 from powerlens.core.progress import progress as _progress
-
-if TYPE_CHECKING:
-    pass
-
-from powerlens.analysis.dynamics.directions import LEADS, LayerDirections, _dim
-from powerlens.analysis.dynamics.accumulate import Accumulator, layer_io
+from powerlens.models.attention import attention_only_step
 
 
 def null_sets(d: int, dirs: list[LayerDirections], R: int, seed: int, device) -> dict[int, torch.Tensor]:

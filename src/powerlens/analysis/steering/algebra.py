@@ -3,11 +3,7 @@ edited F' and the check that u is principal."""
 
 from __future__ import annotations
 
-
 import numpy as np
-
-
-
 
 DELTA = 0.1  # "u is principal": leading eigenvalue's eigenvector within sin angle <= DELTA of u
 

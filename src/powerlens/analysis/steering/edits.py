@@ -12,7 +12,6 @@ import torch
 from powerlens.core.errors import PowerlensError
 
 
-
 def checksum(module: torch.nn.Module) -> str:
     h = hashlib.sha256()
     for name, p in sorted(module.state_dict().items()):

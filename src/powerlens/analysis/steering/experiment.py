@@ -6,18 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
 import numpy as np
 import torch
 
-from powerlens.core.errors import PowerlensError
 from powerlens.analysis.steering.algebra import bound_note, kappa_bound, principal_check, principal_eig, rank1_z
 from powerlens.analysis.steering.edits import checksum, output_projection, rank1_output_edit, target_vector
 from powerlens.analysis.steering.law import (LawCache, attention_only_prefix, attention_only_steering, edited_depths,
                                              edits_every_depth)
 from powerlens.analysis.steering.measure import measure_model
-
-
+from powerlens.core.errors import PowerlensError
 
 CONTINUATION_COLUMNS = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')",
                         "activation addition (matched norm)", "target_in_rank1", "target_in_actadd", "weights"]

@@ -3,14 +3,11 @@ for shared-weight models at every depth or the last one only."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import torch
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.attention import attention_only_step, law_attention, law_norm
-
-
 
 SHARED_EDITS = ("every_depth", "last_depth")
 

@@ -19,7 +19,6 @@ import torch
 from powerlens.core.errors import PowerlensError
 
 
-
 def _mean_abs_cos(x: torch.Tensor, u: torch.Tensor, stat: torch.Tensor) -> tuple[float, int]:
     xs = x[stat].double()
     c = (xs @ u).abs() / xs.norm(dim=-1).clamp_min(1e-30)

@@ -8,11 +8,10 @@ import math
 import numpy as np
 import torch
 
+from powerlens.analysis.theory.synthetic import (Result, iterate, leading_pair, prescribed_matrix, step_matrix,
+                                                 synthetic_layer)
 from powerlens.models.attention import attention_only_step
 from powerlens.models.weights import LayerWeights
-
-
-from powerlens.analysis.theory.synthetic import Result, iterate, leading_pair, prescribed_matrix, step_matrix, synthetic_layer
 
 
 def bipartite_state(v: np.ndarray, n_tokens: int) -> np.ndarray:

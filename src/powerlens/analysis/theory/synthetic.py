@@ -9,11 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from powerlens.models.attention import attention_only_step
 from powerlens.analysis.spectra import sort_order
+from powerlens.models.attention import attention_only_step
 from powerlens.models.weights import LayerWeights
-
-
 
 
 def _t(a) -> torch.Tensor:

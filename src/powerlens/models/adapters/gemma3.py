@@ -9,9 +9,9 @@ from powerlens.core.errors import PowerlensError
 if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
     import torch
 
-from powerlens.models.hooks import Site
 from powerlens.models.adapters.base import _t
 from powerlens.models.adapters.llama import LlamaAdapter
+from powerlens.models.hooks import Site
 
 
 class Gemma3Adapter(LlamaAdapter):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-
 if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
 
     pass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
 
     pass

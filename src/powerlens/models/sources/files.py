@@ -5,8 +5,8 @@ and the comparison of files with their record."""
 from __future__ import annotations
 
 import datetime as _dt
-from pathlib import Path
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 from powerlens.core.errors import PowerlensError

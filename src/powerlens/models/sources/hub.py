@@ -9,7 +9,6 @@ from pathlib import Path
 from powerlens.core.errors import PowerlensError
 from powerlens.models.sources.files import check_model_dir, compare_files, file_table
 
-
 HF_PATTERNS = ["config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json",
                "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt",
                "spiece.model"]
@@ -66,8 +65,8 @@ def check_hub_reachable(need: list[tuple[str, str, str]], timeout: float = 5.0) 
 
 
 def fetch_hf(name: str, entry: dict, lock: dict | None = None, cache_dir: str | None = None) -> dict:
-    from huggingface_hub import snapshot_download
     from huggingface_hub import errors as hf_errors
+    from huggingface_hub import snapshot_download
 
     repo_id = entry["repo_id"]
     revision = entry.get("revision") or "main"

@@ -7,10 +7,9 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
-from powerlens.outputs.plotting import draw_split, grid, legend_below, panel_title, placeholder, save, style, unique_handles
-
-
 from powerlens.outputs.figures.style import _name
+from powerlens.outputs.plotting import (draw_split, grid, legend_below, panel_title, placeholder, save, style,
+                                        unique_handles)
 
 
 def _depth_note(ax, g_all, g_shown):

@@ -5,11 +5,9 @@ from __future__ import annotations
 import matplotlib.ticker
 import pandas as pd
 
-from powerlens.outputs.plotting import grid, legend_below, panel_title, plt, save, style, unique_handles
 from powerlens.analysis.spectra import leading_type
-
-
 from powerlens.outputs.figures.style import DISTINCT, LINESTYLES, MARKERS
+from powerlens.outputs.plotting import grid, legend_below, panel_title, plt, save, style, unique_handles
 
 
 def fig_spectra(models: list[dict], stem, dpi: int = 150):

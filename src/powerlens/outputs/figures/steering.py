@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from powerlens.outputs.plotting import legend_below, plt, save, style
-
-
 from powerlens.outputs.figures.style import _name
+from powerlens.outputs.plotting import legend_below, plt, save, style
 
 
 def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-
 from powerlens.outputs.plotting import panel_title
-
-
-
 
 # Okabe-Ito colours (distinguishable by every reader), each model also with its own marker and line style
 DISTINCT = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]

@@ -4,17 +4,13 @@ module in float32 (tolerance 1e-5) and float64 (1e-10). Exits non-zero if either
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
+from typing import Any
 
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import (read_generated_json, write_json)
+from powerlens.core.io import read_generated_json, write_json
 from powerlens.core.runtime import set_threads
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option, model_files
-
-if TYPE_CHECKING:
-    pass
 
 OPTIONS = model_files("manifest", "tensors", "meta") + (
     Option("out", "output:check", dest="out_path", help="extraction_check.json to write"),

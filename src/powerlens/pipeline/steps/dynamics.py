@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import (read_generated_json, read_generated_npz, write_csv,
-                               write_json, write_npz)
+from powerlens.core.io import read_generated_json, read_generated_npz, write_csv, write_json, write_npz
 from powerlens.core.runtime import resolve_device, set_threads
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option, model_files

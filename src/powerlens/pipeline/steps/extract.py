@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-
-from powerlens.core.io import (read_generated_json, read_json)
+from powerlens.core.io import read_generated_json, read_json
 from powerlens.core.runtime import set_threads
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option, model_files
-
-if TYPE_CHECKING:
-    pass
 
 OPTIONS = model_files("manifest") + (
     Option("out-tensors", "output:tensors", dest="st_path", help="weights.safetensors to write"),

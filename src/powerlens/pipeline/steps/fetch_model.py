@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import (write_json)
+from powerlens.core.io import write_json
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
-
-if TYPE_CHECKING:
-    pass
 
 OPTIONS = (
     Option("name", "wildcard:model", help="model key in the config"),

@@ -20,7 +20,8 @@ def plot_spectra(*, npz: list[str], csv: list[str], labels: dict, fig_spectra: s
     import numpy as np
     import pandas as pd
 
-    from powerlens.outputs.figures import fig_gap as draw_gap, fig_spectra as draw_spectra
+    from powerlens.outputs.figures import fig_gap as draw_gap
+    from powerlens.outputs.figures import fig_spectra as draw_spectra
     from powerlens.outputs.plotting import draw_split
     from powerlens.outputs.tables import SPECTRA_MISSING, spectra_table, write_table
 

@@ -21,7 +21,8 @@ def plot_steering(*, csv: list[str], labels: dict, fig: str, table: str, continu
 
     from powerlens.outputs.figures import fig_steering
     from powerlens.outputs.plotting import draw_split
-    from powerlens.outputs.tables import STEERING_MISSING, continuations_table as cont_table, steering_table, write_table
+    from powerlens.outputs.tables import STEERING_MISSING, steering_table, write_table
+    from powerlens.outputs.tables import continuations_table as cont_table
 
     df = pd.concat([pd.read_csv(p) for p in csv], ignore_index=True)
     weights = dict(zip(df["model"], df["weights"]))

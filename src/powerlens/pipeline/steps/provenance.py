@@ -4,15 +4,10 @@ seeds, threads, device, and the start and end time of the run's outputs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-
-from powerlens.core.io import (read_json, write_json, write_text)
+from powerlens.core.io import read_json, write_json, write_text
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
-
-if TYPE_CHECKING:
-    pass
 
 OPTIONS = (
     Option("config", "param:config", help="the run's config as JSON", dest="config_json"),

@@ -6,10 +6,8 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING
 
-
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import (read_generated_json, read_generated_npz, reading_generated, write_csv,
-                               write_json)
+from powerlens.core.io import read_generated_json, read_generated_npz, reading_generated, write_csv, write_json
 from powerlens.core.runtime import set_threads
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option

@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
-from powerlens.core.io import (write_csv,
-                               write_npz)
+from powerlens.core.io import write_csv, write_npz
 from powerlens.core.runtime import set_threads
 from powerlens.pipeline.options import Option
 

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-
-from powerlens.core.io import (read_generated_json, read_json, write_json)
+from powerlens.core.io import read_generated_json, read_json, write_json
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
-
-if TYPE_CHECKING:
-    pass
 
 OPTIONS = (
     Option("name", "wildcard:model", help="model key in the config"),

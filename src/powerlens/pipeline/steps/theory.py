@@ -4,17 +4,12 @@ complex (closed orbit), or bipartite (fixed point and its stability with 1 vs se
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import (write_json, write_npz)
+from powerlens.core.io import write_json, write_npz
 from powerlens.core.runtime import set_threads
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
-
-if TYPE_CHECKING:
-    pass
 
 OPTIONS = (
     Option("case", "wildcard:case", choices=("real", "complex", "bipartite")),
@@ -46,7 +41,6 @@ def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, head
     """One synthetic experiment (a: real, b: complex, c: bipartite, the C4 sweep over sizes, head counts and
     attention sharpness with its positive control), full and softmax attention."""
     import dataclasses
-
 
     from powerlens.analysis import theory as th
 

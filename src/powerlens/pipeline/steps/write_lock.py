@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
-from powerlens.core.io import (read_json, write_text)
+from powerlens.core.io import read_json, write_text
 from powerlens.pipeline.options import Option
-
-if TYPE_CHECKING:
-    pass
 
 OPTIONS = (
     Option("manifests", "input:manifests", many=True, dest="manifest_paths"),
