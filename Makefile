@@ -63,7 +63,7 @@ test: setup             ## everything CI runs: set-up without a compiler, SLURM 
 test-unit: setup        ## unit tests only: no Snakemake run, no subprocess of the command, no calibration run
 	$(PY) -m pytest tests/unit -m "not slow and not integration and not calibration"
 
-test-fast: setup        ## the default pytest suite only (unit + integration + calibration, about 14 minutes)
+test-fast: setup        ## the default pytest suite only (unit + integration + calibration, about 10 minutes)
 	$(PY) -m pytest
 
 test-all: setup         ## also the slow checks

@@ -29,13 +29,17 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from powerlens.analysis.spectra import model_spectra, spectra_arrays
+from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
+from powerlens.models.sources import TWIN_MARKER, check_model_dir, fetch_hf, from_pretrained_checked
+from powerlens.pipeline.config import check_options, schema_defaults
+from powerlens.pipeline.targets import check_targets, has_lm_head
 
 
 def arch_of(model_or_config) -> str:
     """The powerlens architecture (adapter name) of a transformers model or config, from its model_type."""
-    from powerlens.models.adapters import ADAPTERS, adapter_of_model_type
-
     cfg = getattr(model_or_config, "config", model_or_config)
     mt = cfg.get("model_type") if isinstance(cfg, dict) else getattr(cfg, "model_type", None)
     if (a := adapter_of_model_type(mt)) is not None:
@@ -113,8 +117,6 @@ def weights_label_of(path_or_id) -> str:
     """The weights label of a run's model folder (its manifest: "random weights" for a twin), else ""."""
     import json
 
-    from powerlens.models.sources import TWIN_MARKER
-
     p = Path(str(path_or_id)).expanduser()
     if (p / TWIN_MARKER).is_file():
         return "random weights"
@@ -130,8 +132,6 @@ class Lens:
     """One transformers model (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3) read as power-method steps."""
 
     def __init__(self, model, tokenizer=None, arch: str | None = None):
-        from powerlens.models.adapters import get_adapter
-
         if not (hasattr(model, "config") and callable(getattr(model, "eval", None))):
             raise PowerlensError(f"Lens takes a transformers model, got {type(model).__name__}",
                                  "for a folder or hub id use Lens.from_pretrained(path_or_id)")
@@ -151,10 +151,6 @@ class Lens:
         safetensors only, never a model's own code; with ``head`` the LM head too when the checkpoint has one."""
         import transformers
 
-        from powerlens.models.adapters import get_adapter
-        from powerlens.models.sources import check_model_dir, fetch_hf
-        from powerlens.pipeline.targets import has_lm_head
-
         kind, where = model_location(path_or_id)
         if kind == "path":
             check_model_dir(where, f"model {str(path_or_id)!r}")
@@ -172,7 +168,6 @@ class Lens:
         arch = arch or arch_of(cfg)
         cls_name = get_adapter(arch).head_class if head and has_lm_head(cfg.get("architectures")) else "AutoModel"
         kw = dict(attn_implementation="eager", use_safetensors=True, local_files_only=True, trust_remote_code=False)
-        from powerlens.models.sources import from_pretrained_checked
 
         model = from_pretrained_checked(getattr(transformers, cls_name), str(path), f"model {str(path_or_id)!r}",
                                         "give a folder whose config.json matches its weights (save_pretrained)",
@@ -203,9 +198,6 @@ class Lens:
         ``seed``: the config schema's ``spectra.top_k`` and ``seed`` unless given)."""
         import pandas as pd
 
-        from powerlens.pipeline.config import schema_defaults
-        from powerlens.analysis.spectra import model_spectra
-
         defaults = schema_defaults()
         k = defaults["spectra"]["top_k"] if k is None else k
         seed = defaults["seed"] if seed is None else seed
@@ -227,9 +219,6 @@ class Lens:
         same function (:func:`powerlens.analysis.dynamics.analyse`) computes both. Returns the per-layer
         DataFrame the pipeline's dynamics step writes, less its model, mode and weights label columns."""
         from powerlens.analysis.dynamics import MODES, DynamicsOptions, analyse
-        from powerlens.analysis.spectra import spectra_arrays
-        from powerlens.core.corpus import check_prompt_list
-        from powerlens.pipeline.config import check_options, schema_defaults
 
         if self.tokenizer is None:
             raise PowerlensError("this Lens has no tokenizer", "pass one: Lens(model, tokenizer)")
@@ -257,7 +246,6 @@ class Lens:
         alpha = kappa |lambda_1(F_last)|, so u becomes F's principal eigenvector for kappa large enough.
         ``target``: a token (its ``kind`` = embedding or unembedding row), a unit vector (d,), or "random".
         Yields {"u", "alpha", "principal"} (the eigen-check of the edited F)."""
-        from powerlens.pipeline.config import check_options
         from powerlens.analysis.steering import principal_check, rank1_output_edit, rank1_z, target_vector
 
         check_options("steering", kappas=[kappa, 0])  # the pipeline's rule for a kappa: finite, 0 to 1e6
@@ -292,8 +280,6 @@ class Lens:
     def _check_target_token(self, token: str, kind: str) -> None:
         """The pipeline's check of a steering target (:func:`powerlens.pipeline.targets.check_targets`): one vocabulary
         entry, not the unknown token, an LM head for unembedding targets."""
-        from powerlens.pipeline.targets import check_targets, has_lm_head
-
         if self.tokenizer is None:
             raise PowerlensError("this Lens has no tokenizer to find the token in", "pass one: Lens(model, tokenizer)")
         backend = getattr(self.tokenizer, "backend_tokenizer", None)

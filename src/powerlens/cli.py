@@ -16,14 +16,18 @@ import functools
 import inspect
 import sys
 import traceback
-
 from pathlib import Path
+
+from powerlens import __version__
+from powerlens.core.errors import PowerlensError
+from powerlens.core.io import atomic_path
+from powerlens.core.progress import quiet_third_party_bars
+from powerlens.pipeline.options import add_arguments, step_kwargs
+
 
 def run_guarded(fn, *args) -> None:
     """Run a step: a PowerlensError becomes the problem + fix lines and exit status 2; any other error a
     traceback and status 1 (a bug to report)."""
-    from powerlens.core.errors import PowerlensError
-
     try:
         fn(*args)
     except PowerlensError as e:
@@ -47,8 +51,6 @@ def inspect_model(a) -> None:
     than one /, or its first part is an existing folder) is always a path."""
     import os
     import time
-
-    from powerlens.core.errors import PowerlensError
 
     t0 = time.perf_counter()
     if a.csv:  # checked before any work
@@ -93,8 +95,6 @@ def inspect_model(a) -> None:
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if a.csv:
-        from powerlens.core.io import atomic_path
-
         with atomic_path(Path(a.csv).expanduser()) as tmp:
             df.to_csv(tmp, index=False)
     print(f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
@@ -111,8 +111,6 @@ class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaults
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from powerlens import __version__
-
     ap = argparse.ArgumentParser(
         prog="powerlens", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"powerlens {__version__}")
@@ -129,7 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", default=None, help="also write the table to this CSV file (its folder is checked "
                    "before any work); lambda_1 in two real columns")
     p.set_defaults(func=inspect_model)
-    from powerlens.pipeline.options import add_arguments
     from powerlens.pipeline.steps import STEPS, step_module
 
     for name in STEPS:
@@ -144,15 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_step(mod, a: argparse.Namespace) -> None:
     """Run one step from its parsed options: the step's function, then its summary."""
-    from powerlens.pipeline.options import step_kwargs
-
     kw = step_kwargs(a, mod.OPTIONS)
     mod.show(mod.STEP(**kw), kw)
 
 
 def main(argv: list[str] | None = None) -> None:
-    from powerlens.core.progress import quiet_third_party_bars
-
     a = build_parser().parse_args(argv)
     quiet_third_party_bars()
     run_guarded(a.func, a)

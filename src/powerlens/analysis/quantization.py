@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from powerlens.analysis.spectra import leading_type
+from powerlens.core.errors import PowerlensError
+
 SUPPORTED = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
 EMBED_TYPE = "Q8_0"
 
@@ -36,8 +39,6 @@ def quantize_model(model, adapter, qtype: str) -> dict[str, int]:
     import torch
 
     if qtype not in SUPPORTED:
-        from powerlens.core.errors import PowerlensError
-
         raise PowerlensError(f"quantization type {qtype!r} has no quantizer in the gguf package",
                              f"use one of: {', '.join(SUPPORTED)}")
     seen, counts = set(), {qtype: 0, EMBED_TYPE: 0}
@@ -58,7 +59,6 @@ def compare_layers(spec_full: dict, spec_q: dict, layer_map: list[int], dyn_full
     """Per depth: leading eigenvalue change, leading-type change, |cos| of the leading eigenvectors (real
     leads; for complex pairs the cosine of the planes' principal angle), delta gamma and delta rho."""
     from powerlens.analysis.alignment import eig_direction
-    from powerlens.analysis.spectra import leading_type
 
     rows = []
     gf = dyn_full.set_index("layer")

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from powerlens.core.errors import PowerlensError
+
 
 def params_json(obj: Any) -> str:
     """JSON for a Snakemake rule's ``params`` (and so a step's command line) that is safe in the HTML report.
@@ -86,7 +88,6 @@ def save_model_folder(model, tokenizer, folder: str | os.PathLike, what: str) ->
         tokenizer.save_pretrained(folder)
     except Exception as e:
         shutil.rmtree(folder, ignore_errors=True)
-        from powerlens.core.errors import PowerlensError
 
         full = getattr(e, "errno", None) == errno.ENOSPC or "No space left" in str(e)
         raise PowerlensError(
@@ -143,8 +144,6 @@ def reading_generated(path: str | os.PathLike, rule: str) -> Iterator[None]:
     """Around the read of a file an earlier step wrote: a truncated or corrupt file (a disk that filled up,
     a copy cut short, an edit by hand) becomes a PowerlensError that names it and the step that rebuilds it,
     never a traceback from deep inside numpy or safetensors. Keep the block to the read itself."""
-    from powerlens.core.errors import PowerlensError
-
     try:
         yield
     except PowerlensError:

@@ -16,6 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import get_adapter
+
+
 @dataclass(frozen=True)
 class ArchConfig:
     """An architecture: family name plus the config kwargs that define it."""
@@ -27,8 +31,6 @@ class ArchConfig:
     def hf_config(self):
         """The ``transformers`` config object (eager attention, so attention weights are observable)."""
         import transformers
-
-        from powerlens.models.adapters import get_adapter
 
         cfg = getattr(transformers, get_adapter(self.arch).config_class)(**self.kwargs)
         cfg._attn_implementation = "eager"
@@ -155,8 +157,6 @@ ALL_TWINS: dict[str, ArchConfig] = {**PAPER_MODELS, **TINY_MODELS, **DECODER_MOD
 
 
 def twin_config(name: str) -> ArchConfig:
-    from powerlens.core.errors import PowerlensError
-
     try:
         return ALL_TWINS[name]
     except KeyError:
@@ -168,6 +168,4 @@ def twin_config(name: str) -> ArchConfig:
 
 def count_params(arch: ArchConfig) -> int:
     """Parameter count of the base model (no LM head), from the config alone (no weights built)."""
-    from powerlens.models.adapters import get_adapter
-
     return get_adapter(arch.arch).size_terms(arch.kwargs)["params"]

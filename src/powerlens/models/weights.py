@@ -32,6 +32,8 @@ from typing import Any
 
 import torch
 
+from powerlens.core.io import atomic_path, read_json, reading_generated, sha256_file, write_json
+
 MATRICES = ("W_Q", "W_K", "W_V", "W_O")
 VECTORS = ("b_Q", "b_K", "b_V", "b_O", "ln_w", "ln_b")
 OPTIONAL = ("q_norm", "k_norm", "post_w", "rope_inv_freq")  # tensors only some architectures have
@@ -148,8 +150,6 @@ class ModelWeights:
         """Write the tensors (plus F per unique layer, float64) and the metadata, atomically."""
         from safetensors.torch import save_file
 
-        from powerlens.core.io import atomic_path, sha256_file, write_json
-
         tensors: dict[str, torch.Tensor] = {}
         for u, lw in enumerate(self.layers):
             for k in MATRICES + VECTORS + OPTIONAL:
@@ -195,8 +195,6 @@ class ModelWeights:
         when it is asked for (and not keep it), so a step that walks the layers one at a time holds one
         layer's tensors, never the whole model's (the file's keys are still checked at once)."""
         from safetensors import safe_open
-
-        from powerlens.core.io import read_json, reading_generated
 
         with reading_generated(json_path, "extract_weights"):
             meta = read_json(json_path)
@@ -247,8 +245,6 @@ class _LazyLayers(Sequence):
         if isinstance(u, slice):
             return [self[i] for i in range(*u.indices(len(self)))]
         from safetensors import safe_open
-
-        from powerlens.core.io import reading_generated
 
         u = range(len(self))[u]
         with reading_generated(self.st_path, "extract_weights"):

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from powerlens.core.io import atomic_path, write_text
-
+from powerlens.analysis.claims import n_saturated, share_significant, theory_verdicts
 from powerlens.core.fmt import DASH, fmt_num, weights_text  # noqa: F401  (the one number format, re-exported)
+from powerlens.core.io import atomic_path, write_text
 
 MISSING_DEFAULT = "the quantity is not defined for this row"
 
@@ -190,8 +189,6 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
     labels = labels or {}
     rows = []
 
-    from powerlens.analysis.claims import n_saturated, share_significant
-
     def sig(g, stat, above):
         # the claims' own count (saturated layers never count), so table and verdict cannot disagree
         return share_significant(g, stat, alpha, above)[0] if f"{stat}_p_holm" in g else float("nan")
@@ -236,8 +233,6 @@ def theory_table(results: list[dict], alpha: float = 0.05) -> pd.DataFrame:
     """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, the row's
     own check, notes; then one row per claim (C2, C3, C4) with its verdict from
     :func:`powerlens.analysis.claims.theory_verdicts`, the function table_claims takes it from (so they cannot disagree)."""
-    from powerlens.analysis.claims import theory_verdicts
-
     rows = []
     for r in results:
         det = r["detail"]

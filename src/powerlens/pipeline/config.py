@@ -16,8 +16,11 @@ import functools
 import json
 from pathlib import Path
 
-from powerlens.models.archs import PAPER_MODELS, ArchConfig, twin_config
 from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import ADAPTERS
+from powerlens.models.archs import ALL_TWINS, GGUF_ARCHS, PAPER_MODELS, ArchConfig, twin_config
+from powerlens.models.sources import check_claimed_size, source_folder
+from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
 #: The config schema (a file of the repository, beside the rules that validate against it).
 SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
@@ -55,9 +58,6 @@ def schema_defaults() -> dict:
 def check_registered(config: dict) -> None:
     """Each model's ``arch`` names an adapter and a twin's ``twin_of`` a known configuration: the registries
     (``ADAPTERS``, ``ALL_TWINS``) are the one list of both, so adding an architecture edits no schema."""
-    from powerlens.models.adapters import ADAPTERS
-    from powerlens.models.archs import ALL_TWINS
-
     for name, m in config["models"].items():
         if m["arch"] not in ADAPTERS:
             raise PowerlensError(f"config value models.{name}.arch: {m['arch']!r} is not a supported architecture",
@@ -96,8 +96,6 @@ def check_models(config: dict) -> None:
                 "point `path` at a folder made by `model.save_pretrained(...)` (config.json + *.safetensors)",
             )
         if m["source"] == "local":
-            from powerlens.models.sources import check_claimed_size
-
             check_claimed_size(Path(m["path"]).expanduser(), f"models.{name} ({m['path']})")
 
 
@@ -121,11 +119,8 @@ def model_arch(name: str, m: dict) -> ArchConfig | None:
     elif m["source"] == "hf":
         arch = next((a for a in PAPER_MODELS.values() if a.hub_id == m.get("repo_id")), None)
     elif m["source"] == "gguf":
-        from powerlens.models.archs import GGUF_ARCHS
-
         arch = twin_config(GGUF_ARCHS[m["file"]]) if m.get("file") in GGUF_ARCHS else None
     else:  # a folder on disk already (local, package)
-        from powerlens.models.sources import source_folder
 
         folder = source_folder(m)
         arch = _arch_from_config_json(folder.expanduser(), m["arch"]) if folder else None
@@ -383,8 +378,6 @@ def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
     packages, models fetched earlier; ``manifest_of(name)`` is the path of its manifest). Returns the models
     whose targets can only be known from their fetch (rule check_steering_targets), decided from the config
     entry alone: the same list before and after the fetch."""
-    from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
-
     later = []
     for name, m in config["models"].items():
         found = tokenizer_on_disk(m, None)

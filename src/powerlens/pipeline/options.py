@@ -23,6 +23,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from powerlens.core.io import params_json
+
 #: What a flag means wherever a declaration does not say more (every flag of every step has a help text).
 GLOSSARY = {
     "--manifest": "manifest.json of the model, written by the fetch step (source, path, sha256 of every file)",
@@ -112,8 +114,6 @@ class Option:
 
     def render(self, value: Any) -> list[str]:
         """The command-line words of a value (config values, benchmark command lines)."""
-        from powerlens.core.io import params_json
-
         if self.kind == "json":
             return [f"--{self.flag}", params_json(value)]
         if self.kind == "yesno":

@@ -31,8 +31,10 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from powerlens.models.archs import ArchConfig
-from powerlens.pipeline.config import steering_targets
+from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import get_adapter
+from powerlens.models.archs import ArchConfig, twin_config
+from powerlens.pipeline.config import model_arch, steering_targets
 
 #: Safety margin applied to fitted lines: memory x1.2 + 300 MB, time x1.5 + 60 s (then whole minutes).
 MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
@@ -73,8 +75,6 @@ class Size:
 
 def size_of(arch: ArchConfig) -> Size:
     """Size terms from the config alone (no weights built): the architecture's adapter knows them."""
-    from powerlens.models.adapters import get_adapter
-
     k = arch.kwargs
     t = get_adapter(arch.arch).size_terms(k)
     return Size(params=t["params"], forward_params=t["n_layers"] * t["layer_params"],
@@ -230,8 +230,6 @@ def check_plan(coeffs: dict, terms: dict[str, dict], extras: dict[str, tuple[flo
     """Refuse a plan in which one job's fitted request passes :data:`PLAN_LIMITS` (``terms``: model ->
     :func:`job_terms`; ``extras``: model -> :func:`long_run_extra`), naming the model, the step and the
     request, before any job runs."""
-    from powerlens.core.errors import PowerlensError
-
     for name, per_rule in terms.items():
         for rule, (params, term) in per_rule.items():
             extra = extras.get(name, (0.0, 0.0)) if rule == "dynamics_attention-only" else (0.0, 0.0)
@@ -255,9 +253,6 @@ def load_coefficients(path: str | Path) -> dict:
 def size_of_entry(name: str, m: dict) -> Size:
     """Size terms of a config entry; an architecture unknown before its fetch gets gpt-neo-2.7B's (the
     largest paper model: generous, never too small)."""
-    from powerlens.models.archs import twin_config
-    from powerlens.pipeline.config import model_arch
-
     arch = model_arch(name, m)
     try:
         return size_of(arch)

@@ -18,6 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import get_adapter
+from powerlens.models.archs import twin_config
+from powerlens.models.sources import source_folder
+from powerlens.models.sources.twin import kind_of, twin_core
 
 HEAD_MARKERS = ("LMHead", "ForCausalLM", "ForMaskedLM", "ForPreTraining")
 
@@ -100,15 +104,10 @@ def tokenizer_on_disk(entry: dict | None, manifest: str | Path | None):
     if entry is None:
         return None
     if entry["source"] == "random":
-        from powerlens.models.adapters import get_adapter
-        from powerlens.models.archs import twin_config
-        from powerlens.models.sources.twin import kind_of, twin_core
-
         twin = twin_config(entry["twin_of"])
         if kind_of(twin.arch, int(twin.kwargs["vocab_size"])) == "bpe":
             return None  # read from a GGUF (seconds): checked right after the fetch instead
         return twin_core(entry["twin_of"])[0], has_lm_head([get_adapter(twin.arch).head_class])
-    from powerlens.models.sources import source_folder
 
     folder = source_folder(entry)  # a local folder or an installed package's weights
     if folder is not None:

@@ -17,20 +17,42 @@ from typing import Callable
 
 import pandas as pd
 
+from powerlens.analysis.claims.criteria import (
+    FIG,
+    TEXT,
+    Verdict,
+    _depth,
+    _f,
+    _sat,
+    albert_size,
+    c1,
+    c4,
+    c5,
+    c6,
+    c7,
+    c8,
+    c9,
+    c10,
+    n_saturated,
+    share_significant,
+    theory_verdicts,
+)
+from powerlens.analysis.claims.view import (
+    NOT_TESTED,
+    VIEW_MISSING,
+    VIEW_NOT_APPLICABLE,
+    is_twin_row,
+    verdict_class,
+    verdict_column_class,
+    verdict_view,
+)
 from powerlens.core.fmt import weights_text
-
-
-from powerlens.analysis.claims.criteria import (Verdict, FIG, TEXT, _f, _depth, share_significant, n_saturated, _sat,
-                                                c1, c5, c6, c7, c10, c8, c9, c4, theory_verdicts, albert_size)
-from powerlens.analysis.claims.view import (NOT_TESTED, VIEW_MISSING, VIEW_NOT_APPLICABLE, is_twin_row, verdict_view,
-                                            verdict_class, verdict_column_class)
+from powerlens.models.adapters import ADAPTERS
 
 
 def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
     """Display name of an architecture's family (its adapter's), with the precision of quantized trained
     weights when every trained model of the family has it: "Llama (trained, 4-bit)"."""
-    from powerlens.models.adapters import ADAPTERS
-
     fam = getattr(ADAPTERS.get(arch), "family", arch)
     q = {lab.split(" (")[0] for lab in (weights_labels or []) if lab.startswith("trained, ")}
     return f"{fam} ({q.pop()})" if len(q) == 1 and all(lab.startswith("trained, ") for lab in weights_labels) else fam

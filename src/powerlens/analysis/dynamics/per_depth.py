@@ -13,11 +13,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from powerlens.analysis.dynamics.directions import LEADS, NAMED, LayerDirections
+from powerlens.analysis.nulls import SATURATED_TIES, mc_test, tie_uniform
 
 
 def _mc_columns(prefix: str, value: float, null: np.ndarray | None, seed: int, depth: int) -> dict:
-    from powerlens.analysis.nulls import SATURATED_TIES, mc_test, tie_uniform
-
     if null is None:
         return {prefix: value}
     m = mc_test(value, null, tie_uniform(seed, depth, prefix))

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import get_adapter
 
 
 def checksum(module: torch.nn.Module) -> str:
@@ -22,8 +23,6 @@ def checksum(module: torch.nn.Module) -> str:
 
 def output_projection(model, arch: str):
     """(module, layout) of the last layer's output projection; layout 'linear' (out, in) or 'conv1d' (in, out)."""
-    from powerlens.models.adapters import get_adapter
-
     return get_adapter(arch).output_projection(model)
 
 
@@ -95,7 +94,6 @@ def target_vector(model, tokenizer, arch: str, kind: str, token: str | None = No
     tid = ids[0]
     if kind not in ("embedding", "unembedding"):
         raise PowerlensError(f"unknown steering target kind {kind!r}", "use embedding, unembedding or random")
-    from powerlens.models.adapters import get_adapter
 
     u = get_adapter(arch).token_vector(model, tid, kind).cpu().numpy()
     return u / np.linalg.norm(u), tid

@@ -11,10 +11,17 @@ import torch
 
 from powerlens.analysis.steering.algebra import bound_note, kappa_bound, principal_check, principal_eig, rank1_z
 from powerlens.analysis.steering.edits import checksum, output_projection, rank1_output_edit, target_vector
-from powerlens.analysis.steering.law import (LawCache, attention_only_prefix, attention_only_steering, edited_depths,
-                                             edits_every_depth)
+from powerlens.analysis.steering.law import (
+    LawCache,
+    attention_only_prefix,
+    attention_only_steering,
+    edited_depths,
+    edits_every_depth,
+)
 from powerlens.analysis.steering.measure import measure_model
 from powerlens.core.errors import PowerlensError
+from powerlens.core.progress import progress as _progress
+from powerlens.models.adapters import get_adapter
 
 CONTINUATION_COLUMNS = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')",
                         "activation addition (matched norm)", "target_in_rank1", "target_in_actadd", "weights"]
@@ -83,8 +90,6 @@ def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float
     cache, the bound, and (model mode) the list the first unsteered pass fills with the last depth's inputs,
     replayed by every other pass, which re-runs only the last depth, final norm and head; shared weights with
     the edit at every depth: every pass runs the whole model."""
-    from powerlens.models.adapters import get_adapter
-
     adapter = get_adapter(arch)
     device = next(model.parameters()).device
     last = w.layer(w.n_layers - 1)
@@ -116,8 +121,6 @@ def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float
 def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float], seed: int, rows: list,
             cont: list) -> None:
     """One target u: the unsteered pass, then every kappa (rows and continuations appended)."""
-    from powerlens.core.progress import progress as _progress
-
     u, tid = target_vector(s.model, s.tok, s.arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed),
                            s.w.d_model)
     name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")

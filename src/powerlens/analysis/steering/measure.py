@@ -17,6 +17,8 @@ import numpy as np
 import torch
 
 from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import get_adapter
+from powerlens.models.hooks import no_kv_cache
 
 
 def _mean_abs_cos(x: torch.Tensor, u: torch.Tensor, stat: torch.Tensor) -> tuple[float, int]:
@@ -52,9 +54,6 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     ``post``, ``post_ref``, ``pu``: the post-attention norm's measures (module docstring).
     Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
     log-probabilities the steered passes' KL is taken from."""
-    from powerlens.models.adapters import get_adapter
-    from powerlens.models.hooks import no_kv_cache
-
     adapter = get_adapter(arch)
     ut = torch.as_tensor(u, dtype=torch.float64)
     acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0, "post_change": 0.0,

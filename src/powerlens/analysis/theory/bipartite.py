@@ -8,9 +8,15 @@ import math
 import numpy as np
 import torch
 
-from powerlens.analysis.theory.synthetic import (Result, iterate, leading_pair, prescribed_matrix, step_matrix,
-                                                 synthetic_layer)
-from powerlens.models.attention import attention_only_step
+from powerlens.analysis.theory.synthetic import (
+    Result,
+    iterate,
+    leading_pair,
+    prescribed_matrix,
+    step_matrix,
+    synthetic_layer,
+)
+from powerlens.models.attention import attention_only_step, attention_output, visible_keys
 from powerlens.models.weights import LayerWeights
 
 
@@ -77,8 +83,6 @@ def broken_runs(X0s: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, res
                 tol: float, causal: bool = False) -> np.ndarray:
     """All perturbed runs at once (X0s: (R, n, d)); per run, whether its two groups stopped being antipodal
     (|cos| with the '+' group's mean below 1 - tol) at some step within ``steps``: (R,) bool."""
-    from powerlens.models.attention import attention_output, visible_keys
-
     x = torch.as_tensor(X0s, dtype=torch.float64)
     x = x / x.norm(dim=-1, keepdim=True)
     mask = torch.ones(x.shape[0], x.shape[1], dtype=torch.long)

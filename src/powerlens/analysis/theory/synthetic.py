@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from powerlens.analysis.spectra import sort_order
-from powerlens.models.attention import attention_only_step
+from powerlens.models.attention import attention_only_step, attention_output, visible_keys
 from powerlens.models.weights import LayerWeights
 
 
@@ -87,7 +87,6 @@ def iterate(x0: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, residual
         if residual:
             x = attention_only_step(x, lw, n_heads, False, mask, "l2")
         else:  # no residual: x <- N(attn(x))
-            from powerlens.models.attention import attention_output, visible_keys
 
             y = attention_output(x, lw, n_heads, visible_keys(x.shape[1], False, None, mask))
             x = y / y.norm(dim=-1, keepdim=True)

@@ -134,8 +134,9 @@ class Adapter:
         return None
 
     def head_logits(self, model, h: "torch.Tensor") -> "torch.Tensor":
-        """The LM (or masked-LM) head of a model loaded with its head, applied to the last hidden state h."""
-        return model.cls(h)  # (B, T, V): BertOnlyMLMHead
+        """The LM (or masked-LM) head of a model loaded with its head, applied to the last hidden state h:
+        logits (B, T, V)."""
+        raise NotImplementedError
 
     def tail(self, model, y: "torch.Tensor", head: bool) -> tuple["torch.Tensor", "torch.Tensor | None"]:
         """What the model computes after its last layer, from that layer's output y (B, T, d): the last

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
-
-    pass
 from powerlens.models.adapters.base import Adapter, _encoder_layer_params, _layer, _linear, _t
 from powerlens.models.hooks import Site
 
@@ -54,4 +50,7 @@ class BertAdapter(Adapter):
 
     def embed(self, model, ids):
         return self.base(model).embeddings(input_ids=ids)
+
+    def head_logits(self, model, h):
+        return model.cls(h)  # (B, T, V): BertOnlyMLMHead
 

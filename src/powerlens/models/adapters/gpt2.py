@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
-
-    pass
 from powerlens.models.adapters.base import _DecoderAdapter, _layer, _t
 
 

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
-
-    pass
 from powerlens.models.adapters.base import Adapter, _layer, _linear, _t
 from powerlens.models.hooks import Site
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import sha256_file
+from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
 
 
 def now_utc() -> str:
@@ -93,8 +94,6 @@ def check_claimed_size(path: Path, what: str) -> None:
     with random values (a config.json claiming 1e6 layers would also ask for absurd memory and time)."""
     import json
 
-    from powerlens.models.adapters import adapter_of_model_type
-
     try:
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
         terms = adapter_of_model_type(cfg.get("model_type")).size_terms(cfg)
@@ -123,8 +122,6 @@ def check_model_type(name: str, arch: str, path: Path) -> None:
 def require_model_type(name: str, where, model_type: str | None, arch: str) -> None:
     """Refuse a model whose ``model_type`` (read from ``where``: a config.json, a GGUF) is not the one its
     config's ``arch`` stands for; the fix names the right ``arch``, or the supported ones."""
-    from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
-
     want = get_adapter(arch).model_type
     if model_type == want:
         return

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import sha256_file
+from powerlens.core.io import save_model_folder, sha256_file
+from powerlens.models.adapters import get_adapter
 from powerlens.models.sources.files import file_table, from_pretrained_checked, package_dir, require_model_type
 
 CHUNK = re.compile(r"\.part(\d+)$")
@@ -239,7 +240,6 @@ def fetch_gguf(name: str, entry: dict, out_dir: Path) -> dict[str, Any]:
     for obj in (model.config, getattr(model, "generation_config", None)):
         if obj is not None and hasattr(obj, "quantization_config"):
             delattr(obj, "quantization_config")
-    from powerlens.core.io import save_model_folder
 
     save_model_folder(model, tok, out_dir, f"model {name!r}")
     del model
@@ -269,8 +269,6 @@ def _dequantize(name: str, entry: dict, gpath: Path, work: Path):
 
     import torch
     import transformers
-
-    from powerlens.models.adapters import get_adapter
 
     fname, adapter = entry["file"], get_adapter(entry["arch"])
     work.mkdir(parents=True, exist_ok=True)

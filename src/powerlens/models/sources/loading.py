@@ -6,8 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
-from powerlens.models.sources.files import (changed_files_fix, from_pretrained_checked, refuse_remote_code,
-                                            require_model_type, verify_files)
+from powerlens.models.adapters import ADAPTERS, get_adapter
+from powerlens.models.sources.files import (
+    changed_files_fix,
+    from_pretrained_checked,
+    refuse_remote_code,
+    require_model_type,
+    verify_files,
+)
 
 
 def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = True):
@@ -17,8 +23,6 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
     """
     import torch
     import transformers
-
-    from powerlens.models.adapters import ADAPTERS, get_adapter
 
     dtype = dtype or torch.float32
     if verify:

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from powerlens.core.io import save_model_folder
+from powerlens.models.adapters import get_adapter
 from powerlens.models.archs import twin_config
 from powerlens.models.sources.files import file_table, package_dir
 
@@ -46,8 +47,6 @@ def _package_file(module: str, rel: str) -> Path | None:
 def kind_of(arch: str, vocab_size: int) -> str:
     """Which tokenizer a twin of this family (its adapter's ``twin_tokenizer``) and vocabulary size gets: the
     family's, if the twin's vocabulary holds the stand-in's ids and its package is installed; else bytes."""
-    from powerlens.models.adapters import get_adapter
-
     kind = get_adapter(arch).twin_tokenizer
     need = {"bpe": (49152, BPE), "wordpiece": (30000, WORDPIECE)}.get(kind)
     return kind if need and vocab_size >= need[0] and _package_file(*need[1]) else "byte"
@@ -83,8 +82,6 @@ def _bpe_tables() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
 def tokenizer_core(arch: str, vocab_size: int):
     """(``tokenizers.Tokenizer``, special tokens for a transformers fast tokenizer, label) of a twin."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    from powerlens.models.adapters import get_adapter
 
     kind = kind_of(arch, vocab_size)
     specials = special_tokens(get_adapter(arch).causal)
@@ -129,7 +126,6 @@ def fetch_random(name: str, entry: dict, out_dir: Path) -> dict:
     seed = int(entry.get("seed", 0))
     cfg = twin.hf_config()
     torch.manual_seed(seed)
-    from powerlens.models.adapters import get_adapter
 
     model = getattr(transformers, get_adapter(twin.arch).head_class).from_config(cfg, dtype=torch.float32)
     out_dir = Path(out_dir)
@@ -155,7 +151,6 @@ def byte_tokenizer_core(arch: str):
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    from powerlens.models.adapters import get_adapter
 
     if get_adapter(arch).causal:
         tok.add_special_tokens(["<|endoftext|>"])
@@ -180,8 +175,6 @@ def special_tokens(causal: bool) -> dict[str, str]:
 def byte_tokenizer(arch: str):
     """:func:`byte_tokenizer_core` wrapped as a transformers fast tokenizer."""
     from transformers import PreTrainedTokenizerFast
-
-    from powerlens.models.adapters import get_adapter
 
     return PreTrainedTokenizerFast(tokenizer_object=byte_tokenizer_core(arch),
                                    **special_tokens(get_adapter(arch).causal))

@@ -7,9 +7,21 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
+from powerlens.core.io import read_json
 from powerlens.outputs.figures.style import _name
-from powerlens.outputs.plotting import (draw_split, grid, legend_below, panel_title, placeholder, save, style,
-                                        unique_handles)
+from powerlens.outputs.plotting import (
+    TRAINED,
+    TWIN_SUFFIX,
+    draw_split,
+    grid,
+    legend_below,
+    panel_title,
+    placeholder,
+    save,
+    style,
+    unique_handles,
+)
+from powerlens.outputs.tables import ALIGNMENT_MISSING, alignment_table, write_table
 
 
 def _depth_note(ax, g_all, g_shown):
@@ -110,8 +122,6 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
 
 def _no_shared(stem) -> str:
     from pathlib import Path
-
-    from powerlens.outputs.plotting import TRAINED, TWIN_SUFFIX
 
     if TRAINED["model"] == "twins":
         return "no random-weight twin of a shared-weight (ALBERT) model in this run"
@@ -225,9 +235,6 @@ def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha
     """fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation and table_alignment from the dynamics
     step's CSVs and arrays and each model's weights.json; ``stems`` maps each output's name to its path
     without suffix. Returns the alignment table."""
-    from powerlens.core.io import read_json
-    from powerlens.outputs.tables import ALIGNMENT_MISSING, alignment_table, write_table
-
     shared = {m["model"]: m["shared_weights"] for m in map(read_json, metas)}
     df = pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True)
     df["shared"] = df["model"].map(shared)

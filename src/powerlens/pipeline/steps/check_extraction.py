@@ -9,6 +9,8 @@ from typing import Any
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_generated_json, write_json
 from powerlens.core.runtime import set_threads
+from powerlens.models.adapters import get_adapter
+from powerlens.models.sources import load_model
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option, model_files
 
@@ -26,8 +28,6 @@ def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_
     """Rebuild every attention sublayer from the saved matrices and compare with the real module."""
     import torch
 
-    from powerlens.models.adapters import get_adapter
-    from powerlens.models.sources import load_model
     from powerlens.models.verify import layerwise_errors, reconstruction_errors
     from powerlens.models.weights import ModelWeights
 

@@ -3,6 +3,7 @@ the models behind each family verdict, the measured value, the null and the verd
 
 from __future__ import annotations
 
+from powerlens.core.io import read_json
 from powerlens.pipeline.options import Option
 
 OPTIONS = (
@@ -24,7 +25,6 @@ def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: 
     import pandas as pd
 
     from powerlens.analysis.claims import evaluate, is_twin_row, verdict_view
-    from powerlens.core.io import read_json
 
     metas = {m["model"]: m for m in (read_json(p) for p in meta)}
     records = [r for p in theory for r in read_json(p)["results"]]

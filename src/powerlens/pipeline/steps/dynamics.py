@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from powerlens.core.corpus import read_prompts
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_generated_json, read_generated_npz, write_csv, write_json, write_npz
 from powerlens.core.runtime import resolve_device, set_threads
+from powerlens.models.adapters import get_adapter
+from powerlens.models.sources import load_model, load_tokenizer
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option, model_files
 
@@ -47,9 +50,6 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     import torch
 
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
-    from powerlens.core.corpus import read_prompts
-    from powerlens.models.adapters import get_adapter
-    from powerlens.models.sources import load_model, load_tokenizer
     from powerlens.models.weights import ModelWeights
 
     if mode not in ("model", "attention-only"):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from powerlens.core.io import read_generated_json, read_json
 from powerlens.core.runtime import set_threads
+from powerlens.models.adapters import get_adapter
+from powerlens.models.sources import load_model
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option, model_files
 
@@ -19,9 +21,6 @@ OPTIONS = model_files("manifest") + (
 def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Path, *, threads: int) -> dict:
     """Extract every attention sublayer (W_Q, W_K, W_V, W_O, biases, LN, F) of one model."""
     import torch
-
-    from powerlens.models.adapters import get_adapter
-    from powerlens.models.sources import load_model
 
     threads = set_threads(threads)
     man = read_generated_json(manifest_path, "fetch_model")

@@ -8,6 +8,7 @@ import yaml
 
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import write_json
+from powerlens.models.sources import fetch
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
 
@@ -22,8 +23,6 @@ OPTIONS = (
 
 def fetch_model(name: str, entry: dict, manifest_path: str | Path, *, lock_path: str | None = None) -> dict:
     """Resolve one model entry (download, locate or build), write its manifest."""
-    from powerlens.models.sources import fetch
-
     lock = None
     if lock_path:
         p = Path(lock_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from powerlens.core.io import read_json
 from powerlens.pipeline.options import Option
 
 CASES = ("real", "complex", "bipartite")
@@ -20,7 +21,6 @@ def plot_theory(*, fig: str, table: str, dpi: int, alpha: float, **cases: str):
     """fig_theory and table_theory from the theory step's files (``<case>_json``, ``<case>_npz``)."""
     import numpy as np
 
-    from powerlens.core.io import read_json
     from powerlens.outputs.figures import fig_theory
     from powerlens.outputs.tables import THEORY_MISSING, theory_table, write_table
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from powerlens.core.io import read_json, write_json, write_text
 from powerlens.outputs import provenance
+from powerlens.outputs.provenance import modelling_choices_html
 from powerlens.pipeline.options import Option
 
 OPTIONS = (
@@ -55,7 +56,6 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
     }
     write_json(out_path, doc)
     if choices is not None:  # the report's modelling-choices page
-        from powerlens.outputs.provenance import modelling_choices_html
 
         write_text(choices, modelling_choices_html(cfg, MODELLING_CHOICES))
     return doc

@@ -6,9 +6,12 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING
 
+from powerlens.core.corpus import read_prompts
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_generated_json, read_generated_npz, reading_generated, write_csv, write_json
 from powerlens.core.runtime import set_threads
+from powerlens.models.adapters import get_adapter
+from powerlens.models.sources import load_model, load_tokenizer
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
 
@@ -44,9 +47,6 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
     from powerlens.analysis import quantization as qz
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
     from powerlens.analysis.spectra import model_spectra, spectra_arrays
-    from powerlens.core.corpus import read_prompts
-    from powerlens.models.adapters import get_adapter
-    from powerlens.models.sources import load_model, load_tokenizer
 
     threads = set_threads(threads)
     torch.manual_seed(seed)

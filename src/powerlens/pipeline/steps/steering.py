@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from powerlens.core.corpus import prompt_batches, read_prompts
 from powerlens.core.io import read_generated_json, read_generated_npz, write_csv, write_json
 from powerlens.core.runtime import resolve_device, set_threads
+from powerlens.models.adapters import get_adapter
+from powerlens.models.sources import load_model, load_tokenizer
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option, model_files
 
@@ -45,9 +48,6 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     import torch
 
     from powerlens.analysis import steering as st
-    from powerlens.core.corpus import prompt_batches, read_prompts
-    from powerlens.models.adapters import get_adapter
-    from powerlens.models.sources import load_model, load_tokenizer
     from powerlens.models.weights import ModelWeights
 
     threads = set_threads(threads)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from powerlens.core.io import read_generated_json, read_json, write_json
+from powerlens.models.sources import load_tokenizer
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
+from powerlens.pipeline.targets import check_targets, has_lm_head, tokenizer_on_disk
 
 OPTIONS = (
     Option("name", "wildcard:model", help="model key in the config"),
@@ -20,12 +22,8 @@ def check_steering_targets(name: str, manifest_path: str | Path, targets: list[d
                            ) -> list[dict]:
     """Resolve a model's steering targets to token ids right after its fetch (hub and GGUF models, whose
     tokenizer is not on disk before), so a bad target stops the run before extraction; write them."""
-    from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
-
     found = tokenizer_on_disk(None, manifest_path)
     if found is None:  # no tokenizer.json in the folder: transformers builds the fast tokenizer
-        from powerlens.models.sources import load_tokenizer
-        from powerlens.pipeline.targets import has_lm_head
 
         man = read_generated_json(manifest_path, "fetch_model")
         cfg = read_json(Path(man["path"]) / "config.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from powerlens.core.io import read_json
 from powerlens.pipeline.options import Option
 
 OPTIONS = (
@@ -13,7 +14,6 @@ OPTIONS = (
 
 
 def table_models(*, stem: str, labels: dict, manifests: list[str], metas: list[str]):
-    from powerlens.core.io import read_json
     from powerlens.outputs.tables import models_table, write_table
 
     mans = {m["model"]: m for m in map(read_json, manifests)}
