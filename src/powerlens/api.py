@@ -23,6 +23,7 @@ eigenvalues are the same and whose right eigenvectors are the *left* eigenvector
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -115,8 +116,6 @@ def model_location(path_or_id) -> tuple[str, Path | str]:
 
 def weights_label_of(path_or_id) -> str:
     """The weights label of a run's model folder (its manifest: "random weights" for a twin), else ""."""
-    import json
-
     p = Path(str(path_or_id)).expanduser()
     if (p / TWIN_MARKER).is_file():
         return "random weights"
@@ -162,7 +161,6 @@ class Lens:
                 raise PowerlensError(f"{where!r} was read as a Hugging Face hub id (it is not an existing folder): "
                                      f"{e.problem}", "check the id (org/name), or give a local folder: one saved by "
                                      "save_pretrained, or a run's model folder results/<run>/<model>") from None
-        import json
 
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
         arch = arch or arch_of(cfg)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import functools
 import inspect
+import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -49,9 +51,6 @@ def inspect_model(a) -> None:
     PATH_OR_ID is a local folder (one saved by save_pretrained, or a run's model folder results/<run>/<model>)
     or a Hugging Face hub id (org/name). An argument that cannot be a hub id (it starts with ., / or ~, has more
     than one /, or its first part is an existing folder) is always a path."""
-    import os
-    import time
-
     t0 = time.perf_counter()
     if a.csv:  # checked before any work
         out = Path(a.csv).expanduser()

@@ -176,9 +176,10 @@ def test_inspect_tells_paths_from_hub_ids(tmp_path, monkeypatch, twin):
                                                                       "weights_label": "random weights"}))
     assert model_location("results/run/m") == ("path", Path(twin[1]["path"]).resolve())
     assert weights_label_of("results/run/m") == "random weights" == weights_label_of(twin[1]["path"])
-    import powerlens.models.sources as src
+    import powerlens.api
 
-    monkeypatch.setattr(src, "fetch_hf", lambda *a, **k: (_ for _ in ()).throw(AssertionError("hub called")))
+    # patched where the API looks it up (its module namespace)
+    monkeypatch.setattr(powerlens.api, "fetch_hf", lambda *a, **k: (_ for _ in ()).throw(AssertionError("hub called")))
     with pytest.raises(SystemExit) as e:
         main(["inspect", "results/run/m", "--csv", str(tmp_path / "no/such/dir/x.csv")])
     assert e.value.code == 2

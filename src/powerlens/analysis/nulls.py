@@ -22,6 +22,8 @@ that leaves layer t and enters layer t + 1 are computed once.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import torch
 
@@ -54,8 +56,6 @@ SATURATED_TIES = 0.5  # paper.md section 4: a layer where at least half the draw
 def tie_uniform(seed: int, *key) -> float:
     """The seeded U of one test: a fixed function of the run's seed and the test's key (depth, statistic),
     so a rerun gives the same p and two statistics never share their U."""
-    import zlib
-
     ints = [int(k) if isinstance(k, (int, np.integer)) else zlib.crc32(str(k).encode()) for k in key]
     return float(np.random.default_rng([int(seed), 23, *ints]).random())
 

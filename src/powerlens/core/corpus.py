@@ -7,6 +7,7 @@ longer than the model's context are truncated, and how many were truncated is re
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,8 +85,6 @@ def check_counted_tokens(ids: list[list[int]], special: list[list[int]], tokeniz
     """Stop when the corpus gives fewer than :data:`MIN_COUNTED_TOKENS` text tokens (special tokens do not
     count: every prompt tokenized to nothing but [CLS]/[SEP] leaves no statistic to compute), and warn on
     stderr when most of them are the unknown token (the statistics would then describe [UNK], not the text)."""
-    import sys
-
     counted = [t for x, s in zip(ids, special) for t, sp in zip(x, s) if not sp]
     if len(counted) < MIN_COUNTED_TOKENS:
         raise PowerlensError(

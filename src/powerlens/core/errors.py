@@ -6,6 +6,8 @@ both and exit with status 2, without a traceback, so the message is the first th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class PowerlensError(Exception):
     """A user-facing error: ``problem`` names the bad input, ``fix`` says what to do."""
@@ -19,8 +21,6 @@ class PowerlensError(Exception):
 def user_errors_in_logs(log_dir, since: float) -> list[tuple[str, str | None]]:
     """The problem + fix pairs the step CLIs printed (``ERROR: ...`` then ``  fix: ...``) in logs under
     ``log_dir`` written since ``since`` (a time stamp), each once: the summary a failed run ends with."""
-    from pathlib import Path
-
     found: list[tuple[str, str | None]] = []
     root = Path(log_dir)
     if not root.is_dir():

@@ -9,9 +9,11 @@ not mkstemp's private 0600, so collaborators on a shared cluster can read the re
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -78,9 +80,6 @@ def save_model_folder(model, tokenizer, folder: str | os.PathLike, what: str) ->
     """``save_pretrained`` of a model (safetensors) and its tokenizer into ``folder``, all or nothing: on any
     failure (a full disk: OSError 28, or safetensors' own error) the folder is removed and the problem named,
     so no partial model is ever taken for a finished one. Files get the outputs' mode (:func:`share_folder`)."""
-    import errno
-    import shutil
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     try:

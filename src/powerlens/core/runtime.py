@@ -7,6 +7,9 @@ cores a machine has and freed activations go back to the OS; :func:`resolve_devi
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 from powerlens.core.errors import PowerlensError
 
 
@@ -19,9 +22,6 @@ def fixed_mmap_threshold(nbytes: int = 128 * 1024) -> bool:
     Setting the threshold once (``mallopt(M_MMAP_THRESHOLD)``) also switches the adjustment off. No-op where
     the C library is not glibc.
     """
-    import ctypes
-    import ctypes.util
-
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return bool(libc.mallopt(-3, int(nbytes)))  # -3 = M_MMAP_THRESHOLD

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import html
 import importlib.metadata
 import json
 import os
@@ -55,8 +56,6 @@ def record(threads: int | None = None, seed: int | None = None, **extra: Any) ->
 def modelling_choices_html(cfg: dict, choices: list[str]) -> str:
     """The report's "Modelling choices" page: what the paper's summaries leave open and what this replication
     chose, then this run's settings that the choices depend on. Every text escaped (a config is data)."""
-    import html
-
     dyn, st, cl = cfg.get("dynamics", {}), cfg.get("steering", {}), cfg.get("claims", {})
     settings = [
         ("Monte Carlo null draws R", dyn.get("null_draws")), ("significance level", dyn.get("alpha")),

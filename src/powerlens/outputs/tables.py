@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -97,8 +98,6 @@ def _markdown(shown: pd.DataFrame, caption: str, notes: list[str]) -> str:
 
 def _html(shown: pd.DataFrame, caption: str, notes: list[str] | None = None, cell_class=None) -> str:
     """A standalone HTML page holding the table (cells and caption escaped; no script, no external file)."""
-    import html
-
     def td(c, v):
         k = cell_class(c, v) if cell_class else None
         return f"<td class=\"{k}\">" if k else "<td>"

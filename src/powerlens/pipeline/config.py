@@ -14,6 +14,10 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
+import shlex
+import sys
+import unicodedata
 from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
@@ -213,8 +217,6 @@ ALLOWED_CONTROLS = {"\n", "\t"}
 
 def refused_character(text: str) -> tuple[int, str, str] | None:
     """The first character of ``text`` that config text may not hold: (position, the character, why)."""
-    import unicodedata
-
     for i, ch in enumerate(text):
         cat = unicodedata.category(ch)
         if cat in REFUSED_CATEGORIES and ch not in ALLOWED_CONTROLS:
@@ -230,8 +232,6 @@ def check_config_values(node, where: str = "") -> None:
     every ``minimum``/``maximum``) and say nothing about the characters of a string. Control and separator
     characters are refused at load (each names its place): none of them belongs in a label, path, token or
     description, and they are how text escapes from the block it is shown in."""
-    import math
-
     if isinstance(node, bool) or node is None:
         return
     if isinstance(node, float) and not math.isfinite(node):
@@ -324,9 +324,6 @@ def looks_like_output(path: str) -> str | None:
 def check_configfiles_are_configs(configfiles, argv: list[str] | None = None) -> None:
     """Snakemake reads every argument after --configfile as a config file, so a target written after it (a
     common slip) arrives here as a config. Stop with the corrected command line."""
-    import shlex
-    import sys
-
     bad = [(f, why) for f in configfiles if Path(f).is_file() and (why := looks_like_output(f))]
     if not bad:
         return

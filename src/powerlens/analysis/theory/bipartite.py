@@ -3,6 +3,7 @@ counts and sharpness with its positive control, and the verdict from Fisher test
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -150,8 +151,6 @@ def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.nda
              max_eq_steps: int) -> "Result":
     """One cell of the C4 sweep: the layer's q.k scaled to sharpness s, its bipartite equilibrium, the
     epsilon = 0 control and ``runs`` perturbed runs."""
-    import dataclasses
-
     qk = math.sqrt(s / typical_score(X0, base, H))  # W_Q, W_K scaled by qk: every score by qk^2
     lw = dataclasses.replace(base, W_Q=base.W_Q * qk, W_K=base.W_K * qk)
     Xs, fp, n_eq = bipartite_equilibrium(X0, lw, H, residual, tol=1e-15, max_steps=max_eq_steps)
@@ -174,8 +173,6 @@ def _c4_positive_control(d: int, n_tokens: int, signs: np.ndarray, *, seed: int,
                          epsilon: float, residual: bool, tol: float) -> "Result":
     """Self-only attention (window 1, causal), bipartite on +-v_2 of M: an equilibrium known to be unstable,
     so the test must see breaks."""
-    import dataclasses
-
     rng = np.random.default_rng([seed, 3, d])
     F = prescribed_matrix(d, [3.0], rest_radius=-0.1, rng=rng, rest_min=-0.9)
     vals, V = leading_pair(step_matrix(F, residual))

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.util
+import json
+import math
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +36,6 @@ def refuse_remote_code(path: Path, what: str) -> None:
     """A model folder whose config.json maps classes to its own code (``auto_map``) is refused before any
     loading: transformers would otherwise ask on stdin whether to run that code, and a "y" would run it.
     A config.json that is not JSON is refused too (its text is data, never code)."""
-    import json
-
     try:
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -67,10 +68,6 @@ def check_model_dir(path: Path, what: str,
 def safetensors_numel(path: Path) -> int:
     """Total elements of every tensor in the folder's ``*.safetensors`` files, read from their headers alone
     (8-byte length, then JSON; no tensor data read, no torch)."""
-    import json
-    import math
-    import struct
-
     total = 0
     for f in sorted(path.glob("*.safetensors")):
         with open(f, "rb") as fh:
@@ -92,8 +89,6 @@ def check_claimed_size(path: Path, what: str) -> None:
     """Refuse a folder whose config.json describes a larger model than its safetensors files hold, before
     anything is loaded or planned: transformers would build the claimed model and fill what the files lack
     with random values (a config.json claiming 1e6 layers would also ask for absurd memory and time)."""
-    import json
-
     try:
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
         terms = adapter_of_model_type(cfg.get("model_type")).size_terms(cfg)
@@ -110,8 +105,6 @@ def check_claimed_size(path: Path, what: str) -> None:
 def check_model_type(name: str, arch: str, path: Path) -> None:
     """config.json's model_type must be the one the config's `arch` stands for (checked in the fetch step,
     so a wrong or unknown architecture stops before any model-heavy job)."""
-    import json
-
     try:
         mt = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
     except (OSError, ValueError, AttributeError):

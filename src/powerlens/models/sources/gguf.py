@@ -20,9 +20,12 @@ weights label of spec section 3: "trained, 4-bit (Q4_1)".
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.metadata
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +117,6 @@ def locate(name: str, entry: dict) -> dict[str, Any]:
 
 def record_sha256(module: str, path: Path) -> str | None:
     """The sha256 pip recorded for ``path`` when it installed ``module`` (the wheel's RECORD), hex."""
-    import base64
-
     try:
         files = importlib.metadata.files(module.replace("_", "-")) or []
     except importlib.metadata.PackageNotFoundError:
@@ -264,9 +265,6 @@ def _dequantize(name: str, entry: dict, gpath: Path, work: Path):
     alone: from a folder of its own holding only a link to it, so that tokenizer or config files lying beside
     the GGUF (a `path:` folder) can never replace its own. Weights that do not cover the header's model are
     refused."""
-    import shutil
-    import tempfile
-
     import torch
     import transformers
 

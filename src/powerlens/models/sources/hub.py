@@ -4,6 +4,8 @@ pinned revision), and the one reachability check made before any job."""
 from __future__ import annotations
 
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
@@ -36,9 +38,6 @@ def check_hub_reachable(need: list[tuple[str, str, str]], timeout: float = 5.0) 
     Unreachable (refused, no route, DNS, timeout, or HF_HUB_OFFLINE set) -> one PowerlensError naming every
     model that needs the hub and the ways out; HTTP errors (a wrong repo_id, a gated repo) are left to the
     fetch step, which names them exactly."""
-    import urllib.error
-    import urllib.request
-
     if not need:
         return
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")

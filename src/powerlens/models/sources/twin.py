@@ -55,8 +55,6 @@ def kind_of(arch: str, vocab_size: int) -> str:
 @functools.lru_cache(maxsize=4)
 def _wordpiece_json(n_vocab: int) -> str:
     """The WordPiece tokenizer.json, its vocabulary cut to the first ``n_vocab`` entries if smaller."""
-    import json
-
     d = json.loads(_package_file(*WORDPIECE).read_text(encoding="utf-8"))
     vocab = d["model"]["vocab"]
     if len(vocab) > n_vocab:

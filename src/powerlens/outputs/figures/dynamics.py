@@ -3,9 +3,12 @@ the driver that draws them from the dynamics step's files."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib.ticker
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from powerlens.core.io import read_json
 from powerlens.outputs.figures.style import _name
@@ -121,8 +124,6 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
 
 
 def _no_shared(stem) -> str:
-    from pathlib import Path
-
     if TRAINED["model"] == "twins":
         return "no random-weight twin of a shared-weight (ALBERT) model in this run"
     return ("no shared-weight (ALBERT) model with trained weights in this run\n(random-weight twins: "
@@ -132,8 +133,6 @@ def _no_shared(stem) -> str:
 def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
     """Shared-weight models: alignment with v_1, with the leading subspace of I + F, and mean pairwise |cos|
     vs step, in both modes (colour: quantity; line style: mode)."""
-    from matplotlib.lines import Line2D
-
     style()
     models = [m for m in df["model"].unique() if df[df["model"] == m]["shared"].iloc[0]]
     if not models:
@@ -171,8 +170,6 @@ def fig_albert_rotation(runs: list[dict], stem, dpi: int = 150):
 
     ``runs``: dicts with label, weights, trajectory (steps+1, n, 2), leading_type, arg_mu1, mean_dtheta,
     rotation_plane."""
-    from matplotlib.lines import Line2D
-
     style()
     if not runs:
         return placeholder(stem, _no_shared(stem), dpi)

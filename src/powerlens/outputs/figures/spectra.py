@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import matplotlib.ticker
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from powerlens.analysis.spectra import leading_type
 from powerlens.outputs.figures.style import DISTINCT, LINESTYLES, MARKERS
@@ -83,7 +84,6 @@ def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], s
     a2.set_title(r"leading eigenvalue's modulus $|\lambda_1(F_t)|$")
     fig.tight_layout()
     hs, ls = unique_handles([a1])
-    from matplotlib.lines import Line2D
 
     hs += [Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", mfc="white", color="0.3")]
     ls += ["filled: real leading eigenvalue", "open: complex leading pair"]

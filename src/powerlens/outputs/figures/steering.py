@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from powerlens.outputs.figures.style import _name
 from powerlens.outputs.plotting import legend_below, plt, save, style
@@ -89,8 +90,6 @@ def _steering_axes(left, right, name: str, has_p: bool) -> None:
 
 
 def _steering_legend(targets: list[str], pu: bool) -> tuple[list, list[str]]:
-    from matplotlib.lines import Line2D
-
     hs = [Line2D([], [], color=f"C{i}", lw=2) for i in range(len(targets))]
     ls = [f"target: {t} (u = {'its row' if t != 'random' else 'a seeded random unit vector'})" for t in targets]
     hs += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3), Line2D([], [], color="0.3", ls="--"),

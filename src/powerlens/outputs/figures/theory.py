@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import matplotlib.ticker
 import numpy as np
+from matplotlib.lines import Line2D
 
 from powerlens.outputs.plotting import plt, save, style
 
@@ -72,8 +73,6 @@ def _theory_complex(b, bb, cplx: dict, pred: dict) -> None:
 def _theory_c4(c, bip: dict) -> None:
     """(d) the C4 sweep: fraction of perturbed bipartite equilibria that broke vs attention sharpness, per head
     count and size, with the positive control."""
-    from matplotlib.lines import Line2D
-
     rate, sharp = np.asarray(bip["sweep_rate"], dtype=float), np.asarray(bip["sweep_sharpness"], dtype=float)
     heads, sizes = [int(h) for h in bip["sweep_heads"]], [int(x) for x in bip["sweep_sizes"]]
     styles = ["-", "--", ":", "-."]

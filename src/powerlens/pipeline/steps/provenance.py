@@ -3,6 +3,8 @@ seeds, threads, device, and the start and end time of the run's outputs."""
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 from pathlib import Path
 
 from powerlens.core.io import read_json, write_json, write_text
@@ -22,9 +24,6 @@ OPTIONS = (
 def provenance_manifest(config_json: str, manifests: list[str], records: list[str], *, out_path,
                         choices: str | Path | None = None) -> dict:
     """The run's provenance: what produced every output (one file per run)."""
-    import datetime as _dt
-    import json
-
     cfg = json.loads(config_json)
     models = {}
     for p in manifests:

@@ -3,6 +3,7 @@ complex (closed orbit), or bipartite (fixed point and its stability with 1 vs se
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
@@ -40,8 +41,6 @@ def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, head
            c4_heads: list[int], c4_sharpness: list[float], c4_equilibrium_steps: int) -> list[dict]:
     """One synthetic experiment (a: real, b: complex, c: bipartite, the C4 sweep over sizes, head counts and
     attention sharpness with its positive control), full and softmax attention."""
-    import dataclasses
-
     from powerlens.analysis import theory as th
 
     threads = set_threads(threads)
