@@ -131,7 +131,6 @@ def model_arch(name: str, m: dict) -> ArchConfig | None:
     return arch
 
 
-
 def _description(root: dict | None, schema_path) -> str:
     """The description nearest to the failing keyword along the schema path (following $refs)."""
     if root is None:

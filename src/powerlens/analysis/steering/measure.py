@@ -91,7 +91,6 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     return res, probs_out
 
 
-
 @contextlib.contextmanager
 def _pass_hooks(captured: dict, layer_module, site, post, *, add, capture, z):
     """The hooks of one measuring pass, removed on exit: the last layer's output (``captured["y"]``), its

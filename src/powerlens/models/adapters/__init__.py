@@ -47,14 +47,12 @@ ADAPTERS: dict[str, Adapter] = {a.arch: a for a in (AlbertAdapter(), BertAdapter
                                                     LlamaAdapter(), Gemma3Adapter())}
 
 
-
 def get_adapter(arch: str) -> Adapter:
     try:
         return ADAPTERS[arch]
     except KeyError:
         raise PowerlensError(f"unknown architecture {arch!r}",
                              f"`arch` must be one of: {', '.join(sorted(ADAPTERS))}") from None
-
 
 
 def adapter_of_model_type(model_type: str | None) -> Adapter | None:

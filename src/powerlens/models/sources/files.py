@@ -188,7 +188,6 @@ def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, .
     return model
 
 
-
 def package_dir(module: str) -> Path | None:
     """The folder of an installed package (a weight package is data: found, never imported), or None."""
     spec = importlib.util.find_spec(module.replace("-", "_"))

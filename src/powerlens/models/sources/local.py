@@ -13,7 +13,6 @@ def fetch_local(name: str, entry: dict) -> dict:
     return {"source": "local", "path": str(path), "files": file_table(path), "resolved_revision": None}
 
 
-
 def folder(entry: dict) -> Path:
     """The user's model folder, as given."""
     return Path(entry["path"]).expanduser().resolve()

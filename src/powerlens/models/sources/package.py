@@ -30,7 +30,6 @@ def fetch_package(name: str, entry: dict) -> dict:
             "files": file_table(path), "resolved_revision": version}
 
 
-
 def folder(entry: dict) -> Path | None:
     """The folder of the package's weights (config.json, *.safetensors), None if it is not installed."""
     root = package_dir(entry["package"])
