@@ -191,3 +191,8 @@ def command(script: str, options: tuple[Option, ...], values: dict[str, Any], co
             v = values[o.flag]
             words += [f"--{o.flag}", *map(str, v)] if o.many else [f"--{o.flag}", str(v)]
     return words
+
+
+def show_table(result, kw: dict) -> None:
+    """The summary of a step whose result is a table (a DataFrame): the table itself, printed whole."""
+    print(result.to_string(index=False))

@@ -4,7 +4,7 @@ the models behind each family verdict, the measured value, the null and the verd
 from __future__ import annotations
 
 from powerlens.core.io import read_json
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
     Option("meta", "input:meta", many=True, help="weights.json of every model"),
@@ -61,8 +61,5 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str) -> No
                 "have no trained model in this run; nothing here is a verdict on a claim.")
 
 
-def show(result, kw: dict) -> None:
-    print(result.to_string(index=False))
-
-
+show = show_table
 STEP = claims

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
     Option("csv", "input:csv", many=True, help="per-model, per-mode dynamics CSVs"),
@@ -29,8 +29,5 @@ def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: di
                                    "fig_albert_rotation": fig_albert_rotation, "table_alignment": table_alignment})
 
 
-def show(result, kw: dict) -> None:
-    print(result.to_string(index=False))
-
-
+show = show_table
 STEP = plot_dynamics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
     Option("csv", "input:csv", many=True),
@@ -39,8 +39,5 @@ def plot_steering(*, csv: list[str], labels: dict, fig: str, table: str, continu
     return t
 
 
-def show(result, kw: dict) -> None:
-    print(result.to_string(index=False))
-
-
+show = show_table
 STEP = plot_steering

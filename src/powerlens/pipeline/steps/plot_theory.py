@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from powerlens.core.io import read_json
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, show_table
 
 CASES = ("real", "complex", "bipartite")
 OPTIONS = tuple(
@@ -40,8 +40,5 @@ def plot_theory(*, fig: str, table: str, dpi: int, alpha: float, **cases: str):
     return t
 
 
-def show(result, kw: dict) -> None:
-    print(result.to_string(index=False))
-
-
+show = show_table
 STEP = plot_theory

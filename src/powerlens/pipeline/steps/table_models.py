@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from powerlens.core.io import read_json
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
     Option("stem", "param:stem", help="output path without suffix"),
@@ -24,8 +24,5 @@ def table_models(*, stem: str, labels: dict, manifests: list[str], metas: list[s
     return df
 
 
-def show(result, kw: dict) -> None:
-    print(result.to_string(index=False))
-
-
+show = show_table
 STEP = table_models

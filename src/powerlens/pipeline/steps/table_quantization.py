@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
     Option("csv", "input:csv", many="*"),
@@ -23,8 +23,5 @@ def table_quantization(*, csv: list[str], labels: dict, table: str):
     return t
 
 
-def show(result, kw: dict) -> None:
-    print(result.to_string(index=False))
-
-
+show = show_table
 STEP = table_quantization
