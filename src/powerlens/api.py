@@ -207,12 +207,14 @@ class Lens:
     def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int | None = None,
                  batch_size: int | None = None, steps: int | None = None, null_draws: int | None = None,
                  seed: int | None = None, norm: str | None = None, long_run_prompts: int | None = None,
-                 batch_tokens: int | None = None, dtype: str | None = None, bias_free_control: bool | None = None):
+                 batch_tokens: int | None = None, dtype: str | None = None, bias_free_control: bool | None = None,
+                 alpha: float | None = None):
         """Token dynamics over ``prompts``: per depth gamma_t, rho_t and the tilt towards F_t's leading
         direction, each with the Monte Carlo null of random directions (``null_draws`` draws), in ``mode``
         "model" (the real forward pass) or "attention-only" (the paper's law; ``steps`` for shared-weight
         models; past the depth only a seeded sample of ``long_run_prompts`` prompts goes on; ``dtype`` of the
-        law; ``bias_free_control`` adds the law without attention biases as ``*_nobias`` columns). Every option
+        law; ``bias_free_control`` adds the law without attention biases as ``*_nobias`` columns; ``alpha`` the
+        level the tests are decided at, extending the Monte Carlo draws where needed). Every option
         left at None takes the config schema's default (``dynamics:`` and ``seed``), as the pipeline does: the
         same function (:func:`powerlens.analysis.dynamics.analyse`) computes both. Returns the per-layer
         DataFrame the pipeline's dynamics step writes, less its model, mode and weights label columns."""
@@ -225,7 +227,7 @@ class Lens:
         prompts = check_prompt_list(prompts)
         given = dict(max_tokens=max_tokens, batch_size=batch_size, batch_tokens=batch_tokens, null_draws=null_draws,
                      norm=norm, steps=steps, long_run_prompts=long_run_prompts, dtype=dtype,
-                     bias_free_control=bias_free_control)
+                     bias_free_control=bias_free_control, alpha=alpha)
         check_options("dynamics", **given)
         check_options("", seed=seed)
         defaults = schema_defaults()

@@ -29,7 +29,8 @@ def test_api_and_step_give_one_table(twin, mode, tmp_path):
                    out_json=tmp_path / "d.json", mode=mode, null_draws=dyn["null_draws"], max_tokens=dyn["max_tokens"],
                    batch_size=dyn["batch_size"], long_run_prompts=dyn["long_run_prompts"],
                    batch_tokens=dyn["batch_tokens"], norm=dyn["norm"], steps=dyn["steps"], seed=defaults["seed"],
-                   device="cpu", dtype=dyn["dtype"], threads=1, control=dyn["bias_free_control"])
+                   device="cpu", dtype=dyn["dtype"], threads=1, control=dyn["bias_free_control"],
+                   alpha=dyn["alpha"], robustness=dyn["robustness"], out_robustness=tmp_path / "r.csv")
     lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
     got = lens.dynamics(PROMPTS, mode=mode, steps=12, long_run_prompts=2)  # every other option at its default
     step = ref.drop(columns=["model", "mode", "weights"])

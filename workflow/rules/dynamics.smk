@@ -13,6 +13,7 @@ rule dynamics:
         npz=results("{model}/dynamics-{mode}.npz"),
         csv=results("{model}/dynamics-{mode}.csv"),
         json=results("{model}/dynamics-{mode}.json"),
+        robustness=results("{model}/dynamics-{mode}-robustness.csv"),
     params:
         flags=step_flags("dynamics"),
         script=os.path.join(SCRIPTS, "dynamics.py"),

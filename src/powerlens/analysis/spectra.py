@@ -21,6 +21,8 @@ Ordering and phase conventions (paper.md section 4, and our choices where it is 
 * a second null direction for the dynamics: a seeded random non-leading eigen-direction of the lead's
   dimension (a real eigenvector for a real lead, a pair's plane for a complex lead), drawn from the whole
   spectrum;
+* the eigen-direction null of the dynamics (paper.md section 4c, revision 4): *all* other eigen-directions with
+  |lambda| > 1e-9 |lambda_1| (:func:`eigen_null_members`);
 * pre-norm models (attention reads N(x)): the norm-folded F~ = O V diag(g) (g the norm's gain) is solved
   beside F, as TransformerLens folds norms; F stays the main result.
 """
@@ -84,6 +86,8 @@ class Spectrum:
     null_eig_vec: np.ndarray | None = None  # (d,) complex128: its eigenvector (zeros if none)
     folded_eigvals: np.ndarray | None = None  # (d,) eigenvalues of F~ = F diag(g) (pre-norm models), sorted
     folded_vec: np.ndarray | None = None  # (d,) leading eigenvector of F~
+    eig_r1: np.ndarray | None = None  # (d, K1) eigen-direction null members of one column (real lead)
+    eig_r2: np.ndarray | None = None  # (d, 2 K2) members of two columns, consecutive pairs
 
     def __repr__(self) -> str:
         ev = self.eigvals
@@ -119,6 +123,8 @@ class Spectrum:
             "residual_ratio": res_sorted[1] / res_sorted[0] if res_sorted[0] > 0 else np.nan,
             "null_eig_index": self.null_eig_index,
             "null_eig_candidates": len(null_eig_candidates(ev)),
+            "eig_null_members": (0 if self.eig_r1 is None else self.eig_r1.shape[1])
+            + (0 if self.eig_r2 is None else self.eig_r2.shape[1] // 2),
             **fold,
         }
 
@@ -160,6 +166,45 @@ def null_eig_candidates(vals: np.ndarray) -> list[int]:
             and (not lead_complex or vals[j].imag > 0)]
 
 
+def eigen_null_members(vals: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The eigen-direction null (paper.md section 4c): every eigen-direction of F but the lead (and its
+    conjugate partner) with |lambda| > 1e-9 |lambda_1|, as blocks of the lead's kind, so each member's
+    alignment ||B^T x|| / ||x|| is measured like the lead's. Our choices where the spec is silent:
+
+    * real lead (one column): a real eigenvector is its unit column; a complex pair (once: Im lambda > 0) is
+      the two columns [Re v, Im v] of its unit complex eigenvector v, so its alignment is |v^H x| / ||x|| (the
+      complex modulus of the projection; for isotropic x its mean square is 1/d, as for a unit real vector);
+    * complex lead (a plane): another pair's plane span(Re v, Im v) (orthonormal), and the real eigenvectors
+      paired in order of modulus, each pair's plane (orthonormal; an odd one out is left out).
+
+    Returns (d, K1) one-column members and (d, 2 K2) two-column members (consecutive column pairs)."""
+    d = V.shape[0]
+    lead_complex = leading_type(complex(vals[0])) == "complex pair"
+    skip = {0, partner_index(vals, 0)}
+    floor = NULL_EIG_REL_FLOOR * abs(vals[0])
+    keep = [j for j in range(len(vals)) if j not in skip and abs(vals[j]) > floor]
+    real = [j for j in keep if leading_type(complex(vals[j])) != "complex pair"]
+    pairs = [j for j in keep if leading_type(complex(vals[j])) == "complex pair" and vals[j].imag > 0]
+    one: list[np.ndarray] = []
+    two: list[np.ndarray] = []
+    for j in pairs:
+        v = canonical_phase(V[:, j])
+        two.append(plane_basis(v) if lead_complex else np.stack([v.real, v.imag], axis=1))
+    if lead_complex:
+        for a, b in zip(real[0::2], real[1::2]):
+            two.append(orthonormal_plane(V[:, a].real, V[:, b].real))
+    else:
+        one = [V[:, j].real / np.linalg.norm(V[:, j].real) for j in real]
+    return (np.stack(one, axis=1) if one else np.zeros((d, 0)),
+            np.concatenate(two, axis=1) if two else np.zeros((d, 0)))
+
+
+def orthonormal_plane(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (d, 2) of span(a, b)."""
+    Q, _ = np.linalg.qr(np.stack([a, b], axis=1))
+    return Q
+
+
 def null_eig_choice(vals: np.ndarray, rng: np.random.Generator) -> int:
     """One of :func:`null_eig_candidates`, drawn uniformly; -1 if there is none."""
     cands = null_eig_candidates(vals)
@@ -186,6 +231,7 @@ def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np
     rvec2 = canonical_phase(V[:, rest[0]]) if rest else np.zeros(len(vals), np.complex128)
     j = null_eig_choice(vals, rng) if rng is not None else -1
     nvec = canonical_phase(V[:, j]) if j >= 0 else np.zeros(len(vals), np.complex128)
+    e1, e2 = eigen_null_members(vals, V)
     fvals = fvec = None
     if gain is not None:
         Ff = F * np.asarray(gain, dtype=np.float64)[None, :]  # F diag(g)
@@ -205,7 +251,7 @@ def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np
     heads = head_spectra(W_V, W_O, n_heads) if W_V is not None else np.zeros((0, 0), np.complex128)
     return Spectrum(eigvals=vals, vecs=vecs, plane=plane, residual_index=ridx, residual_vec=rvec, rel_residual=rel,
                     head_eigvals=heads, residual_vec2=rvec2, null_eig_index=j, null_eig_vec=nvec, folded_eigvals=fvals,
-                    folded_vec=fvec)
+                    folded_vec=fvec, eig_r1=e1, eig_r2=e2)
 
 
 def model_spectra(weights, *, k: int, threads: int, seed: int) -> list[Spectrum]:
@@ -250,6 +296,17 @@ def spectra_arrays(specs: list[Spectrum], layer_map: list[int]) -> dict[str, np.
         "null_eig_vec": np.stack([s.null_eig_vec for s in specs]),  # (U, d) complex128
         "folded_eigvals": (np.stack([s.folded_eigvals for s in specs]) if specs[0].folded_eigvals is not None
                            else np.zeros((len(specs), 0), np.complex128)),  # (U, d) or (U, 0)
+        **_padded("eig_null_r1", [s.eig_r1 for s in specs]),  # (U, d, K1 max), counts (U,)
+        **_padded("eig_null_r2", [s.eig_r2 for s in specs]),  # (U, d, 2 K2 max), column counts (U,)
         "folded_vec": (np.stack([s.folded_vec for s in specs]) if specs[0].folded_vec is not None
                        else np.zeros((len(specs), 0), np.complex128)),  # (U, d) or (U, 0)
     }
+
+
+def _padded(name: str, blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-layer column blocks of different widths as one zero-padded array and each layer's width."""
+    width = max(b.shape[1] for b in blocks)
+    out = np.zeros((len(blocks), blocks[0].shape[0], width))
+    for i, b in enumerate(blocks):
+        out[i, :, :b.shape[1]] = b
+    return {name: out, name + "_n": np.array([b.shape[1] for b in blocks])}

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from powerlens.analysis.alignment import align, plane_angle
-from powerlens.analysis.dynamics.directions import LEADS, NAMED, LayerDirections, _dim
+from powerlens.analysis.dynamics.directions import NAMED, LayerDirections, _dim
+from powerlens.analysis.dynamics.probes import States
 from powerlens.analysis.nulls import subspace_alignments
 from powerlens.models.hooks import Site, site_io
 
@@ -24,11 +25,13 @@ class Accumulator:
     Carlo null's per-draw sums, per-prompt counts, and a few trajectories.
 
     ``stat_depths``: the depths with per-token arrays and the Monte Carlo null (the model's own depth);
-    ``final_depth``: the last depth of the run, where the consensus subspace is tested against its null."""
+    ``final_depth``: the last depth of the run, where the consensus subspace is tested against its null;
+    ``leads``: the directions whose statistics are tested here against the Monte Carlo null (F's own lead is
+    tested by :mod:`~powerlens.analysis.dynamics.decided`, on the states kept with ``keep_states``)."""
 
     def __init__(self, *, dirs: list[LayerDirections], layer_of, stat_depths: int, final_depth: int, n_prompts: int,
                  nulls: dict[int, torch.Tensor], device, n_traj: int = 12, keep_tokens: bool = True,
-                 leads: tuple = LEADS):
+                 leads: tuple = (), keep_states: bool = False):
         self.dirs = dirs
         self.layer_of = layer_of  # depth -> unique layer
         f64 = dict(dtype=torch.float64, device=device)
@@ -48,6 +51,11 @@ class Accumulator:
         self.traj: dict[int, np.ndarray] = {}
         self.traj_row: int | None = 0  # row of the current batch whose trajectory is kept (None: no row)
         self._cache: tuple | None = None  # (x_out of the previous call, {r: null alignments}) for reuse
+        # the counted tokens' states of the model's depths (run dtype), per depth a list of per-batch blocks
+        self.keep_states = keep_states
+        self._x: list[list[torch.Tensor]] = [[] for _ in range(stat_depths + 1)] if keep_states else []
+        self._mid: list[list[torch.Tensor]] = [[] for _ in range(stat_depths)] if keep_states else []
+        self._prompt: list[torch.Tensor] = []
 
     def _slot(self, q: str) -> tuple[np.ndarray, np.ndarray]:
         if q not in self.sums:
@@ -79,13 +87,16 @@ class Accumulator:
         return subspace_alignments(x, self.nulls[r], r)
 
     def __call__(self, t: int, x_in: torch.Tensor, x_out: torch.Tensor, stat: torch.Tensor,
-                 prompt_of_row: torch.Tensor) -> None:
+                 prompt_of_row: torch.Tensor, mid: torch.Tensor | None = None) -> None:
         """Add one depth t of one batch: x_in, x_out (B, T, d) the layer's input and output, ``stat`` (B, T) the
-        counted tokens, ``prompt_of_row`` each row's (or token's) prompt."""
+        counted tokens, ``prompt_of_row`` each row's (or token's) prompt, ``mid`` (B, T, d) the residual stream
+        after the layer's attention sublayer (real forward pass)."""
         u = self.layer_of(t)
         xi = x_in[stat].to(torch.float64)  # (n, d): statistics in float64 whatever the dynamics dtype
         xo = x_out[stat].to(torch.float64)
         rows = prompt_of_row if prompt_of_row.dim() == 2 else prompt_of_row[:, None].expand_as(stat)
+        if self.keep_states and t < self.stat_depths:
+            self._keep(t, x_in, x_out, mid, stat, rows)
         self._add(("n", t), xi.shape[0])
         in_depth = t < self.stat_depths  # past the model's depth (long runs): the lead only
         for name in NAMED if in_depth else ("lead",):
@@ -93,10 +104,25 @@ class Accumulator:
                 self._direction(name, t, u, xi, xo, rows[stat].to(xi.device), in_depth)
         self._consensus(t, u, x_out, xi, xo, stat)
         self._monte_carlo(t, u, x_in, x_out, xi, xo)
-        if t == self.stat_depths - 1:
-            self._add(("first_lead:out", t), align(xo, self.T["lead"][self.layer_of(0)]).sum())
         if self.traj_row is not None:
             self._trajectory(t, u, x_in, x_out, stat)
+
+    def _keep(self, t: int, x_in, x_out, mid, stat, rows) -> None:
+        """Keep the counted tokens' states of depth t (x(0) at t = 0; x(t) must be depth t - 1's output)."""
+        if t == 0:
+            self._x[0].append(x_in[stat].detach().cpu().clone())
+            self._prompt.append(rows[stat].detach().cpu().clone())
+        elif not torch.equal(x_in[stat].detach().cpu(), self._x[t][-1]):
+            raise RuntimeError(f"depth {t}'s input is not depth {t - 1}'s output: the layers do not chain")
+        self._x[t + 1].append(x_out[stat].detach().cpu().clone())
+        if mid is not None:
+            self._mid[t].append(mid[stat].detach().cpu().clone())
+
+    def states(self) -> States:
+        """The kept states (:class:`~powerlens.analysis.dynamics.probes.States`), batches concatenated."""
+        x = [torch.cat(b) for b in self._x]
+        mid = [torch.cat(b) for b in self._mid] if self._mid and self._mid[0] else None
+        return States(x=x, mid=mid, prompt=torch.cat(self._prompt).numpy().astype(np.int64))
 
     def _direction(self, name: str, t: int, u: int, xi, xo, pid, in_depth: bool) -> None:
         """Alignments with one direction before and after the layer: their sums, per prompt (F's lead) and per
@@ -138,8 +164,6 @@ class Accumulator:
         the last own depth and the final step, of the first layer's lead and the consensus subspace)."""
         mc_here = t < self.stat_depths
         need = {_dim(self.T[name][u]) for name in self.leads if self.T[name][u] is not None} if mc_here else set()
-        if t == self.stat_depths - 1:
-            need.add(_dim(self.T["lead"][self.layer_of(0)]))  # no accumulation (C6): vs the first layer's lead
         if t == self.final_depth:
             need.add(_dim(self.T["span_M"][u]))  # consensus subspace (C5)
         reuse = self._cache[1] if self._cache is not None and self._cache[0] is x_in else None
@@ -200,8 +224,6 @@ class Accumulator:
             for q in ("out", "tilt", "inc", "dec"):
                 out[f"null_{q}_{name}"] = np.stack([self.mc[(q, r, t)] if r else np.full(self._R(), np.nan)
                                                     for t, r in zip(range(S), dims)])
-        rf = _dim(self.T["lead"][self.layer_of(0)])
-        out["null_out_first_lead"] = self.mc[("out", rf, S - 1)]
         fu = self.layer_of(self.final_depth)
         out["null_out_span_M_final"] = self.mc[("out", _dim(self.T["span_M"][fu]), self.final_depth)]
         out["trajectory"] = np.stack([self.traj[t] for t in range(L + 1)])  # (L+1, n_traj, 2)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import torch
 
+from powerlens.analysis.dynamics.decided import VARIANTS, decide_run
 from powerlens.analysis.dynamics.directions import LayerDirections, layer_directions
 from powerlens.analysis.dynamics.per_depth import layer_stats
 from powerlens.analysis.dynamics.runs import long_run_subset, null_sets, run_attention_only, run_model_mode
@@ -43,7 +44,15 @@ class DynamicsOptions:
     null_draws: int
     bias_free_control: bool
     seed: int
+    alpha: float
+    robustness: bool = False
     device: str = "cpu"
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The main statistics, and with ``robustness`` the six variants of table_robustness (paper.md
+        section 4c): three other Monte Carlo seeds, three disjoint thirds of the corpus."""
+        return VARIANTS if self.robustness else ("main",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +60,7 @@ class DynamicsRun:
     """What one run measured: the per-depth table, the per-token arrays and the corpus' accounting."""
 
     table: "pd.DataFrame"  # one row per depth (the step's dynamics-<mode>.csv less its label columns)
+    robustness: "pd.DataFrame"  # the verdict statistics of each robustness variant (column ``variant``)
     arrays: dict[str, np.ndarray]  # per-token alignments and per-depth sums (the step's .npz)
     directions: list[LayerDirections]
     batches: list[Batch]
@@ -82,6 +92,7 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
     nulls = null_sets(int(d_model), dirs, int(o.null_draws), o.seed, o.device)
     n_prompts, n_steps, subset, ctrl = len(prompts), int(depth), None, None
     if o.mode == "model":
+        layer_of = adapter.depth_to_unique(model.config)
         arr = run_model_mode(model, adapter, dirs, bs, n_prompts, nulls, device=o.device, progress=progress)
         del model
     else:
@@ -90,6 +101,7 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
         del model
         gc.collect()
         w = load_weights()
+        layer_of = w.layer_map
         n_steps = int(o.steps) if w.shared else w.n_layers
         if n_steps > w.n_layers:
             subset = long_run_subset(n_prompts, int(o.long_run_prompts), o.seed)
@@ -99,12 +111,32 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
             ctrl = run_attention_only(x0s, w, dirs, bs, min(n_steps, w.n_layers), n_prompts, nulls, control=True,
                                       **kw)
         del w, x0s
+    table, robust, mc = _tables(arr, ctrl, dirs, layer_of, o)
+    return DynamicsRun(table=table, robustness=robust, arrays={**arr, **mc}, directions=dirs, batches=bs, ids=ids,
+                       special=special, truncated=truncated, max_len=max_len, n_steps=n_steps,
+                       long_run_subset=subset)
+
+
+def _tables(arr, ctrl, dirs, layer_of, o: DynamicsOptions):
+    """The per-depth table (the Accumulator's sums, the decided tests of F's lead with both nulls, the
+    bias-free control's columns), the robustness variants' tests, and the main tests' first R draws."""
+    import pandas as pd
+
     table = layer_stats(arr, dirs, seed=o.seed)
+    frames, mc = decide_run(arr.states, dirs, lambda t: layer_of[t % len(layer_of)], alpha=o.alpha, seed=o.seed,
+                            r0=int(o.null_draws), variants=o.variants)
+    table = table.set_index("layer")
+    main = frames.pop("main").set_index("layer").reindex(table.index)
+    both = [c for c in main.columns if c in table.columns]
+    for c in both:  # the model's depths from the tests, a long run's later steps from the sums
+        table[c] = main[c].combine_first(table[c])
+    table = pd.concat([table, main.drop(columns=both)], axis=1).reset_index()
     if ctrl is not None:
         c = layer_stats(ctrl, dirs, suffix="_nobias", seed=o.seed)
         keep = [k for k in c.columns if k.split("_")[0] in _CONTROL_HEADS and "_M_" not in k and "_Ft_" not in k
                 and "null_eig" not in k and not k.startswith(tuple(f"{h}_{x}" for h in _CONTROL_HEADS
                                                                   for x in ("M", "Ft")))]
         table = table.merge(c[["layer"] + keep], on="layer", how="left")
-    return DynamicsRun(table=table, arrays=arr, directions=dirs, batches=bs, ids=ids, special=special,
-                       truncated=truncated, max_len=max_len, n_steps=n_steps, long_run_subset=subset)
+    robust = (pd.concat([f.assign(variant=v) for v, f in frames.items()], ignore_index=True) if frames else
+              pd.DataFrame({"variant": [], "layer": []}))
+    return table, robust, mc

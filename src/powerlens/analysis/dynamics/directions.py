@@ -30,6 +30,8 @@ class LayerDirections:
     lam1: complex
     mu1: complex  # leading eigenvalue of I + F (the matrix one residual step iterates)
     folded_lam1: complex | None = None
+    eig_r1: np.ndarray | None = None  # eigen-direction null: one-column members (d, K1) (spectra.eigen_null_members)
+    eig_r2: np.ndarray | None = None  # two-column members (d, 2 K2), consecutive pairs
 
 
 def layer_directions(z: dict, seed: int = 0) -> list[LayerDirections]:
@@ -64,8 +66,15 @@ def layer_directions(z: dict, seed: int = 0) -> list[LayerDirections]:
         lead_Ft = eig_direction(z["folded_vec"][u]) if fe is not None else None
         out.append(LayerDirections(lead=lead, lead_M=lead_M, lead_Ft=lead_Ft, null_eig=null_eig, null_eig_index=j,
                                    span12=span12, span_M=span_M, plane2=plane2, lam1=complex(ev[0]),
-                                   mu1=complex(1 + ev[ridx]), folded_lam1=complex(fe[0]) if fe is not None else None))
+                                   mu1=complex(1 + ev[ridx]), folded_lam1=complex(fe[0]) if fe is not None else None,
+                                   eig_r1=_members(z, "eig_null_r1", u), eig_r2=_members(z, "eig_null_r2", u)))
     return out
+
+
+def _members(z: dict, name: str, u: int) -> np.ndarray | None:
+    if name not in z:
+        return None
+    return np.ascontiguousarray(z[name][u][:, : int(z[name + "_n"][u])])
 
 
 def _dim(D) -> int:

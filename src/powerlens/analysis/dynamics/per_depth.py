@@ -48,9 +48,6 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
         for name in NAMED:
             _direction_columns(row, arr, col, i, S, name, n, seed, int(t))
         _geometry_columns(row, arr, col, i, n, dirs[u])
-        if i == S - 1:
-            v = col("first_lead:out", i) / n
-            row.update(_mc_columns("first_lead_gamma", v, arr["null_out_first_lead"] / n, seed, int(t)))
         if i == len(arr["depth"]) - 1:
             row.update(_mc_columns("span_M_final", row["span_M_alignment"], arr["null_out_span_M_final"] / n, seed,
                                    int(t)))

@@ -9,15 +9,28 @@ import numpy as np
 import torch
 
 from powerlens.analysis.dynamics.accumulate import Accumulator, layer_io
-from powerlens.analysis.dynamics.directions import LEADS, LayerDirections, _dim
+from powerlens.analysis.dynamics.directions import LayerDirections, _dim
+from powerlens.analysis.dynamics.probes import States
 from powerlens.analysis.nulls import random_subspaces
 from powerlens.core.progress import progress as _progress
 from powerlens.models.attention import attention_only_step
+from powerlens.models.hooks import site_io
+
+
+class Collected(dict):
+    """What a run accumulated: its arrays (the .npz) as a dict, and the counted tokens' ``states`` of the
+    model's depths (None for the bias-free control) that the Monte Carlo tests are taken on."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], states: States | None):
+        super().__init__(arrays)
+        self.states = states
 
 
 def null_sets(d: int, dirs: list[LayerDirections], R: int, seed: int, device) -> dict[int, torch.Tensor]:
-    """The Monte Carlo null: R random subspaces for every dimension the leads and consensus subspaces have."""
-    dims = {_dim(getattr(x, n)) for x in dirs for n in LEADS + ("span_M",) if getattr(x, n) is not None}
+    """The Accumulator's Monte Carlo null (the bias-free control's lead and the consensus subspace at a long
+    run's final step): R random subspaces for every dimension these have, the first R draws of each
+    :class:`~powerlens.analysis.dynamics.probes.Stream` of the main seed."""
+    dims = {_dim(getattr(x, n)) for x in dirs for n in ("lead", "span_M") if getattr(x, n) is not None}
     return {r: torch.as_tensor(random_subspaces(d, r, R, np.random.default_rng([seed, 9, r])),
                                dtype=torch.float64, device=device) for r in sorted(dims)}
 
@@ -30,15 +43,18 @@ def run_model_mode(model, adapter, dirs, batches, n_prompts: int, nulls, device=
     L = len(modules)
     lmap = adapter.depth_to_unique(model.config)
     acc = Accumulator(dirs=dirs, layer_of=lambda t: lmap[t], stat_depths=L, final_depth=L - 1, n_prompts=n_prompts,
-                      nulls=nulls, device=device)
+                      nulls=nulls, device=device, keep_states=True)
+    mids: dict[int, torch.Tensor] = {}  # depth -> the residual stream after its attention sublayer (this batch)
     for b in _progress(batches, "model mode (batches)", enabled=progress):
         stat, rows = b.stat_mask.to(device), b.prompt_index.to(device)
         acc.new_batch()
-        with layer_io(modules, lambda t, xi, xo: acc(t, xi, xo, stat, rows)) as count:
+        with site_io(adapter.sites(model), lambda t, x, y: mids.__setitem__(t, adapter.after_attention(x, y))), \
+                layer_io(modules, lambda t, xi, xo: acc(t, xi, xo, stat, rows, mid=mids.pop(t))) as count:
             model(input_ids=b.ids.to(device), attention_mask=b.mask.to(device))
-        assert count[0] == L, (count[0], L)
+        if count[0] != L or mids:
+            raise RuntimeError(f"the forward pass applied {count[0]} layers for {L} (sublayer sites left: {len(mids)})")
         acc.traj_row = None
-    return acc.arrays()
+    return Collected(acc.arrays(), states=acc.states())
 
 
 def bias_free(lw):
@@ -105,9 +121,8 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
     L = weights.n_layers
     depth = min(L, steps)
     acc = Accumulator(dirs=dirs, layer_of=lambda t: weights.layer_map[t % L], stat_depths=depth, final_depth=steps - 1,
-                      n_prompts=n_prompts, nulls=nulls, device=device, keep_tokens=not control, leads=("lead",
-
-                      ) if control else LEADS)
+                      n_prompts=n_prompts, nulls=nulls, device=device, keep_tokens=not control,
+                      leads=("lead",) if control else (), keep_states=not control)
     # scores in the dynamics' own dtype (GPT-Neo's float32 scores are a detail of its module, mirrored only
     # by the extraction proof)
     layers = [lw.to(dtype, device).exact() for lw in weights.layers]
@@ -150,5 +165,5 @@ def run_attention_only(embed, weights, dirs, batches, steps: int, n_prompts: int
             prompts = [int(p) for p in rows]
             acc.traj_row = prompts.index(traj_prompt) if traj_prompt in prompts else None
             run_steps(x, mask, stat, rows, depth, steps)
-    return acc.arrays()
+    return Collected(acc.arrays(), states=None if control else acc.states())
 

@@ -86,6 +86,14 @@ class Adapter:
         """The module applying layer t, per depth (its input is x(t), its output x(t+1))."""
         raise NotImplementedError
 
+    def after_attention(self, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
+        """The residual stream after the attention sublayer (its residual add and any norm that belongs to it,
+        paper.md section 4b, C10), from a :meth:`sites` application's input x and output y: post-norm models
+        (BERT, ALBERT) return LN(x + attn(x)) from the site, which is that stream; pre-norm ones (GPT-2,
+        GPT-Neo, Llama) return attn(N(x)) and Gemma 3 P(attn(N(x))) (its post-attention norm belongs to the
+        sublayer), which the block adds to x, as here."""
+        return y if self.norm == "post" else x + y
+
     def embed(self, model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
         """x(0): what the first layer receives, (B, T, d)."""
         raise NotImplementedError

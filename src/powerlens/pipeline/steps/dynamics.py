@@ -38,15 +38,23 @@ OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
     Option("null-draws", "config:dynamics.null_draws", kind="int", help="R random subspaces of the Monte Carlo null"),
     Option("control", "config:dynamics.bias_free_control", kind="yesno",
            help="attention-only: also run the bias-free control (attention biases removed)"),
+    Option("alpha", "config:dynamics.alpha", kind="float"),
+    Option("robustness", "config:dynamics.robustness", kind="yesno",
+           help="trained models: also decide the verdict statistics under 3 other Monte Carlo seeds and on 3 "
+                "disjoint thirds of the corpus (table_robustness)"),
+    Option("out-robustness", "output:robustness",
+           help="CSV file to write: the verdict statistics of each robustness variant, one row per variant and "
+                "layer"),
 )
 
 
 def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_npz, out_csv, out_json,
              mode: str, norm: str, steps: int, batch_size: int, max_tokens: int, seed: int, device: str,
-             dtype: str, threads: int, null_draws: int, control: bool, long_run_prompts: int, batch_tokens: int
-             ) -> "pd.DataFrame":
+             dtype: str, threads: int, null_draws: int, control: bool, long_run_prompts: int, batch_tokens: int,
+             alpha: float, robustness: bool, out_robustness) -> "pd.DataFrame":
     """Token dynamics of one model in one mode (:func:`powerlens.analysis.dynamics.analyse`): per-token
-    alignments (.npz), per-layer statistics (.csv), what was run (.json)."""
+    alignments (.npz), per-layer statistics (.csv), the robustness variants' tests (trained models; a header
+    only for random weights, which are never evidence), what was run (.json)."""
     import torch
 
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
@@ -63,7 +71,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     tok = load_tokenizer(man)
     opts = DynamicsOptions(mode=mode, norm=norm, steps=steps, long_run_prompts=long_run_prompts,
                            batch_size=batch_size, batch_tokens=batch_tokens, max_tokens=max_tokens, dtype=dtype,
-                           null_draws=null_draws, bias_free_control=control, seed=seed, device=device)
+                           null_draws=null_draws, bias_free_control=control, seed=seed, device=device,
+                           alpha=alpha, robustness=bool(robustness and not man["random_weights"]))
     run = analyse(lambda: load_model(man, dtype=torch.float32).to(device), get_adapter(man["arch"]), tok, prompts,
                   read_generated_npz(spectra_npz, "spectra"), lambda: ModelWeights.load(weights_st, weights_json),
                   depth=int(meta["n_layers"]), d_model=int(meta["d_model"]), options=opts)
@@ -73,6 +82,10 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     df["weights"] = man["weights_label"]
     write_npz(out_npz, run.arrays)
     write_csv(out_csv, df)
+    rob = run.robustness
+    rob.insert(0, "mode", mode)
+    rob.insert(0, "model", man["model"])
+    write_csv(out_robustness, rob)
     write_json(out_json, _record(man, meta, run, opts, n_prompts=len(prompts), tokenizer=type(tok).__name__,
                                  threads=threads))
     return df
@@ -100,9 +113,17 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
         "special_tokens": ("kept in the forward pass, excluded from the statistics: BOS/CLS/SEP are not prompt "
                            "text (paper.md section 4)"),
         "tokenizer": tokenizer, "device": device, "seed": seed,
-        "null": {"draws": int(o.null_draws), "kind": "random subspaces of each lead's dimension (Haar), drawn once "
-                 "per model and shared by all layers; Monte Carlo p = (1 + #{null >= lead}) / (1 + R), one-sided, "
-                 "Holm across the model's depth", "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
+        "null": {"draws": int(o.null_draws), "kind": (
+            "paper.md sections 4, 4b and 4c (revision 4). Monte Carlo null: random subspaces of the lead's "
+            "dimension (Haar), one seeded stream per dimension shared by all layers; p = (#{null > lead} + U (1 + "
+            "#{null == lead})) / (1 + R) with a seeded tie-break U, one-sided, Holm across the model's depth. Its 99% "
+            "interval (Clopper-Pearson, covering every U) is carried through Holm; a test whose interval straddles "
+            "alpha is extended along its stream (R0, 10 R0, 100 R0, at most 200000; R per test in the CSV, "
+            "column <test>_R), and stays 'undecided' at the cap. Eigen-direction null: all other eigen-directions "
+            "of F with |lambda| > 1e-9 |lambda_1| (columns <test>_eig_*), Holm apart. A layer is significant "
+            "(<test>_sig = yes) when both nulls and the sign of the statistic say so and it is not saturated"),
+            "alpha": float(o.alpha), "variants": list(o.variants),
+            "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
         "statistics_dtype": "float64",
         "bias_free_control": bool(o.bias_free_control and mode != "model"),
         "provenance": provenance.record(threads=threads, seed=seed, device=device),

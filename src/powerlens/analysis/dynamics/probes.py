@@ -1,0 +1,149 @@
+"""What the verdict statistics are measured on: the counted tokens' states at every depth of the model, the
+probes (a before and an after state, and a direction) and their per-direction sums over tokens.
+
+A *probe* at depth t compares the tokens' alignment with a direction before and after one part of layer t:
+
+``layer``  x(t) -> x(t+1), the whole layer (C1 in the law, C6 and C7 in the real forward pass);
+``attn``   x(t) -> the residual stream after the attention sublayer (its residual add and any norm that
+           belongs to it), real forward pass only (C10);
+``ffn``    that stream -> x(t+1), the FFN sublayer (C10);
+``first``  the last depth's output x(L) against the *first* layer's lead (C6 (c): no accumulation);
+``layer_M``, ``layer_Ft``  the whole layer against the leading direction of M = I + F and of the norm-folded
+           F~ (reported beside F's, never a verdict's basis).
+
+For a block of directions (columns of U, each direction r columns) a probe gives per direction and per token
+subset the sums ``out`` (alignment after), ``tilt`` (after - before), ``inc`` and ``dec`` (tokens whose
+alignment increases or decreases): gamma = out / n, tilt = tilt / n, rho = inc / (inc + dec).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from powerlens.analysis.nulls import random_subspaces, subspace_alignments
+
+# probe -> (state before, state after); states: "x" (x(t)), "x1" (x(t+1)), "mid" (after attention), "xL" (x(L));
+# ``layer_M`` and ``layer_Ft``: the whole layer against the leads of M = I + F and of the folded F~
+PROBES = {"layer": ("x", "x1"), "layer_M": ("x", "x1"), "layer_Ft": ("x", "x1"), "attn": ("x", "mid"),
+          "ffn": ("mid", "x1"), "first": (None, "xL")}
+QUANTITIES = ("out", "tilt", "inc", "dec")
+CHUNK = 4000  # random directions projected at once (memory: tokens x CHUNK float64 per state)
+
+
+@dataclass
+class States:
+    """The counted tokens' states of one run, in the run's dtype: ``x[t]`` (n, d) for t = 0..S (x[t + 1] is
+    depth t's output), ``mid[t]`` after depth t's attention sublayer (real forward pass; None in the law),
+    ``prompt`` (n,) each token's prompt index."""
+
+    x: list[torch.Tensor]
+    mid: list[torch.Tensor] | None
+    prompt: np.ndarray
+
+    @property
+    def depths(self) -> int:
+        return len(self.x) - 1
+
+    def probes(self) -> tuple[str, ...]:
+        both = ("layer", "layer_M", "layer_Ft", "first")
+        return both + ("attn", "ffn") if self.mid is not None else both
+
+    def state(self, name: str, t: int) -> torch.Tensor:
+        s = {"x": self.x[t], "x1": self.x[t + 1], "xL": self.x[-1],
+             "mid": None if self.mid is None else self.mid[t]}[name]
+        return s.to(torch.float64)
+
+
+def subset_weights(prompt: np.ndarray, subsets: list[str]) -> torch.Tensor:
+    """(k, n) float64 rows selecting each subset's tokens: ``all``, or ``third<j>`` (prompts j, j + 3, ...:
+    interleaved thirds of the corpus, so each spans it, our choice)."""
+    rows = []
+    for s in subsets:
+        rows.append(np.ones(len(prompt)) if s == "all" else (prompt % 3 == int(s[-1])).astype(float))
+    return torch.as_tensor(np.stack(rows), dtype=torch.float64)
+
+
+def probe_sums(states: States, t: int, probes: tuple[str, ...], blocks: dict[str, list[tuple[torch.Tensor, int]]],
+               W: torch.Tensor) -> dict[tuple[str, str], np.ndarray]:
+    """Per probe and quantity, the sums (k subsets, K directions) of the direction blocks at depth t.
+
+    ``blocks`` maps a probe to its direction blocks [(U (d, K_b r_b), r_b), ...] (concatenated in order); probes
+    with the same blocks share their alignments (each state projected once)."""
+    cache: dict[tuple[str, int], torch.Tensor] = {}
+    out: dict[tuple[str, str], np.ndarray] = {}
+
+    def aligned(state: str, key: int) -> torch.Tensor:
+        if (state, key) not in cache:
+            X = states.state(state, t)
+            cache[(state, key)] = torch.cat([subspace_alignments(X, U, r) for U, r in blocks_by_id[key]], dim=1)
+        return cache[(state, key)]
+
+    blocks_by_id = {id(b): b for b in blocks.values()}
+    for p in probes:
+        before, after = PROBES[p]
+        key = id(blocks[p])
+        a1 = aligned(after, key)  # (n, K)
+        out[(p, "out")] = (W @ a1).numpy()
+        if before is None:
+            continue
+        a0 = aligned(before, key)
+        out[(p, "tilt")] = (W @ (a1 - a0)).numpy()
+        out[(p, "inc")] = (W @ (a1 > a0).double()).numpy()
+        out[(p, "dec")] = (W @ (a1 < a0).double()).numpy()
+    return out
+
+
+class Stream:
+    """One seeded stream of random r-dimensional subspaces of R^d (Haar), read in order: draws [0, R) are the
+    same however they are taken, so a test extended from R to 10 R keeps its first R draws. ``key`` 0 is the
+    main stream (numpy ``default_rng([seed, 9, r])``, the Monte Carlo null of every lead); key k > 0 the k-th
+    robustness stream (``default_rng([seed, 9, r, k])``). Chunks are made as they are read and not kept; a
+    read that starts before the stream's position starts the stream again."""
+
+    def __init__(self, d: int, r: int, seed: int, key: int = 0):
+        self.d, self.r, self.seed, self.key = d, r, seed, key
+        self._restart()
+
+    def _restart(self) -> None:
+        self.rng = np.random.default_rng([self.seed, 9, self.r] if self.key == 0 else
+                                         [self.seed, 9, self.r, self.key])
+        self.pos = 0
+
+    def chunks(self, start: int, stop: int):
+        """(lo, hi, U) for consecutive chunks covering draws [start, stop): U (d, (hi - lo) r) float64."""
+        if start < self.pos:
+            self._restart()
+        while self.pos < start:  # skip to start, in chunks (the same numbers as one draw of that many)
+            n = min(CHUNK, start - self.pos)
+            random_subspaces(self.d, self.r, n, self.rng)
+            self.pos += n
+        while self.pos < stop:
+            lo, hi = self.pos, min(stop, self.pos + CHUNK)
+            U = random_subspaces(self.d, self.r, hi - lo, self.rng)
+            self.pos = hi
+            yield lo, hi, torch.as_tensor(U, dtype=torch.float64)
+
+
+def null_sums(states: States, need: dict[int, tuple[int, int]], dims: dict[int, dict[str, int]],
+              stream_of, W: torch.Tensor) -> dict[int, dict[tuple[str, str], np.ndarray]]:
+    """Random directions of each probe's dimension, for every depth t in ``need`` its draws [start, stop):
+    per depth, per probe and quantity, sums (k subsets, stop - start). ``dims[t]``: probe -> r;
+    ``stream_of(r)``: the :class:`Stream` of dimension r. Each chunk of a stream is made once and projected
+    for every depth that needs it."""
+    parts: dict[int, dict[tuple[str, str], list[np.ndarray]]] = {t: {} for t in need}
+    for r in sorted({r for t in need for r in dims[t].values()}):
+        ts = [t for t in need if r in dims[t].values()]
+        lo_all, hi_all = min(need[t][0] for t in ts), max(need[t][1] for t in ts)
+        for lo, hi, U in stream_of(r).chunks(lo_all, hi_all):
+            for t in ts:
+                a, b = max(lo, need[t][0]), min(hi, need[t][1])
+                if a >= b:
+                    continue
+                probes = tuple(p for p, rp in dims[t].items() if rp == r)
+                blk = [(U[:, (a - lo) * r:(b - lo) * r], r)]
+                for k, v in probe_sums(states, t, probes, {p: blk for p in probes}, W).items():
+                    parts[t].setdefault(k, []).append(v)
+    return {t: {k: np.concatenate(v, axis=1) for k, v in ps.items()} for t, ps in parts.items()}
