@@ -265,5 +265,6 @@ def get_final_output():
         tables("table_claims"),
         tables("table_claim_verdicts"),
         tables("table_claims_twins"),
+        tables("table_robustness"),
         results("provenance.json"),
     ]

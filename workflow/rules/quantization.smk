@@ -13,6 +13,7 @@ rule quantization:
     output:
         csv=results("{model}/quantization.csv"),
         json=results("{model}/quantization.json"),
+        dynamics=results("{model}/quantization-dynamics.csv"),
     params:
         flags=step_flags("quantization"),
         script=os.path.join(SCRIPTS, "quantization.py"),

@@ -10,8 +10,11 @@ rule claims:
         dynamics=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
         theory=expand(rules.theory.output.json, case=THEORY_CASES),
         steering=expand(rules.steering.output.csv, model=MODELS),
+        robustness=expand(rules.dynamics.output.robustness, model=MODELS, mode=MODES),
+        quantized=expand(rules.quantization.output.dynamics, model=config["quantization"]["models"]),
     output:
         **table_outputs("table_claim_verdicts", "1 Claims", key="verdicts"),
+        **table_outputs("table_robustness", "1 Claims", key="robust"),
         **table_outputs("table_claims", "1 Claims", key="table"),
         **table_outputs("table_claims_twins", TWINS_CATEGORY, key="twins"),
     params:
@@ -22,6 +25,7 @@ rule claims:
         table=stem_of("table"),
         verdicts=stem_of("verdicts"),
         twins=stem_of("twins"),
+        robust=stem_of("robust"),
     log:
         f"logs/{RUN}/claims.log",
     benchmark:

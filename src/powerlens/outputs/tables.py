@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from powerlens.analysis.claims import n_saturated, share_significant, theory_verdicts
+from powerlens.analysis.claims import count, n_saturated, share_significant, theory_verdicts
 from powerlens.core.fmt import DASH, fmt_num, weights_text  # noqa: F401  (the one number format, re-exported)
 from powerlens.core.io import atomic_path, write_text
 
@@ -112,7 +112,7 @@ def _html(shown: pd.DataFrame, caption: str, notes: list[str] | None = None, cel
              ".powerlens-table th,.powerlens-table td{padding:3px 8px;border-bottom:1px solid #ddd;"
              "text-align:left;vertical-align:top}.powerlens-table th{background:#f3f3f3;position:sticky;top:0}"
              ".powerlens-table tr:hover td{background:#fafafa}"
-             "td.ok{background:#d8f0d8}td.fail{background:#f8dcdc}td.na{background:#eeeeee;color:#555}"
+             "td.ok{background:#d8f0d8}td.fail{background:#f8dcdc}td.na{background:#eeeeee;color:#555}td.inc{background:#fbe8c0}"
              ".notes{color:#444;font-size:12px}")
     cap = f"<p>{html.escape(caption)}</p>\n" if caption else ""
     foot = ("<div class=\"notes\">" + "".join(f"<p>{html.escape(n)}</p>" for n in notes) + "</div>\n"
@@ -190,7 +190,8 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
 
     def sig(g, stat, above):
         # the claims' own count (saturated layers never count), so table and verdict cannot disagree
-        return share_significant(g, stat, alpha, above)[0] if f"{stat}_p_holm" in g else float("nan")
+        return (share_significant(g, stat, alpha, above)[0] if f"{stat}_sig" in g or f"{stat}_p_holm" in g
+                else float("nan"))
 
     for (m, mode), g in df.groupby(["model", "mode"], sort=False):
         g = g[g["rho_p_holm"].notna()]  # the model's own depth
@@ -204,8 +205,13 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
             f"layers gamma, MC p_Holm < {alpha}": sig(g, "gamma", -np.inf),
             "median rho": float(g["rho"].median()),
             "rho null median": float(g["rho_null_median"].median()),
-            f"layers rho > 0.5, MC p_Holm < {alpha}": sig(g, "rho", 0.5),
-            f"layers tilt > 0, MC p_Holm < {alpha}": sig(g, "tilt", 0.0),
+            f"layers rho > 0.5, both nulls, Holm < {alpha}": sig(g, "rho", 0.5),
+            f"layers tilt > 0, both nulls, Holm < {alpha}": sig(g, "tilt", 0.0),
+            "layers undecided (gamma, rho, tilt)": ", ".join(str(count(g, s).undecided) for s in ("gamma", "rho",
+                                                                                                  "tilt")),
+            "largest R (draws)": int(max(g.get(f"{s}_R", pd.Series([0])).max() for s in ("gamma", "rho", "tilt"))),
+            f"tilt: eigen-direction null alone, Holm < {alpha}": int((g.get("tilt_eig_sig", pd.Series(dtype=object))
+                                                                     == "yes").sum()),
             "saturated layers (rho, tilt)": f"{n_saturated(g, 'rho')}, {n_saturated(g, 'tilt')}",
             f"secondary: token sign p < {alpha}": int((g["rho_p_token_sign"] < alpha).sum()),
             f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
@@ -216,6 +222,9 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
         if "gamma_Ft" in g and g["gamma_Ft"].notna().any():
             row["mean gamma, F~ lead"] = float(g["gamma_Ft"].mean())
             row["F~ lead: layers rho sig."] = sig(g, "rho_Ft", 0.5)
+        if "attn_tilt_sig" in g and g["attn_tilt_sig"].notna().any():
+            row["sublayer tilt layers: attention +, -; FFN +, -"] = ", ".join(
+                str(count(g, c).yes) for c in ("attn_tilt", "attn_tilt_neg", "ffn_tilt", "ffn_tilt_neg"))
         if "attn_entropy_rel" in g and g["attn_entropy_rel"].notna().any():
             row["attention entropy / log n"] = float(g["attn_entropy_rel"].mean())
             row["median ||b_eff|| / ||F x_mean||"] = float(g["bias_ratio"].median())
@@ -237,9 +246,14 @@ def theory_table(results: list[dict], alpha: float = 0.05) -> pd.DataFrame:
         det = r["detail"]
         extra = "-"
         if det.get("sweep"):
-            extra = (f"{det['broke']}/{det['runs']} runs broke; equilibrium residual {fmt_num(det['fixed_point_residual'])} "
-                     f"after {det['equilibrium_steps']} steps; |score| at equilibrium {fmt_num(det['score_at_equilibrium'])}; "
-                     f"epsilon = 0 control stays: {'yes' if det['control_stays'] else 'no'}")
+            status = ("degenerate (uniform attention, not tested)" if det.get("degenerate") else
+                      f"{det['stability']} equilibrium" if det.get("equilibrium_found") else "no equilibrium")
+            extra = (f"{status}; equilibrium residual {fmt_num(det['fixed_point_residual'])} after "
+                     f"{det['equilibrium_steps']} steps and {det['newton_iterations']} Newton iterations"
+                     f"{' (groups swap each step)' if det.get('swap') else ''}; |score| at equilibrium mean "
+                     f"{fmt_num(det['score_at_equilibrium'])}, max {fmt_num(det['max_score_at_equilibrium'])}; "
+                     f"check: {det['broke']}/{det['runs']} perturbed runs broke ({det['check']}); epsilon = 0 "
+                     f"control stays: {'yes' if det['control_stays'] else 'no'}")
         elif "runs" in det:
             extra = (f"{det['broke']}/{det['runs']} runs broke; epsilon = 0 control stays: "
                      f"{'yes' if det['control_stays'] else 'no'}")
@@ -247,7 +261,8 @@ def theory_table(results: list[dict], alpha: float = 0.05) -> pd.DataFrame:
             extra = f"isotropic starts: minority on -v1 = {fmt_num(det['isotropic_starts_minority_fraction'])}"
         check = "pass" if r["passed"] else "fail"
         if det.get("sweep"):
-            check = "in the tests" if r["passed"] else "left out (no fixed point, or the control left)"
+            check = ("in the test" if r["passed"] else "degenerate: reported, not tested" if det.get("degenerate")
+                     else "no equilibrium: reported, not tested")
         if r["attention"] == "softmax" and not r["case"].startswith("c"):
             check = "reported (prediction is for full attention)"
         rows.append({"case": r["case"], "attention": r["attention"], "quantity": r["quantity"],
@@ -256,7 +271,7 @@ def theory_table(results: list[dict], alpha: float = 0.05) -> pd.DataFrame:
     for claim, (criterion, v) in theory_verdicts(results, alpha).items():
         rows.append({"case": f"{claim} verdict", "attention": "softmax" if claim == "C4" else "full",
                      "quantity": "-", "predicted": None, "measured": None, "relative error": None,
-                     "criterion": criterion, "check": "reproduced" if v.ok else f"not reproduced: {v.failed}",
+                     "criterion": criterion, "check": v.word + ("" if v.ok else f": {v.failed}"),
                      "notes": v.measured})
     return pd.DataFrame(rows)
 

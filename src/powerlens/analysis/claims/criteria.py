@@ -3,32 +3,53 @@ synthetic-layer claims (C2-C4) from the theory records."""
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from powerlens.analysis import decisions as dc
 from powerlens.core.fmt import fmt_num
+from powerlens.models.archs import PAPER_MODELS
 
 
 class Verdict(NamedTuple):
     """One model's result on one criterion: pass or not, the measured value, the null it was judged against,
-    and, when it fails, which part of the criterion failed (short, for the verdict view)."""
+    and, when it fails, which part of the criterion failed (short, for the verdict view). ``inconclusive``:
+    the outcome rests on tests that stay undecided after the Monte Carlo extension, or on a quantity within
+    rounding of its threshold (paper.md section 4c); ``ok`` is then False and ``failed`` says why."""
 
     ok: bool
     measured: str
     null: str
     failed: str = ""
+    inconclusive: bool = False
+
+    @property
+    def word(self) -> str:
+        """The verdict word of paper.md section 4b (revision 4)."""
+        return INCONCLUSIVE if self.inconclusive else REPRODUCED if self.ok else NOT_REPRODUCED
 
 
-FIG = {"C1": "fig_gamma, fig_rho", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (c)",
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_JUDGED = "reproduced", "not reproduced", "inconclusive", "not judged"
+
+
+def verdict(state: str, measured: str, null: str, failed: str, undecided: str = "") -> Verdict:
+    """A Verdict from a criterion's tri-state (:func:`powerlens.analysis.decisions.both` of its parts)."""
+    if state == dc.YES:
+        return Verdict(True, measured, null)
+    if state == dc.NO:
+        return Verdict(False, measured, null, failed)
+    return Verdict(False, measured, null, undecided or failed, inconclusive=True)
+
+
+FIG = {"C1": "fig_tilt, fig_gamma", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (d)",
        "C5": "fig_spectra, fig_albert_consensus, fig_albert_rotation", "C6": "fig_gamma", "C7": "fig_rho",
-       "C8": "fig_gap", "C9": "fig_steering", "C10": "fig_rho"}
+       "C8": "fig_gap", "C9": "fig_steering", "C10": "fig_tilt"}
 
 
 TEXT = {
-    "C1": "Attention + normalisation tilt tokens towards v_{1,t} at each layer",
+    "C1": "Attention + normalisation tilt tokens towards v_{1,t} at each layer (read: in at least half the layers)",
     "C2": "Shared weights, real strictly dominant lambda_1: consensus on v_1",
     "C3": "Dominant complex pair: limit cycle in span(Re v_1, Im v_1)",
     "C4": "Bipartite consensus possible but unstable with several heads",
@@ -40,122 +61,186 @@ TEXT = {
     "C10": "The analogy holds with the FFN disregarded",
 }
 
+TWIN_SENTENCE = "random weights of this architecture pass as well: the law tilts for any F"
+BOTH_NULLS = "random directions and F's other eigen-directions (|lambda| > 1e-9 |lambda_1|), each with Holm"
+
 
 def _f(x: float) -> str:
     return fmt_num(x)
 
 
 def _depth(g: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the model's own depth (long shared-weight runs test only those against the null)."""
-    return g[g["rho_p_holm"].notna()] if "rho_p_holm" in g else g
+    """Rows of the model's own depth (long shared-weight runs test only those against the nulls)."""
+    for c in ("tilt_sig", "rho_sig", "rho_p_holm"):
+        if c in g:
+            return g[g[c].notna()]
+    return g
 
 
-def share_significant(g: pd.DataFrame, stat: str, alpha: float, above: float) -> tuple[int, int]:
-    """Layers where ``stat`` > ``above`` and its Monte Carlo p, Holm-adjusted across layers, is < alpha, over
-    the model's own depth. A saturated layer (half or more of the null's draws tie with the lead, paper.md
-    section 4) never counts: there the statistic cannot separate any direction, and its randomised p is a
-    coin (calibrated, but no evidence). Our choice: saturated layers stay in the denominator."""
-    g = _depth(g)
-    ok = (g[stat] > above) & (g[f"{stat}_p_holm"] < alpha)
-    sat = f"{stat}_saturated"
-    if sat in g:
-        ok &= ~g[sat].fillna(False).astype(bool)
-    return int(ok.sum()), len(g)
+class Count(NamedTuple):
+    """Layers of the model's own depth whose test ``<col>_sig`` says yes, and undecided, out of ``of``."""
+
+    yes: int
+    undecided: int
+    of: int
+    saturated: int
+    max_R: int
+    mc_undecided: int = 0  # of the undecided: the Monte Carlo test at its cap (else the eigen-direction null)
+
+    def at_least(self, need: float) -> str:
+        return dc.YES if self.yes >= need else dc.NO if self.yes + self.undecided < need else dc.UNDECIDED
+
+    def below(self, limit: float) -> str:
+        return dc.YES if self.yes + self.undecided < limit else dc.NO if self.yes >= limit else dc.UNDECIDED
+
+    def text(self) -> str:
+        eig = self.undecided - self.mc_undecided
+        extra = [f"{self.mc_undecided} undecided at R = {self.max_R}" if self.mc_undecided else "",
+                 f"{eig} undecided by the eigen-direction null (too few members to decide)" if eig else "",
+                 f"{self.saturated} saturated, not counted" if self.saturated else ""]
+        extra = [e for e in extra if e]
+        return f"{self.yes} of {self.of}" + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def count(g: pd.DataFrame, col: str, alpha: float = 0.05, above: float = -np.inf) -> Count:
+    """Decided significance of test ``col`` (``tilt``, ``attn_tilt_neg``...) over the model's own depth. A table
+    without ``<col>_sig`` (the bias-free control's columns) counts ``<col>_p_holm`` < alpha with ``col`` above
+    ``above``, saturated layers excluded."""
+    d = _depth(g)
+    if f"{col}_sig" in d:
+        s = d[f"{col}_sig"].fillna(dc.NO).astype(str)
+    elif f"{col}_p_holm" in d:
+        ok = (d[f"{col}_p_holm"] < alpha) & (d[col] > above)
+        if f"{col}_saturated" in d:
+            ok &= ~d[f"{col}_saturated"].fillna(False).astype(bool)
+        s = ok.map({True: dc.YES, False: dc.NO})
+    else:
+        s = pd.Series([dc.NO] * len(d), dtype=object)
+    sat = int(d[f"{col}_saturated"].fillna(False).astype(bool).sum()) if f"{col}_saturated" in d else 0
+    R = int(d[f"{col}_R"].max()) if f"{col}_R" in d and len(d) and d[f"{col}_R"].notna().any() else 0
+    mc = int(((s == dc.UNDECIDED) & (d[f"{col}_mc_sig"] == dc.UNDECIDED)).sum()) if f"{col}_mc_sig" in d else 0
+    return Count(int((s == dc.YES).sum()), int((s == dc.UNDECIDED).sum()), len(d), sat, R, mc)
+
+
+def share_significant(g: pd.DataFrame, stat: str, alpha: float = 0.05, above: float = 0.0) -> tuple[int, int]:
+    """(layers decided significant against both nulls, layers of the model's depth): the counts the figures
+    annotate. ``alpha`` and ``above`` are part of each test's decision in the dynamics table already."""
+    c = count(g, stat, alpha, above)
+    return c.yes, c.of
 
 
 def n_saturated(g: pd.DataFrame, stat: str) -> int:
     """Layers of the model's own depth whose ``stat`` is saturated (ties with half or more of the draws)."""
-    d = _depth(g)
-    c = f"{stat}_saturated"
-    return int(d[c].fillna(False).astype(bool).sum()) if c in d else 0
+    return count(g, stat).saturated
 
 
-def _sat(g: pd.DataFrame, stat: str) -> str:
-    k = n_saturated(g, stat)
-    return f" ({k} saturated, not counted)" if k else ""
+def _undecided(c: Count, what: str) -> str:
+    return f"{what}: {c.undecided} undecided layers decide it ({c.text()})"
 
 
-def c1(g: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
-    """Tilt a(t+1) - a(t) against v_1 positive and Monte Carlo significant in at least a share of layers."""
-    k, L = share_significant(g, "tilt", alpha, 0.0)
-    d = _depth(g)
-    ok = k >= crit["C1_share_layers"] * L
-    return Verdict(ok, f"{k} of {L} layers{_sat(g, 'tilt')}; median tilt {_f(d['tilt'].median())}",
-                   f"random directions: median {_f(d['tilt_null_median'].median())}, q95 "
-                   f"{_f(d['tilt_null_q95'].median())}",
-                   "" if ok else f"tilt significant in {k} of {L} layers (needs {crit['C1_share_layers']:.0%})")
+def c1(law: pd.DataFrame, model: pd.DataFrame | None, twin: pd.DataFrame | None, crit: dict) -> Verdict:
+    """C1 in the attention-only law (the claim drops the FFN): the tilt a(t+1) - a(t) towards v_1 beats both
+    nulls in at least a share of the layers. The row shows beside it the same test in the real forward pass
+    and on the family's random-weight twin, with section 4b's sentence when random weights pass too."""
+    share = crit["C1_share_layers"]
+    c = count(law, "tilt")
+    need = share * c.of
+    state = c.at_least(need)
+    d = _depth(law)
+    measured = f"law: {c.text()} layers; median tilt {_f(d['tilt'].median())}"
+    if model is not None and len(model):
+        measured += f"; real forward pass (FFN included), same test: {count(model, 'tilt').text()} layers"
+    if twin is not None and len(twin):
+        ct = count(twin, "tilt")
+        measured += f"; random-weight twin (law): {ct.text()} layers"
+        if ct.at_least(share * ct.of) == dc.YES:
+            measured += f": {TWIN_SENTENCE}"
+    null = (f"{BOTH_NULLS}; random directions: median tilt {_f(d['tilt_null_median'].median())}, q95 "
+            f"{_f(d['tilt_null_q95'].median())}")
+    return verdict(state, measured, null, f"law: tilt significant in {c.yes} of {c.of} layers (needs {share:.0%})",
+                   _undecided(c, "law"))
 
 
 def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict) -> Verdict:
-    """Consensus, its alignment with M's consensus subspace beyond the null's 99th percentile, leading type."""
-    cons = final["pairwise_abs_cos"] >= crit["C5_consensus_abs_cos"]
-    span = final["span_M_final"] > final["span_M_final_null_q99"]
+    """Consensus, its alignment with M's consensus subspace beyond the null's 99th percentile, leading type.
+    A quantity within 1e-6 (relative) of its threshold is undecided (section 4c)."""
+    cons = dc.compare(float(final["pairwise_abs_cos"]), crit["C5_consensus_abs_cos"], strict=False)
+    span = dc.compare(float(final["span_M_final"]), float(final["span_M_final_null_q99"]))
     expected = {"base": "real", "large": "real", "xlarge": "complex", "xxlarge": "complex"}.get(size or "")
-    typ = None if expected is None else (leading_type.startswith(expected))
-    ok = bool(cons and span and typ is True)  # (c) "not judged" is never a pass (paper.md section 4b)
-    measured = (f"(a) final mean pairwise |cos| {_f(final['pairwise_abs_cos'])}: {'yes' if cons else 'no'}; "
+    typ = dc.NO if expected is None else dc.YES if leading_type.startswith(expected) else dc.NO
+    word = {dc.YES: "yes", dc.NO: "no", dc.UNDECIDED: "within 1e-6 of the threshold"}
+    measured = (f"(a) final mean pairwise |cos| {_f(final['pairwise_abs_cos'])}: {word[cons]}; "
                 f"(b) alignment with span of M ({int(final['span_M_dim'])}-D) {_f(final['span_M_final'])}: "
-                f"{'yes' if span else 'no'}; (c) leading type {leading_type}"
-                + (f", expected {expected} for {size}: {'yes' if typ else 'no'}" if expected else
-                   ": not judged (not one of the four paper sizes), so C5 is not reproduced for this model"))
+                f"{word[span]}; (c) leading type {leading_type}"
+                + (f", expected {expected} for {size}: {word[typ]}" if expected else
+                   ": not judged (the configuration is not one of the four albert-*-v2 sizes), so C5 is not "
+                   "reproduced for this model"))
     null = (f"random {int(final['span_M_dim'])}-D subspaces: q99 {_f(final['span_M_final_null_q99'])}, "
             f"median {_f(final['span_M_final_null_median'])}")
-    failed = "; ".join([p for p, bad in (("(a) consensus", not cons), ("(b) alignment with M's span", not span),
-                                         ("(c) leading type" if expected else "(c) not judged (size unknown)",
-                                          typ is not True)) if bad])
-    return Verdict(ok, measured, null, failed)
+    parts = (("(a) consensus", cons), ("(b) alignment with M's span", span),
+             ("(c) leading type" if expected else "(c) not judged (size unknown)", typ))
+    failed = "; ".join(p for p, x in parts if x == dc.NO)
+    return verdict(dc.both(cons, span, typ), measured, null, failed,
+                   "; ".join(f"{p} within 1e-6 of its threshold" for p, x in parts if x == dc.UNDECIDED))
 
 
-def c6(g: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
-    """(a) gamma significantly above the null (Monte Carlo p, Holm across layers, < alpha; saturated layers
-    not counted) in at least one layer, (b) below the weak bound in every layer, and (c) no accumulation (last
-    output not aligned with the first layer's v_1 beyond the null). Revision 2's (a), "above the null's q95
-    in one layer" uncorrected, passed by chance 79% of the time at 30 layers."""
+def c6(g: pd.DataFrame, crit: dict) -> Verdict:
+    """(a) gamma significantly above the random-direction null (decided Monte Carlo test, Holm across layers)
+    in at least one layer, (b) below the weak bound in every layer, and (c) no accumulation (the last output
+    is not aligned with the first layer's v_1 beyond the null). Revision 2's (a), "above the null's q95 in one
+    layer" uncorrected, passed by chance 79% of the time at 30 layers."""
     d = _depth(g)
-    sig, L = share_significant(g, "gamma", alpha, -np.inf)
-    weak = bool((d["gamma"] < crit["C6_weak_below"]).all())
+    c = count(g, "gamma")
+    a = c.at_least(1)
+    weak = dc.both(*[dc.compare(float(x), crit["C6_weak_below"], above=False) for x in d["gamma"]])
     last = d.iloc[-1]
-    acc_p = float(last["first_lead_gamma_p"])
-    no_acc = acc_p >= alpha
-    ok = sig >= 1 and weak and no_acc
-    measured = (f"(a) gamma above the null, MC p (Holm) < {alpha}, in {sig} of {L} layers{_sat(g, 'gamma')} "
+    acc = str(last.get("first_lead_gamma_sig", dc.NO) or dc.NO)
+    no_acc = {dc.YES: dc.NO, dc.NO: dc.YES}.get(acc, dc.UNDECIDED)
+    measured = (f"(a) gamma above the null, decided Monte Carlo test (Holm), in {c.text()} layers "
                 f"(above the null's q95, uncorrected: {int((d['gamma'] > d['gamma_null_q95']).sum())}); "
-                f"(b) max gamma {_f(d['gamma'].max())} (< {crit['C6_weak_below']}: {'yes' if weak else 'no'}); "
-                f"(c) last output vs first v_1: {_f(last['first_lead_gamma'])} (p {_f(acc_p)})")
+                f"(b) max gamma {_f(d['gamma'].max())} (< {crit['C6_weak_below']}: {weak}); "
+                f"(c) last output vs first v_1: {_f(last['first_lead_gamma'])} (p "
+                f"{_f(last.get('first_lead_gamma_p', float('nan')))}, beyond the null: {acc})")
     null = (f"random directions: median gamma {_f(d['gamma_null_median'].median())}, q95 "
             f"{_f(d['gamma_null_q95'].median())}")
-    failed = "; ".join([p for p, bad in ((f"(a) gamma significant in {sig} of {L} layers", sig < 1),
-                                         (f"(b) max gamma {_f(d['gamma'].max())}", not weak),
-                                         (f"(c) accumulation, p {_f(acc_p)}", not no_acc)) if bad])
-    return Verdict(ok, measured, null, failed)
+    parts = ((f"(a) gamma significant in {c.yes} of {c.of} layers", a),
+             (f"(b) max gamma {_f(d['gamma'].max())}", weak), ("(c) accumulation", no_acc))
+    return verdict(dc.both(a, weak, no_acc), measured, null, "; ".join(p for p, x in parts if x == dc.NO),
+                   "; ".join(f"{p}: undecided" for p, x in parts if x == dc.UNDECIDED))
 
 
-def c7(g: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
-    """rho > 0.5 and Monte Carlo significant (Holm; saturated layers not counted) in at least a share of layers."""
-    k, L = share_significant(g, "rho", alpha, 0.5)
+def c7(g: pd.DataFrame, crit: dict) -> Verdict:
+    """rho > 0.5 and beating both nulls (decided tests, Holm; saturated layers not counted) in at least a share
+    of the layers, over the model's own depth."""
+    share = crit["C7_share_layers"]
+    c = count(g, "rho")
     d = _depth(g)
-    ok = k >= crit["C7_share_layers"] * L
-    return Verdict(ok, f"{k} of {L} layers{_sat(g, 'rho')}; median rho {_f(d['rho'].median())}",
-                   f"random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
+    return verdict(c.at_least(share * c.of), f"{c.text()} layers; median rho {_f(d['rho'].median())}",
+                   f"{BOTH_NULLS}; random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
                    f"{_f(d['rho_null_q95'].median())}",
-                   "" if ok else f"rho significant in {k} of {L} layers (needs {crit['C7_share_layers']:.0%})")
+                   f"rho significant in {c.yes} of {c.of} layers (needs {share:.0%})", _undecided(c, "rho"))
 
 
-def c10(law: pd.DataFrame, model: pd.DataFrame, crit: dict, alpha: float) -> Verdict:
-    """The tilt of C1 is significant (Monte Carlo p, Holm) in at least a share of the attention-only law's
-    layers, AND the real forward pass (FFN included) has no more significant layers than the law: removing
-    the FFN does not remove the alignment (paper.md section 4b, revision 3)."""
-    k_law, L = share_significant(law, "tilt", alpha, 0.0)
-    k_model, L_model = share_significant(model, "tilt", alpha, 0.0)
-    enough = k_law >= crit["C1_share_layers"] * L
-    ok = enough and k_model <= k_law
-    measured = (f"tilt significant in {k_law} of {L} layers without the FFN{_sat(law, 'tilt')}, "
-                f"{k_model} of {L_model} with it{_sat(model, 'tilt')}"
-                + ("" if ok else ": " + ("too few without the FFN" if not enough else
-                                        "more with the FFN than without")))
-    failed = ("" if ok else f"{k_law} of {L} layers without the FFN" if not enough else
-              f"more layers with the FFN ({k_model}) than without ({k_law})")
-    return Verdict(ok, measured, "random directions (the Monte Carlo null of each mode)", failed)
+def c10(model: pd.DataFrame, law: pd.DataFrame | None, crit: dict) -> Verdict:
+    """C10 in the real forward pass, split at the sublayers (paper.md section 4b, revision 4): the tilt across
+    the attention sublayer beats both nulls in at least a share of the layers, AND the tilt across the FFN
+    sublayer is significantly negative (the FFN undoes the alignment) in fewer than a quarter of them. The law's
+    count is C1's, shown for reference."""
+    share, quarter = crit["C1_share_layers"], crit["C10_ffn_negative_below"]
+    if "attn_tilt_sig" not in model:
+        return Verdict(False, "no sublayer tilts in this run's model-mode table", "-", "no sublayer tilts")
+    ap, an, fp, fn = (count(model, c) for c in ("attn_tilt", "attn_tilt_neg", "ffn_tilt", "ffn_tilt_neg"))
+    attn, ffn = ap.at_least(share * ap.of), fn.below(quarter * fn.of)
+    measured = (f"real forward pass: attention sublayer tilt significantly positive in {ap.text()} layers, "
+                f"negative in {an.text()}; FFN sublayer positive in {fp.text()}, negative in {fn.text()}")
+    if law is not None and len(law):
+        measured += f"; the law (C1's count): {count(law, 'tilt').text()} layers"
+    failed = "; ".join(p for p, x in ((f"attention tilt significant in {ap.yes} of {ap.of} layers (needs "
+                                       f"{share:.0%})", attn), (f"FFN undoes the tilt in {fn.yes} of {fn.of} layers "
+                                                               f"(must be under {quarter:.0%})", ffn)) if x == dc.NO)
+    undecided = "; ".join(p for p, x in ((_undecided(ap, "attention"), attn), (_undecided(fn, "FFN"), ffn))
+                          if x == dc.UNDECIDED)
+    return verdict(dc.both(attn, ffn), measured, BOTH_NULLS, failed, undecided)
 
 
 def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
@@ -193,6 +278,10 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
                      f"(cap {_f(float(top['post_norm_cap'].iloc[0]))}, change at kappa max "
                      f"{_f(float(top['change_norm_model'].max()))}) and points along p * u (min |cos| with p * u "
                      f"{_f(float(top['cos_pu_after_layer_model'].min()))})")
+        if "post_norm_saturation_u" in top:
+            measured += "; saturation value along u, sqrt(d) ||p * u||, against the change at kappa max: " + ", ".join(
+                f"{t} {_f(float(r['post_norm_saturation_u']))} vs {_f(float(r['change_norm_model']))}"
+                for t, r in top.iterrows())
     null = (f"activation addition at matched norm of change: |cos| "
             f"{_f(float(base['cos_after_layer_model'].min()))}" + ("" if beats else " (above rank-1)"))
     failed = "; ".join([p for p, bad in ((f"min |cos| {_f(cos)} < {crit['C9_alignment']}", cos < crit["C9_alignment"]),
@@ -202,15 +291,15 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
 
 
 def c4(theory: list[dict], alpha: float) -> Verdict | None:
-    """Several heads break the multi-head bipartite equilibrium clearly more often than one head at some
-    attention sharpness (one-sided Fisher tests, Holm across the sweep), with a positive control that breaks:
-    :func:`powerlens.analysis.theory.c4_verdict`, the one place table_theory takes it from too."""
+    """Unstable bipartite equilibria (by linearisation) more frequent with several heads than with one, over the
+    non-degenerate cells with an equilibrium (one-sided Fisher over cells), and a positive control classified
+    unstable: :func:`powerlens.analysis.theory.c4_verdict`, the one place table_theory takes it from too."""
     from powerlens.analysis.theory import c4_verdict
 
     v = c4_verdict(theory, alpha)
     if v is None:
         return None
-    return Verdict(v["ok"], v["measured"], v["null"], "" if v["ok"] else v.get("failed", "no significant difference"))
+    return verdict(v["state"], v["measured"], v["null"], v.get("failed", ""), v.get("failed", ""))
 
 
 def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Verdict]]:
@@ -233,18 +322,23 @@ def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Ve
             "; ".join(p for p, bad in (("plane distance", not b0["passed"]), ("angle", not b1["passed"])) if bad)))
     r = c4(theory, alpha)
     if r:
-        out["C4"] = ("over a sweep of sizes, head counts and attention sharpness: from the multi-head bipartite "
-                     "equilibrium (a fixed point to 1e-10 whose epsilon = 0 control stays), perturbed runs stop being "
-                     "antipodal more often with several heads than with one at some sharpness (Fisher, Holm across "
-                     f"the sweep, < {alpha}); a positive control (a known unstable equilibrium) breaks", r)
+        out["C4"] = ("over a sweep of sizes, head counts and attention sharpness: at each cell's Newton-refined "
+                     "bipartite equilibrium (residual < 1e-12), the spectral radius of one law step's Jacobian on the "
+                     "tangent space classifies it (unstable > 1 + 1e-6); over the non-degenerate cells (attention not "
+                     "uniform there), unstable more often with several heads than with one at the same size and "
+                     f"sharpness (one-sided Fisher over cells, < {alpha}); a positive control (a known unstable "
+                     "equilibrium) is classified unstable", r)
     return out
 
 
 def albert_size(meta: dict) -> str | None:
-    """base / large / xlarge / xxlarge from the hub id, the twin's model or the key (None if none says)."""
-    for s in (meta.get("repo_id"), meta.get("twin_of"), meta.get("model")):
-        m = re.search(r"(xxlarge|xlarge|large|base)", str(s or ""))
-        if m:
-            return m.group(1)
+    """base / large / xlarge / xxlarge when the model's configuration (hidden size, heads, layers) is one of
+    the four albert-*-v2 configurations, else None. Never from a name: "base" also matches "database"."""
+    if meta.get("arch") != "albert":
+        return None
+    dims = (meta.get("d_model"), meta.get("n_heads"), meta.get("n_layers"))
+    for name, a in PAPER_MODELS.items():
+        c = a.kwargs
+        if a.arch == "albert" and dims == (c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]):
+            return name.split("-")[1]
     return None
-

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from powerlens.analysis.claims.criteria import TEXT
-
-NOT_TESTED = "not tested in this run"
+from powerlens.analysis.claims.criteria import INCONCLUSIVE, NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, TEXT
 
 
 VIEW_MISSING = {"synthetic layers": "the claim is about trained models, not synthetic layers"}
@@ -19,16 +17,23 @@ VIEW_NOT_APPLICABLE = ("the claim does not concern this family (C2-C4: synthetic
 
 def is_twin_row(df: pd.DataFrame) -> pd.Series:
     """Rows judged on random-weight twins only (a family with no trained model): code exercise, not evidence."""
-    return df["verdict"].str.startswith(NOT_TESTED) & (df["family"] != "-")
+    return df["verdict"].str.startswith(NOT_JUDGED) & (df["family"] != "-")
 
 
-def verdict_view(df: pd.DataFrame) -> pd.DataFrame:
+def cell(verdict: str, failed: str) -> str:
+    """A verdict-view cell: the word, and after a colon the part that failed or why it is inconclusive."""
+    return verdict if verdict == REPRODUCED or failed in ("", "-") else f"{verdict}: {failed}"
+
+
+def verdict_view(df: pd.DataFrame, agree: dict[tuple[str, str], str] | None = None) -> pd.DataFrame:
     """``table_claim_verdicts``: one row per claim, one column per family with trained weights (then synthetic
-    layers), each cell "reproduced" or "not reproduced: <the part that failed>"; the last column names what
-    this run could not judge (families with random-weight twins only). Built from :func:`evaluate`'s rows, so
-    the two tables cannot disagree."""
+    layers), each cell one of the verdict words ("not reproduced: <the part that failed>", "inconclusive: <why>")
+    followed by its robustness count ``agree[(claim, family)]`` ("5 of 6 agree", table_robustness) when given;
+    the last column names what this run could not judge (families with random-weight twins only). Built from
+    :func:`evaluate`'s rows, so the two tables cannot disagree."""
+    agree = agree or {}
     twin = is_twin_row(df)
-    judged = df[~twin & ~df["verdict"].str.startswith(NOT_TESTED)]
+    judged = df[~twin & ~df["verdict"].str.startswith(NOT_JUDGED)]
     fams = [f for f in dict.fromkeys(judged["family"]) if f != "synthetic"]
     rows = []
     for claim in TEXT:
@@ -41,23 +46,27 @@ def verdict_view(df: pd.DataFrame) -> pd.DataFrame:
                 row[col] = None
                 continue
             r = r.iloc[0]
-            row[col] = "reproduced" if r["verdict"] == "reproduced" else f"not reproduced: {r['failed part']}"
+            k = agree.get((claim, f))
+            row[col] = cell(r["verdict"], r["failed part"]) + (f" [{k}]" if k else "")
         gaps = df[(df["claim"] == claim) & twin]["family"].tolist()
         nobody = df[(df["claim"] == claim) & (df["family"] == "-")]
-        row["not judged in this run"] = (", ".join(gaps) + " (random-weight twins only)" if gaps else
+        row[f"{NOT_JUDGED} in this run"] = (", ".join(gaps) + " (random-weight twins only)" if gaps else
                                          "no model in this run exercises it" if len(nobody) else "-")
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def verdict_class(column: str, text: str) -> str | None:
-    """CSS class of a verdict-view cell (green reproduced, red not reproduced, grey not judged / not applicable)."""
+    """CSS class of a verdict-view cell (green reproduced, red not reproduced, amber inconclusive, grey not
+    judged / not applicable)."""
     if column in ("claim", "statement"):
         return None
-    if text.startswith("reproduced"):
+    if text.startswith(REPRODUCED):
         return "ok"
-    if text.startswith("not reproduced"):
+    if text.startswith(NOT_REPRODUCED):
         return "fail"
+    if text.startswith(INCONCLUSIVE):
+        return "inc"
     return "na"
 
 

@@ -126,9 +126,10 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
     name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
     z_vec = rank1_z(s.W_V, u)
     resid = float(np.linalg.norm(s.W_V.T @ z_vec - u))  # u is a unit vector: relative as well
-    pu = None
+    pu, saturation = None, float("nan")
     if s.post is not None:  # what the residual stream receives from a change along u: direction p * u
         pu = s.p_gain * u
+        saturation = float(np.sqrt(s.w.d_model) * np.linalg.norm(pu))  # the norm's output along u, at most
         pu = pu / np.linalg.norm(pu)
     post_ref = [] if s.post is not None else None
     first = s.last_inputs is not None and not s.last_inputs
@@ -137,7 +138,7 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
                               capture=s.last_inputs if first else None, replay=replay, post=s.post,
                               post_ref=post_ref, pu=pu)
     target = dict(u=u, tid=tid, name=name, z=z_vec, resid=resid, note=bound_note(resid), pu=pu, post_ref=post_ref,
-                  base=base, ref=ref, token=tgt.get("token"))
+                  saturation=saturation, base=base, ref=ref, token=tgt.get("token"))
     for kappa in _progress(kappas, f"steering, target {ti + 1}/{n_targets} {name} (kappas)", every=0):
         rows.extend(_kappa(s, target, kappa, cont))
     rows.append({"model": s.model_name, "target": name, "target_token_id": tid, "kappa": -1.0,
@@ -173,7 +174,9 @@ def _kappa(s: _Setting, g: dict, kappa: float, cont: list) -> list[dict]:
               "alpha": alpha, "kappa_bound": s.bound if not g["note"] else float("nan"), "bound_note": g["note"],
               "lstsq_residual": g["resid"], "u_principal": chk["u_principal"],
               "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
-              "post_norm_cap": s.cap, "lm_head": s.lm, "weights": s.weights_label}
+              "post_norm_cap": s.cap, "lm_head": s.lm, "weights": s.weights_label,
+              # the largest change along u the norm lets through for this target: sqrt(d) ||p * u|| (section 6)
+              "post_norm_saturation_u": g["saturation"]}
     return [{**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
              "change_norm_at_W_O": site_change, "change_norm_attention_only": ao["change_norm"],
              "cos_pu_after_layer_model": r1["cos_pu_layer"],

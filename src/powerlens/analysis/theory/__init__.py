@@ -11,13 +11,13 @@ step is exactly a power-method step on M. Predictions checked here:
     acts as an exact rotation-scaling;
 (c) bipartite consensus (two groups of tokens on +w and -w). With several softmax heads +-v_1 is *not* a
     fixed point (each head weighs the two groups differently), so the equilibrium is found first: iterate
-    from a bipartite start on +-v_1 until the state stops moving (the iteration keeps the state exactly
-    bipartite, so it converges to a bipartite equilibrium +-w*, in general not on v_1). Then perturb it by
-    epsilon and count the runs whose two groups stop being antipodal; an epsilon = 0 control must stay.
-    Run over a sweep of sizes, head counts and attention sharpness (with near-uniform attention every
-    bipartite state is close to neutral, so a test there has no power), one head against several by Fisher
-    tests with Holm across the sweep, beside a positive control whose equilibrium is known to be unstable
-    (:func:`experiment_c4_sweep`, :func:`c4_verdict`). (With full attention and equal groups the attention
+    from a bipartite start on +-v_1 (the iteration keeps the state exactly bipartite), then refine by
+    Newton to a fixed point (residual < 1e-12); its stability is the spectral radius of one law step's
+    Jacobian on the tangent space (:mod:`linearise`), and perturbed runs are a check. Run over a sweep of
+    sizes, head counts and attention sharpness (uniform attention at the equilibrium: degenerate, not
+    tested), unstable cells with several heads against one head by a one-sided Fisher test over cells,
+    beside a positive control whose equilibrium is known to be unstable (:func:`experiment_c4_sweep`,
+    :func:`c4_verdict`). (With full attention and equal groups the attention
     output of a bipartite state is zero, so every bipartite state is a fixed point: softmax attention only.)
 
 Then (a) and (b) are repeated with softmax attention from random W_Q, W_K to see how far the measured

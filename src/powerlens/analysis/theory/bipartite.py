@@ -9,6 +9,7 @@ import math
 import numpy as np
 import torch
 
+from powerlens.analysis.theory import linearise as lin
 from powerlens.analysis.theory.synthetic import (
     Result,
     iterate,
@@ -26,37 +27,38 @@ def bipartite_state(v: np.ndarray, n_tokens: int) -> np.ndarray:
     return signs[:, None] * (v / np.linalg.norm(v))[None, :]
 
 
-STALL_STEPS, STALL_MOVED = 300, 1e-6  # a search still moving this much by then has never converged here (the
+STALL_STEPS, STALL_MOVED = 300, 1e-6  # a plain iteration still moving this much by then is cycling: Newton takes over
 
 
-def bipartite_equilibrium(X0: np.ndarray, lw: LayerWeights, n_heads: int, residual: bool, tol: float = 1e-15,
-                          max_steps: int = 100000) -> tuple[np.ndarray, float, int]:
+def bipartite_equilibrium(X0: np.ndarray, lw: LayerWeights, n_heads: int, residual: bool, max_steps: int = 800,
+                          causal: bool = False) -> dict:
     """The bipartite equilibrium reached from the bipartite state X0 (tokens s_i w, s_i = +-1, equal groups).
 
-    The exact law keeps a bipartite state bipartite (the two groups see mirror-image attention), so the
-    iteration is run on w alone: one step of the law, then w <- the sign-weighted mean of the tokens, until w
-    moves by less than ``tol`` (this also finds an unstable equilibrium, where the unsymmetrised iteration
-    would drift off it on rounding errors). A state whose groups swap at every step (w -> -w) is the same
-    bipartite consensus with its labels exchanged, so w is compared up to sign. Returns the state, its
-    fixed-point residual under one step of the full law (max |x(t+1) - x(t)|, up to that global sign), and the
-    steps taken."""
+    The exact law keeps a bipartite state bipartite (the two groups see mirror-image attention), so the plain
+    iteration runs on w alone (one law step, then w <- the sign-weighted mean of the tokens; a swap of the
+    groups, w -> -w, is the same state) until it moves by less than 1e-10, stalls (still moving by 1e-6 after
+    300 steps) or reaches ``max_steps``; then Newton refines it to a fixed point (:func:`linearise.refine`), so
+    that the step budget only sets where Newton starts, never whether an equilibrium is found. Returns a dict:
+    X (the state), sigma, residual (one full law step, max abs), steps (plain iteration), newton (its
+    iterations), found (residual < 1e-12)."""
+    step = lin.law_step(lw, n_heads, residual, causal)
     signs = np.sign(X0 @ X0[0])
     w = X0[0] / np.linalg.norm(X0[0])
-    for k in range(max_steps):
-        Y = iterate(signs[:, None] * w[None, :], lw, n_heads, 1, residual)[1]
-        w_new = (signs[:, None] * Y).mean(axis=0)
-        w_new /= np.linalg.norm(w_new)
-        w_new *= 1.0 if w_new @ w >= 0 else -1.0  # a swap of the two groups is the same state
-        moved = float(np.abs(w_new - w).max())
-        w = w_new
-        if moved < tol:
-            break
-        if k + 1 == STALL_STEPS and moved > STALL_MOVED:
-            break  # still moving by more than 1e-6 after 300 steps: not converging (cycling); give up early
-    X = signs[:, None] * w[None, :]
-    Y = iterate(X, lw, n_heads, 1, residual)[1]
-    res = float(min(np.abs(Y - X).max(), np.abs(Y + X).max()))
-    return X, res, k + 1
+    s = torch.as_tensor(signs, dtype=torch.float64)
+    k = 0
+    with torch.no_grad():
+        for k in range(1, max_steps + 1):
+            Y = step(s[:, None] * torch.as_tensor(w)[None, :]).numpy()
+            w_new = (signs[:, None] * Y).mean(axis=0)
+            w_new /= np.linalg.norm(w_new)
+            w_new *= 1.0 if w_new @ w >= 0 else -1.0  # a swap of the two groups is the same state
+            moved = float(np.abs(w_new - w).max())
+            w = w_new
+            if moved < 1e-10 or (k == STALL_STEPS and moved > STALL_MOVED):
+                break
+    w, sigma, res, it = lin.refine(w, signs, step)
+    return {"X": signs[:, None] * w[None, :], "sigma": sigma, "residual": res, "steps": k, "newton": it,
+            "found": bool(res < lin.RESIDUAL)}
 
 
 def antipodal(X: np.ndarray, signs: np.ndarray, tol: float = 1e-3) -> np.ndarray:
@@ -104,20 +106,19 @@ def broken_runs(X0s: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, res
 
 def experiment_c4_sweep(sizes: list[int], heads_list: list[int], sharpness: list[float], n_tokens: int, steps: int,
                         seed: int, runs: int, epsilon: float, residual: bool = True, tol: float = 1e-3,
-                        max_eq_steps: int = 3000) -> tuple[list[Result], dict]:
+                        max_eq_steps: int = 800) -> tuple[list[Result], dict]:
     """C4 over a sweep: per size d, head count H and target sharpness s (the typical |score| of the bipartite
-    start, set through the q.k scale: scores scale as its square), the multi-head bipartite equilibrium
-    (:func:`bipartite_equilibrium`), ``runs`` perturbed starts (epsilon) and an epsilon = 0 control; a run
-    breaks when its groups stop being antipodal within ``steps`` steps. A cell whose equilibrium is not a fixed
-    point to 1e-10 within ``max_eq_steps`` (or whose control leaves) is reported and left out of the tests.
+    start, set through the q.k scale: scores scale as its square), the multi-head bipartite equilibrium refined
+    by Newton (:func:`bipartite_equilibrium`), its stability from the spectral radius of one law step's
+    Jacobian (:mod:`powerlens.analysis.theory.linearise`), and as a check ``runs`` perturbed starts (epsilon)
+    with an epsilon = 0 control: a run breaks when its groups stop being antipodal within ``steps`` steps.
+    Every cell with an equilibrium is tested unless its attention there is uniform (degenerate).
 
-    Positive control (a setting known to be unstable, so the test must see breaks): attention on the token
-    itself only, where the law is the power method token by token, x <- N(M x), and the bipartite state on
-    +-v_2 of M is an exact equilibrium that every perturbation with a v_1 component leaves (|mu_2| < |mu_1|):
-    each token goes to the sign of its own v_1 component, so the groups split."""
+    Positive control (a setting known to be unstable): attention on the token itself only, where the law is
+    the power method token by token, x <- N(M x), and the bipartite state on +-v_2 of M is an exact equilibrium
+    with spectral radius |mu_1 / mu_2| > 1 (every perturbation with a v_1 component grows)."""
     shape = (len(sizes), len(heads_list), len(sharpness))
-    arrays = {"sweep_rate": np.full(shape, np.nan),  # cells in the tests
-              "sweep_rate_all": np.full(shape, np.nan), "sweep_score": np.full(shape, np.nan)}
+    arrays = {k: np.full(shape, np.nan) for k in ("sweep_rate", "sweep_rate_all", "sweep_score", "sweep_radius")}
     signs = np.where(np.arange(n_tokens) % 2 == 0, 1.0, -1.0)
     results = []
     for di, d in enumerate(sizes):
@@ -132,111 +133,138 @@ def experiment_c4_sweep(sizes: list[int], heads_list: list[int], sharpness: list
             for si, s in enumerate(sharpness):
                 r = _c4_cell(X0, base, H, s, signs, d=d, si=si, seed=seed, steps=steps, runs=runs, epsilon=epsilon,
                              residual=residual, tol=tol, max_eq_steps=max_eq_steps)
-                found = r.passed
                 arrays["sweep_score"][di, hi, si] = r.detail["score_at_equilibrium"]
-                arrays["sweep_rate"][di, hi, si] = r.measured if found else np.nan
-                arrays["sweep_rate_all"][di, hi, si] = r.measured
+                arrays["sweep_rate"][di, hi, si] = r.detail["break_rate"] if r.passed else np.nan
+                arrays["sweep_rate_all"][di, hi, si] = r.detail["break_rate"]
+                arrays["sweep_radius"][di, hi, si] = r.measured
                 results.append(r)
     control = _c4_positive_control(sizes[0], n_tokens, signs, seed=seed, steps=steps, runs=runs, epsilon=epsilon,
                                    residual=residual, tol=tol)
     results.append(control)
     arrays.update({"sweep_sizes": np.array(sizes), "sweep_heads": np.array(heads_list),
                    "sweep_sharpness": np.array(sharpness, dtype=float),
-                   "positive_control_rate": np.array(control.measured), "epsilon": np.array(epsilon)})
+                   "positive_control_rate": np.array(control.detail["break_rate"]),
+                   "positive_control_radius": np.array(control.measured), "epsilon": np.array(epsilon)})
     return results, arrays
+
+
+def _perturbed(X: np.ndarray, lw: LayerWeights, H: int, signs, *, prng, steps: int, runs: int, epsilon: float,
+               residual: bool, tol: float, causal: bool = False) -> tuple[int, bool]:
+    """The perturbation check: (runs that broke, whether the epsilon = 0 control stays)."""
+    stays = not broken_runs(X[None], lw, H, steps, residual, signs, tol, causal=causal)[0]
+    broke = int(broken_runs(X[None] + epsilon * prng.standard_normal((runs, *X.shape)), lw, H, steps, residual,
+                            signs, tol, causal=causal).sum())
+    return broke, stays
+
+
+def _classified(eq: dict, lw: LayerWeights, H: int, causal: bool, residual: bool) -> dict:
+    """Degeneracy, spectral radius and stability of a found equilibrium (dashes where there is none)."""
+    out = {"max_score_at_equilibrium": lin.max_score(eq["X"], lw, H), "spectral_radius": float("nan"),
+           "stability": "-", "degenerate": False}
+    # uniform attention at the refined point: heads cannot matter there, found or not (rounding decides the
+    # residual of such a state, never its class)
+    out["degenerate"] = bool(out["max_score_at_equilibrium"] < lin.UNIFORM_SCORE)
+    if not eq["found"]:
+        return out
+    rho = lin.spectral_radius(eq["X"], eq["sigma"], lin.law_step(lw, H, residual, causal))
+    out.update({"spectral_radius": rho, "stability": lin.classify(rho)})
+    return out
 
 
 def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.ndarray, *, d: int, si: int,
              seed: int, steps: int, runs: int, epsilon: float, residual: bool, tol: float,
              max_eq_steps: int) -> "Result":
-    """One cell of the C4 sweep: the layer's q.k scaled to sharpness s, its bipartite equilibrium, the
-    epsilon = 0 control and ``runs`` perturbed runs."""
+    """One cell of the C4 sweep: the layer's q.k scaled to sharpness s, its Newton-refined bipartite
+    equilibrium, the Jacobian's spectral radius there, and the perturbation check."""
     qk = math.sqrt(s / typical_score(X0, base, H))  # W_Q, W_K scaled by qk: every score by qk^2
     lw = dataclasses.replace(base, W_Q=base.W_Q * qk, W_K=base.W_K * qk)
-    Xs, fp, n_eq = bipartite_equilibrium(X0, lw, H, residual, tol=1e-15, max_steps=max_eq_steps)
-    stays = not broken_runs(Xs[None], lw, H, steps, residual, signs, tol)[0]
-    prng = np.random.default_rng([seed, 30, d, H, si])
-    broke = int(broken_runs(Xs[None] + epsilon * prng.standard_normal((runs, *Xs.shape)), lw, H, steps,
-                            residual, signs, tol).sum())
+    eq = bipartite_equilibrium(X0, lw, H, residual, max_steps=max_eq_steps)
+    cls = _classified(eq, lw, H, False, residual)
+    broke, stays = _perturbed(eq["X"], lw, H, signs, prng=np.random.default_rng([seed, 30, d, H, si]), steps=steps,
+                              runs=runs, epsilon=epsilon, residual=residual, tol=tol)
+    tested = eq["found"] and not cls["degenerate"]
+    check = (lin.check_agrees(cls["stability"], cls["spectral_radius"], broke, runs, epsilon=epsilon, d=d,
+                              steps=steps, tol=tol) if eq["found"] else "-")
     return Result(
         case="c: bipartite", attention="softmax",
-        quantity=f"fraction breaking (d {d}, {H} head{'s' if H > 1 else ''}, |score| {s:g})",
-        predicted=float("nan"), measured=broke / runs,
-        criterion=f"equilibrium residual < 1e-10 and epsilon = 0 control stays; broken = groups no longer "
-        f"antipodal (|cos| < 1 - {tol:g}) within {steps} steps", passed=bool(fp < 1e-10 and stays),
-        detail={"d": d, "heads": H, "sharpness": s, "score_at_equilibrium": typical_score(Xs, lw, H),
-                "qk_scale": qk, "runs": runs, "broke": broke, "fixed_point_residual": fp,
-                "equilibrium_steps": n_eq, "control_stays": stays, "epsilon": epsilon, "sweep": True})
+        quantity=f"spectral radius (d {d}, {H} head{'s' if H > 1 else ''}, |score| {s:g})",
+        predicted=float("nan"), measured=cls["spectral_radius"],
+        criterion=f"Newton-refined equilibrium (one law step moves it by < {lin.RESIDUAL:g}); unstable if the "
+        f"spectral radius of one step's Jacobian (tangent space) > 1 + {lin.RADIUS_TOL:g}, stable < 1 - "
+        f"{lin.RADIUS_TOL:g}; degenerate (not tested) if max |score| < {lin.UNIFORM_SCORE:g}; check: groups no "
+        f"longer antipodal (|cos| < 1 - {tol:g}) within {steps} steps", passed=bool(tested),
+        detail={"d": d, "heads": H, "sharpness": s, "score_at_equilibrium": typical_score(eq["X"], lw, H),
+                "qk_scale": qk, "runs": runs, "broke": broke, "break_rate": broke / runs,
+                "fixed_point_residual": eq["residual"], "equilibrium_found": eq["found"],
+                "equilibrium_steps": eq["steps"], "newton_iterations": eq["newton"], "swap": eq["sigma"] < 0,
+                "control_stays": stays, "epsilon": epsilon, "check": check, "sweep": True, **cls})
 
 
 def _c4_positive_control(d: int, n_tokens: int, signs: np.ndarray, *, seed: int, steps: int, runs: int,
                          epsilon: float, residual: bool, tol: float) -> "Result":
-    """Self-only attention (window 1, causal), bipartite on +-v_2 of M: an equilibrium known to be unstable,
-    so the test must see breaks."""
+    """Self-only attention (window 1, causal), bipartite on +-v_2 of M: an equilibrium known to be unstable
+    (spectral radius |mu_1 / mu_2|), classified by the same linearisation; the perturbation runs must break."""
     rng = np.random.default_rng([seed, 3, d])
     F = prescribed_matrix(d, [3.0], rest_radius=-0.1, rng=rng, rest_min=-0.9)
     vals, V = leading_pair(step_matrix(F, residual))
     lw = dataclasses.replace(synthetic_layer(F, 1, np.random.default_rng([seed, 3, d, 0]), "full"), window=1)
     Xc = bipartite_state(V[:, 1].real, n_tokens)
-    prng = np.random.default_rng([seed, 31])
-    broke = int(broken_runs(Xc[None] + epsilon * prng.standard_normal((runs, *Xc.shape)), lw, 1, steps, residual,
-                            signs, tol, causal=True).sum())
-    stays = not broken_runs(Xc[None], lw, 1, steps, residual, signs, tol, causal=True)[0]
-    control = broke / runs
+    step = lin.law_step(lw, 1, residual, causal=True)
+    sigma = 1.0 if float(step(torch.as_tensor(Xc))[0].numpy() @ Xc[0]) >= 0 else -1.0
+    res = lin.full_residual(step, Xc, sigma)
+    rho = lin.spectral_radius(Xc, sigma, step)
+    broke, stays = _perturbed(Xc, lw, 1, signs, prng=np.random.default_rng([seed, 31]), steps=steps, runs=runs,
+                              epsilon=epsilon, residual=residual, tol=tol, causal=True)
+    stability = lin.classify(rho)
     return Result(
         case="c: bipartite, positive control", attention="self only",
-        quantity="fraction breaking (known unstable: +-v_2, x <- N(M x))", predicted=1.0, measured=control,
-        criterion="the test sees breaks where the equilibrium is known to be unstable: >= 90% of runs break, "
-        "the epsilon = 0 control stays", passed=bool(control >= 0.9 and stays),
-        detail={"d": d, "heads": 1, "runs": runs, "broke": broke, "control_stays": stays, "epsilon": epsilon,
+        quantity="spectral radius (known unstable: +-v_2, x <- N(M x))", predicted=float(abs(vals[0] / vals[1])),
+        measured=rho, criterion="the linearisation classifies a known unstable equilibrium as unstable (spectral "
+        "radius |mu_1 / mu_2|), and the perturbation runs break (>= 90%) while the epsilon = 0 control stays",
+        passed=bool(stability == lin.UNSTABLE and broke / runs >= 0.9 and stays and res < lin.RESIDUAL),
+        detail={"d": d, "heads": 1, "runs": runs, "broke": broke, "break_rate": broke / runs, "control_stays": stays,
+                "epsilon": epsilon, "stability": stability, "spectral_radius": rho, "fixed_point_residual": res,
                 "mu2_over_mu1": float(abs(vals[1]) / abs(vals[0]))})
 
 
 def c4_verdict(results: list[dict], alpha: float) -> dict | None:
     """C4's verdict from the sweep's results (dicts as the theory step writes them), the one place table_theory
-    and table_claims take it from: per size and sharpness, one-sided Fisher exact tests of "H heads break more
-    often than 1 head" for every H > 1 with a found equilibrium in both cells, Holm across the whole sweep. C4
-    holds if some test is significant (and H heads broke more), and the positive control shows the test can see
-    a break. None when the results hold no sweep."""
+    and table_claims take it from. Over the non-degenerate cells with an equilibrium, at the (size,
+    sharpness) pairs whose one-head cell is among them: is "unstable" more frequent with several heads than
+    with one (one-sided Fisher exact test over cells, < alpha)? And is the positive control unstable? A p
+    within 1e-6 (relative) of alpha is inconclusive. None when the results hold no sweep."""
     from scipy.stats import fisher_exact
 
-    from powerlens.analysis.stats import holm
+    from powerlens.analysis import decisions as dc
 
     cells = [r for r in results if r["case"] == "c: bipartite" and r["detail"].get("sweep")]
     pos = next((r for r in results if r["case"] == "c: bipartite, positive control"), None)
     if not cells:
         return None
-    by = {(r["detail"]["d"], r["detail"]["sharpness"], r["detail"]["heads"]): r for r in cells}
-    tests = []
-    for (d, s, H), r in sorted(by.items()):
-        one = by.get((d, s, 1))
-        if H == 1 or one is None or not (r["passed"] and one["passed"]):
-            continue
-        n1, nm = one["detail"]["runs"], r["detail"]["runs"]
-        b1, bm = one["detail"]["broke"], r["detail"]["broke"]
-        p = float(fisher_exact([[bm, nm - bm], [b1, n1 - b1]], alternative="greater").pvalue)
-        tests.append({"d": d, "sharpness": s, "heads": H, "broke": bm, "broke_1": b1, "runs": nm,
-                      "score": r["detail"]["score_at_equilibrium"], "p": p})
-    adj = holm(np.array([t["p"] for t in tests])) if tests else np.array([])
-    for t, a in zip(tests, adj):
-        t["p_holm"] = float(a)
-    sig = [t for t in tests if t["p_holm"] < alpha and t["broke"] > t["broke_1"]]
-    power = bool(pos is not None and pos["passed"])
-    missing = [f"d {r['detail']['d']}, {r['detail']['heads']} heads, |score| {r['detail']['sharpness']:g}"
-               for r in cells if not r["passed"]]
-    best = min(tests, key=lambda t: t["p_holm"]) if tests else None
-    measured = (f"{len(tests)} tests (sizes x sharpness x heads > 1, each vs 1 head), {len(sig)} significant after "
-                "Holm")
-    if best:
-        measured += (f"; strongest: d {best['d']}, |score| {best['sharpness']:g}, {best['heads']} heads "
-                     f"{best['broke']}/{best['runs']} vs 1 head {best['broke_1']}/{best['runs']} (Holm p "
-                     f"{best['p_holm']:.3g})")
-    measured += (f"; positive control broke {pos['detail']['broke']}/{pos['detail']['runs']}"
-                 + ("" if power else " (the test cannot see a break: no power)") if pos else "; no positive control")
-    if missing:
-        measured += f"; no equilibrium found (left out): {len(missing)} cells"
-    failed = "; ".join(x for x, bad in ((f"0 of {len(tests)} Fisher tests significant", not sig),
-                                         ("no positive control break (no power)", not power)) if bad)
-    return {"ok": bool(sig) and power, "measured": measured, "tests": tests, "power": power, "failed": failed,
-            "null": "one head at the same size and sharpness (one-sided Fisher exact test, Holm across the sweep)"}
-
+    tested = [r for r in cells if r["passed"]]
+    ones = {(r["detail"]["d"], r["detail"]["sharpness"]) for r in tested if r["detail"]["heads"] == 1}
+    used = [r for r in tested if (r["detail"]["d"], r["detail"]["sharpness"]) in ones]
+    unstable = lambda r: r["detail"]["stability"] == lin.UNSTABLE  # noqa: E731
+    one = [r for r in used if r["detail"]["heads"] == 1]
+    many = [r for r in used if r["detail"]["heads"] > 1]
+    u1, um = sum(map(unstable, one)), sum(map(unstable, many))
+    p = (float(fisher_exact([[um, len(many) - um], [u1, len(one) - u1]], alternative="greater").pvalue)
+         if one and many else float("nan"))
+    sig = dc.compare(p, alpha, above=False) if not np.isnan(p) else dc.NO
+    power = dc.YES if pos is not None and pos["passed"] else dc.NO
+    degenerate = [r for r in cells if r["detail"].get("degenerate")]
+    none = [r for r in cells if not r["detail"].get("equilibrium_found")]
+    checks = [r["detail"]["check"] for r in cells if r["detail"].get("equilibrium_found")]
+    measured = (f"unstable equilibria: several heads {um} of {len(many)} cells, one head {u1} of {len(one)} "
+                f"(one-sided Fisher p {p:.3g}); {len(degenerate)} degenerate cells (uniform attention, not tested), "
+                f"{len(none)} without an equilibrium (residual >= {lin.RESIDUAL:g}); perturbation check: "
+                f"{checks.count('agrees')} agree, {checks.count('disagrees')} disagree, "
+                f"{checks.count('too slow to see')} too slow to see in the run's steps")
+    measured += (f"; positive control: spectral radius {pos['measured']:.4g} ({pos['detail']['stability']}), broke "
+                 f"{pos['detail']['broke']}/{pos['detail']['runs']}" if pos else "; no positive control")
+    failed = "; ".join(x for x, bad in ((f"Fisher p {p:.3g} >= {alpha}", sig == dc.NO),
+                                         ("positive control not unstable (no power)", power == dc.NO)) if bad)
+    return {"state": dc.both(sig, power), "ok": dc.both(sig, power) == dc.YES, "measured": measured,
+            "p": p, "power": power == dc.YES, "failed": failed or f"Fisher p {p:.3g} within 1e-6 of {alpha}",
+            "unstable_many": um, "cells_many": len(many), "unstable_one": u1, "cells_one": len(one),
+            "null": "one head at the same size and sharpness (one-sided Fisher exact test over cells)"}

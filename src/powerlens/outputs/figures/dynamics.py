@@ -36,13 +36,23 @@ def _depth_note(ax, g_all, g_shown):
 
 
 def _marks(ax, g, stat: str, above: float, alpha: float, color: str, mode: str) -> None:
-    """Filled: significant as the claims count it (above the bound, Monte Carlo p after Holm < alpha, not
-    saturated); open: not significant; cross: saturated (half or more of the null's draws tie)."""
+    """Filled: significant as the claims count it (the dynamics table's decided ``<stat>_sig``: both nulls
+    where the statistic has two, Holm, the claimed side of its bound, not saturated); open: not significant;
+    cross: saturated (half or more of the null's draws tie); ring: undecided after the Monte Carlo extension."""
     sat = (g[f"{stat}_saturated"].fillna(False).astype(bool) if f"{stat}_saturated" in g
            else pd.Series(False, index=g.index))
-    sig = (g[f"{stat}_p_holm"] < alpha) & (g[stat] > above) & ~sat
+    if f"{stat}_sig" in g:
+        decided = g[f"{stat}_sig"].fillna("no").astype(str)
+        sig, und = decided == "yes", decided == "undecided"
+    else:
+        sig, und = (g[f"{stat}_p_holm"] < alpha) & (g[stat] > above) & ~sat, pd.Series(False, index=g.index)
+    sat = sat & ~und
     ax.scatter(g["layer"][sig], g[stat][sig], color=color, s=16, zorder=3,
-               label=f"{mode}: significant (MC p, Holm, < {alpha})")
+               label=f"{mode}: significant (Holm < {alpha}" + (", both nulls)" if stat != "gamma" else ")"))
+    if und.any():
+        ax.scatter(g["layer"][und], g[stat][und], facecolors="none", edgecolors=color, s=40, linewidths=1.5,
+                   zorder=3, label=f"{mode}: undecided at the Monte Carlo cap")
+    sig = sig | und
     ax.scatter(g["layer"][~sig & ~sat], g[stat][~sig & ~sat], facecolors="white", edgecolors=color, s=16, zorder=3,
                label=f"{mode}: not significant")
     if sat.any():

@@ -71,30 +71,40 @@ def _theory_complex(b, bb, cplx: dict, pred: dict) -> None:
 
 
 def _theory_c4(c, bip: dict) -> None:
-    """(d) the C4 sweep: fraction of perturbed bipartite equilibria that broke vs attention sharpness, per head
-    count and size, with the positive control."""
-    rate, sharp = np.asarray(bip["sweep_rate"], dtype=float), np.asarray(bip["sweep_sharpness"], dtype=float)
+    """(d) the C4 sweep: spectral radius of one law step's Jacobian at each cell's Newton-refined bipartite
+    equilibrium vs attention sharpness, per head count and size (filled marker: the perturbed runs broke in
+    more than half the runs; open: in at most half), the line 1 (unstable above) and the positive control."""
+    rad, sharp = np.asarray(bip["sweep_radius"], dtype=float), np.asarray(bip["sweep_sharpness"], dtype=float)
+    rate = np.asarray(bip["sweep_rate_all"], dtype=float)
+    tested = np.isfinite(np.asarray(bip["sweep_rate"], dtype=float))
     heads, sizes = [int(h) for h in bip["sweep_heads"]], [int(x) for x in bip["sweep_sizes"]]
     styles = ["-", "--", ":", "-."]
-    n_in = int(np.isfinite(rate).sum())
-    n_broke = int(np.nansum(rate > 0))
     for si, d_ in enumerate(sizes):
         for hi, H in enumerate(heads):
             x = sharp * 1.06 ** (hi - (len(heads) - 1) / 2)  # a small offset per head count: no point hides another
-            c.plot(x, rate[si, hi], color=f"C{hi}", ls=styles[si % 4], marker="osD^v<>"[hi % 7], ms=4)
-    pc = float(bip["positive_control_rate"])
+            c.plot(x, rad[si, hi], color=f"C{hi}", ls=styles[si % 4], lw=0.8)
+            for j in range(len(sharp)):
+                if not np.isfinite(rad[si, hi, j]):
+                    continue
+                c.plot(x[j], rad[si, hi, j], marker="osD^v<>"[hi % 7], ms=5 if tested[si, hi, j] else 3,
+                       color=f"C{hi}", mfc=f"C{hi}" if rate[si, hi, j] > 0.5 else "white",
+                       alpha=1.0 if tested[si, hi, j] else 0.35)
+    c.axhline(1.0, color="0.2", lw=0.8)
+    pc = float(bip.get("positive_control_radius", np.nan))
     c.axhline(pc, color="0.3", lw=0.8, ls=(0, (1, 2)))
-    c.text(sharp.min(), pc - 0.04, f"positive control (a known unstable equilibrium): {pc:.0%} of runs broke",
-           fontsize=7, va="top")
-    c.text(sharp.min(), 0.45, f"{n_in} cells with a stable equilibrium found;\nruns broke in {n_broke} of them\n"
-           f"({rate.size - n_in} cells without a fixed point are\nleft out: table_theory lists them)", fontsize=7,
-           va="center")
+    c.text(sharp.min(), pc * 1.04, f"positive control (a known unstable equilibrium): radius {pc:.3g}, "
+           f"{float(bip['positive_control_rate']):.0%} of runs broke", fontsize=7, va="bottom")
+    n_eq = int(np.isfinite(rad).sum())
+    c.text(0.98, 0.02, f"{int(tested.sum())} cells tested of {rad.size}; faint: degenerate (uniform attention)\n"
+           f"no marker: no equilibrium ({rad.size - n_eq} cells; table_theory lists every cell)\n"
+           "filled: more than half the perturbed runs broke", transform=c.transAxes, fontsize=7, ha="right",
+           va="bottom")
     c.set_xscale("log")
-    c.set_ylim(-0.05, 1.05)
+    c.set_yscale("log")
     c.set_xlabel("attention sharpness: typical |score| at the bipartite start")
-    c.set_ylabel("fraction of perturbed runs that broke")
-    c.set_title(f"(d) bipartite equilibrium, perturbed by epsilon = {float(bip['epsilon']):g}:\n"
-                "several heads vs one (softmax attention)", fontsize=9)
+    c.set_ylabel("spectral radius of one law step's Jacobian\n(tangent space; > 1: unstable)")
+    c.set_title(f"(d) bipartite equilibrium (Newton-refined), linearised;\ncheck: perturbed by epsilon = "
+                f"{float(bip['epsilon']):g} (softmax attention)", fontsize=9)
     hd = [Line2D([], [], color=f"C{hi}", marker="osD^v<>"[hi % 7], ms=4) for hi in range(len(heads))]
     hd += [Line2D([], [], color="0.3", ls=styles[si % 4]) for si in range(len(sizes))]
     c.legend(hd, [f"{H} head{'s' if H > 1 else ''}" for H in heads] + [f"d = {d_}" for d_ in sizes], fontsize=7,

@@ -12,28 +12,40 @@ OPTIONS = (
     Option("dynamics", "input:dynamics", many=True),
     Option("theory", "input:theory", many=True),
     Option("steering", "input:steering", many=True),
+    Option("robustness", "input:robustness", many="*",
+           help="dynamics-<mode>-robustness.csv of every model (the robustness variants' statistics)"),
+    Option("quantized", "input:quantized", many="*", help="quantization-dynamics.csv of each quantized model"),
     Option("criteria", "param:criteria", kind="json", help="JSON of the claims criteria"),
     Option("labels", "param:labels", kind="json"),
     Option("table", "param:table", help="table_claims stem: the full evidence of judged claims"),
     Option("verdicts", "param:verdicts", help="table_claim_verdicts stem: one row per claim"),
     Option("twins", "param:twins", help="table_claims_twins stem: rows of random-weight twins only"),
+    Option("robust", "param:robust", help="table_robustness stem: each trained verdict under the variants"),
 )
 
 
 def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: list[str], steering: list[str],
-           criteria: dict, labels: dict, table: str, verdicts: str, twins: str):
+           robustness: list[str], quantized: list[str], criteria: dict, labels: dict, table: str, verdicts: str,
+           twins: str, robust: str):
     import pandas as pd
 
-    from powerlens.analysis.claims import evaluate, is_twin_row, verdict_view
+    from powerlens.analysis.claims import evaluate, families, is_twin_row, verdict_view
+    from powerlens.analysis.claims.robustness import robustness as robust_verdicts
 
     metas = {m["model"]: m for m in (read_json(p) for p in meta)}
     records = [r for p in theory for r in read_json(p)["results"]]
-    df = evaluate(criteria, metas, pd.concat([pd.read_csv(p) for p in spectra]),
-                  pd.concat([pd.read_csv(p) for p in dynamics]), records,
-                  pd.concat([pd.read_csv(p) for p in steering]), labels=labels)
-    view = verdict_view(df)
+    spec, steer = pd.concat([pd.read_csv(p) for p in spectra]), pd.concat([pd.read_csv(p) for p in steering])
+    dyn = pd.concat([pd.read_csv(p) for p in dynamics])
+    judge = lambda d: evaluate(criteria, metas, spec, d, records, steer, labels=labels)  # noqa: E731
+    frames = [f for f in (pd.read_csv(p) for p in robustness + quantized) if len(f)]
+    rob = pd.concat([f for f in frames if "variant" in f] or [pd.DataFrame()])
+    qdyn = pd.concat([f for f in frames if "quantization" in f] or [pd.DataFrame()])
+    trained = {f: [m for m in ms if not metas[m]["random_weights"]] for f, ms in families(metas).items()}
+    df, robust_table, agree = robust_verdicts(judge(dyn), judge, dyn, rob, qdyn, trained)
+    view = verdict_view(df, agree)
     twin = is_twin_row(df)
     _write(view, df[~twin].reset_index(drop=True), df[twin].reset_index(drop=True), table, verdicts, twins)
+    _write_robustness(robust_table, robust)
     return view
 
 
@@ -44,10 +56,16 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str) -> No
     from powerlens.outputs.tables import write_table
 
     fams = [c for c in view.columns if c not in ("claim", "statement", "not judged in this run")]
+    words = ("Verdict words (paper.md section 4b, revision 4): reproduced; not reproduced (the part that failed "
+             "follows); inconclusive (the outcome rests on layers left undecided after the Monte Carlo extension "
+             "to 200000 draws, or on a value within 1e-6 of its threshold, or it changes with the Monte Carlo "
+             "seed); not judged (no trained model of the family ran). [k of n agree]: how many of the verdict's "
+             "robustness variants (3 other Monte Carlo seeds, 3 disjoint thirds of the corpus, each quantization "
+             "of a quantized model) give the same word (table_robustness).")
     write_table(view, verdicts, caption="Claims at a glance: one row per claim, one column per model family with "
                 "trained weights (a family's verdict needs every trained model of it to pass), the synthetic-layer "
                 "checks last. A failed multi-part criterion names the part that failed. The evidence is in "
-                "table_claims; random-weight twins are never evidence (table_claims_twins).",
+                "table_claims; random-weight twins are never evidence (table_claims_twins). " + words,
                 missing={**{f: VIEW_NOT_APPLICABLE for f in fams}, **VIEW_MISSING}, cell_class=verdict_class)
     write_table(judged, table, caption="Claims audit (paper.md section 4b), models with "
                 "trained weights and synthetic layers: criterion fixed in the config before the run, measured value, "
@@ -59,6 +77,21 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str) -> No
     write_table(twin_rows, twins, caption="Random-weight twins: code exercise, not evidence. The same criteria run on "
                 "architecture twins (a paper model's exact config with seeded random weights) of families that "
                 "have no trained model in this run; nothing here is a verdict on a claim.")
+
+
+def _write_robustness(robust_table, robust: str) -> None:
+    from powerlens.analysis.claims import verdict_class
+    from powerlens.outputs.tables import write_table
+
+    write_table(robust_table, robust, caption="Robustness of each verdict on trained models (paper.md section 4c): "
+                "the same criteria on the verdict statistics under 3 other Monte Carlo seeds (other streams of "
+                "draws and tie-breaks), on 3 disjoint interleaved thirds of the prompt corpus (each with its own "
+                "Holm) and, for a model the config quantizes, on the real forward pass of each quantized copy "
+                "(model-mode claims only: the law is not rerun quantized). A verdict that changes with the seed is "
+                "inconclusive in table_claim_verdicts. A dash: the variant does not change this claim's evidence.",
+                missing={c: "the variant does not change this claim's evidence (or the model has no such variant)"
+                         for c in robust_table.columns},
+                cell_class=lambda c, v: verdict_class(c, v) if c not in ("family", "agree") else None)
 
 
 show = show_table

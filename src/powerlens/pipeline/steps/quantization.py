@@ -25,6 +25,9 @@ OPTIONS = (
     Option("prompts", "input:prompts", dest="prompts_path"),
     Option("out-csv", "output:csv"),
     Option("out-json", "output:json"),
+    Option("out-dynamics", "output:dynamics",
+           help="CSV file to write: the model-mode dynamics table at each quantization (column quantization), "
+                "for the verdicts' robustness (table_robustness)"),
     Option("types", "config:quantization.types", many=True, dest="qtypes",
            help="gguf quantization types, e.g. Q4_1 Q8_0"),
     Option("batch-size", "config:dynamics.batch_size", kind="int"),
@@ -32,13 +35,14 @@ OPTIONS = (
     Option("seed", "config:seed", kind="int"),
     Option("top-k", "config:spectra.top_k", kind="int"),
     Option("null-draws", "config:dynamics.null_draws", kind="int"),
+    Option("alpha", "config:dynamics.alpha", kind="float"),
     Option("threads", "threads", kind="int"),
 )
 
 
-def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_csv, out_json, qtypes: list[str],
-                 batch_size: int, max_tokens: int, seed: int, top_k: int, null_draws: int, threads: int
-                 ) -> "pd.DataFrame":
+def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_csv, out_json, out_dynamics,
+                 qtypes: list[str], batch_size: int, max_tokens: int, seed: int, top_k: int, null_draws: int,
+                 alpha: float, threads: int) -> "pd.DataFrame":
     """Quantization sensitivity of one full-precision model: spectra and model-mode dynamics of copies
     quantized with the gguf package's quantizers, compared per layer with the full-precision results."""
     import pandas as pd
@@ -66,7 +70,8 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
     # are unused in model mode
     opts = DynamicsOptions(mode="model", norm="l2", steps=1, long_run_prompts=1, batch_size=batch_size,
                            batch_tokens=None, max_tokens=max_tokens, dtype="float32", null_draws=null_draws,
-                           bias_free_control=False, seed=seed)
+                           bias_free_control=False, seed=seed, alpha=alpha)
+    tables = []
     for qtype in qtypes:
         model = load_model(man, dtype=torch.float32)
         counts[qtype] = qz.quantize_model(model, adapter, qtype)
@@ -75,12 +80,14 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
         arrays = spectra_arrays(specs, w.layer_map)
         dyn_q = analyse(lambda m=model: m, adapter, tok, prompts, arrays, lambda: w, depth=w.n_layers,
                         d_model=w.d_model, options=opts).table
+        tables.append(dyn_q.assign(model=man["model"], mode="model", quantization=qtype))
         del model
         gc.collect()
         for r in qz.compare_layers(full, arrays, w.layer_map, dyn_full, dyn_q):
             rows.append({"model": man["model"], "quantization": qtype, **r})
     df = pd.DataFrame(rows)
     write_csv(out_csv, df)
+    write_csv(out_dynamics, pd.concat(tables, ignore_index=True))
     write_json(out_json, {"model": man["model"], "weights_label": man["weights_label"], "types": qtypes,
                           "tensors_quantized": counts, "method": qz.__doc__.split("\n\n")[1].replace("\n", " "),
                           "n_prompts": len(prompts), "max_tokens": max_tokens, "null_draws": null_draws,
