@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Determinism of the offline config, at about half the cost of two full runs:
-#   run A: the whole offline config from scratch (every figure and table; also proves the offline run builds);
+#   run A: the whole offline config from scratch (every figure and table; also proves the offline run builds),
+#          whose table_claim_verdicts must equal tests/expected_verdicts/offline.csv, verdict word by word;
 #   run B: from scratch in another folder, with --cores 1 (another job order and thread layout), the chain of
 #          the trained model (fetch, extract, check, spectra, both dynamics modes, steering) and the theory
 #          checks: every output B makes must equal A's (tables byte for byte, arrays exactly).
@@ -46,6 +47,9 @@ echo "[determinism] run A (whole offline config, from scratch) in $WORK/a"
 PYTHONPATH=$PYPATH_A timeout 2400 "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "$SRC_A/config/$RUN.yaml" \
   --directory "$WORK/a" --cores 2 > "$WORK/a.log" 2>&1 || { tail -40 "$WORK/a.log"; exit 1; }
 mid=$(date +%s)
+# the expected verdicts (tests/expected_verdicts/, paper.md section 4c): a run whose verdicts differ fails
+"$PY" "$REPO/tests/determinism/compare_verdicts.py" "$WORK/a/paper_tables/$RUN/table_claim_verdicts.csv" \
+  "$REPO/tests/expected_verdicts/$RUN.csv"
 what_b="$TRAINED chain + theory"
 if [ -n "${FULL:-}" ]; then what_b="whole config"; fi
 echo "[determinism] run A took $((mid - start)) s; run B ($what_b, --cores $CORES_B) in $WORK/b"

@@ -118,6 +118,8 @@ def test_dynamics_and_theory_outputs(test_run):
             inc, dec, s_inc, s_dec = z["null_inc_lead"], z["null_dec_lead"], z["sum_lead_inc"], z["sum_lead_dec"]
         assert inc.shape == (len(d), 2000)
         for i, row in d.iterrows():  # rho exactly (the CSV holds 10 digits: ties would move)
+            if row["rho_R"] != 2000:
+                continue  # extended past the stored draws (paper.md section 4c): its p uses more of the stream
             null = np.where(inc[i] + dec[i] > 0, inc[i] / np.maximum(inc[i] + dec[i], 1), np.nan)
             p = mc_test(s_inc[i] / (s_inc[i] + s_dec[i]), null, tie_uniform(0, int(row["layer"]), "rho"))["p"]
             assert p == pytest.approx(row["rho_p"], rel=1e-9), (m, i)
@@ -542,7 +544,8 @@ def test_theory_and_claims_tables_cannot_disagree(test_run):
     for _, row in cl[cl["family"] != "synthetic"].iterrows():
         if row["family"] in view.columns:
             want = row["verdict"] + ("" if row["verdict"] == "reproduced" else f": {row['failed part']}")
-            assert view.loc[row["claim"], row["family"]] == want, (row["claim"], row["family"])
+            got = view.loc[row["claim"], row["family"]].split(" [")[0]  # less the robustness count
+            assert got == want, (row["claim"], row["family"])
 
 
 def test_latex_tables_compile(test_run, tmp_path):

@@ -50,13 +50,15 @@ def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
                    prompts_path=tmp_path / "p.txt", out_npz=tmp_path / "d.npz", out_csv=tmp_path / "d.csv",
                    out_json=tmp_path / "d.json", mode="model", null_draws=2000,
                    max_tokens=16, batch_size=2, long_run_prompts=32, batch_tokens=20, norm="l2", steps=200, seed=0,
-                   device="cpu", dtype="float32", threads=1, control=True)
+                   device="cpu", dtype="float32", threads=1, control=True, alpha=0.05, robustness=False,
+                   out_robustness=tmp_path / "r.csv")
     import powerlens
 
     lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
     got = lens.dynamics(prompts, null_draws=2000, max_tokens=16, batch_size=2, batch_tokens=20)
-    for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95"):
+    for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95", "tilt_eig_p", "attn_tilt", "tilt_R"):
         assert np.allclose(got[c].to_numpy(), ref[c].to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True), c
+    assert (got["tilt_sig"] == ref["tilt_sig"]).all()
 
 
 def test_steer_is_reversible_and_makes_u_principal(twin):

@@ -16,7 +16,7 @@ from powerlens.models.weights import LayerWeights, ModelWeights
 from ..conftest import REPO
 
 CRIT = {"C1_share_layers": 0.5, "C5_consensus_abs_cos": 0.99, "C5_null_quantile": 0.99, "C6_weak_below": 0.5,
-        "C7_share_layers": 0.5, "C9_alignment": 0.9, "alpha": 0.05}
+        "C7_share_layers": 0.5, "C9_alignment": 0.9, "C10_ffn_negative_below": 0.25, "alpha": 0.05}
 
 
 def shared_layer(F: np.ndarray, b_O: np.ndarray) -> ModelWeights:
@@ -55,7 +55,7 @@ def test_bias_only_consensus_fails_c5():
     df, _ = run_shared(F, b, rng.standard_normal((160, d)), tokens_per_prompt=8, steps=60)
     final = df.iloc[-1]
     assert final["pairwise_abs_cos"] > 0.99  # consensus...
-    ok, measured, null, _ = claims.c5(final, final["leading_type"], None, CRIT)
+    ok, measured, null, *_ = claims.c5(final, final["leading_type"], None, CRIT)
     assert not ok, measured  # ...but not on M's leading subspace
     assert final["span_M_final"] <= final["span_M_final_null_q99"]
 
@@ -102,7 +102,7 @@ def test_spec_copy_is_the_shared_spec():
         pytest.skip("../shared/paper.md is not beside this checkout")
     assert (REPO / "docs" / "paper.md").read_text() == shared.read_text()
     text = shared.read_text()
-    assert "Revision 3" in text
+    assert "Revision 4" in text
 
 
 def test_config_claims_block_holds_the_section_4b_criteria():
@@ -111,7 +111,7 @@ def test_config_claims_block_holds_the_section_4b_criteria():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     props = schema["properties"]["claims"]["properties"]
     assert set(props) == {"C1_share_layers", "C5_consensus_abs_cos", "C5_null_quantile", "C6_weak_below",
-                          "C7_share_layers", "C9_alignment"}
+                          "C7_share_layers", "C9_alignment", "C10_ffn_negative_below"}
     assert {k: v["default"] for k, v in props.items()} == {k: v for k, v in CRIT.items() if k != "alpha"}
     assert schema["properties"]["dynamics"]["properties"]["null_draws"]["minimum"] >= 2000
 
@@ -119,15 +119,18 @@ def test_config_claims_block_holds_the_section_4b_criteria():
 # --- revision 3 criteria (paper.md section 4b): each case passed under revision 2's code and fails now ---
 
 def _layers(L=12, **cols):
-    """A constructed per-layer table of the model's own depth, every statistic clear of its null unless the
-    caller says otherwise."""
+    """A constructed per-layer table of the model's own depth as the dynamics step writes it (decided tests:
+    ``<test>_sig`` yes / no / undecided), every statistic clear of both nulls unless the caller says otherwise."""
     base = {"layer": np.arange(L), "gamma": 0.2, "gamma_null_median": 0.05, "gamma_null_q95": 0.1,
-            "gamma_p_holm": 0.001, "gamma_saturated": False, "rho": 0.8, "rho_null_median": 0.5,
-            "rho_null_q95": 0.6, "rho_p_holm": 0.001, "rho_saturated": False, "tilt": 0.01,
-            "tilt_null_median": 0.0, "tilt_null_q95": 0.005, "tilt_p_holm": 0.001, "tilt_saturated": False,
-            "first_lead_gamma": 0.05, "first_lead_gamma_p": 0.5}
+            "gamma_sig": "yes", "gamma_saturated": False, "rho": 0.8, "rho_null_median": 0.5,
+            "rho_null_q95": 0.6, "rho_sig": "yes", "rho_mc_sig": "yes", "rho_saturated": False, "tilt": 0.01,
+            "tilt_null_median": 0.0, "tilt_null_q95": 0.005, "tilt_sig": "yes", "tilt_mc_sig": "yes",
+            "tilt_saturated": False, "tilt_R": 2000, "first_lead_gamma": 0.05, "first_lead_gamma_p": 0.5,
+            "first_lead_gamma_sig": "no", "attn_tilt_sig": "yes", "attn_tilt_neg_sig": "no", "ffn_tilt_sig": "no",
+            "ffn_tilt_neg_sig": "no"}
     base.update(cols)
-    return pd.DataFrame({k: (np.broadcast_to(v, L).copy() if np.ndim(v) == 0 else v) for k, v in base.items()})
+    return pd.DataFrame({k: (np.broadcast_to(np.asarray(v, dtype=object if isinstance(v, str) else None), L).copy()
+                             if np.ndim(v) == 0 else v) for k, v in base.items()})
 
 
 def test_c5_outside_the_paper_sizes_is_not_judged_and_never_passes():
@@ -138,27 +141,69 @@ def test_c5_outside_the_paper_sizes_is_not_judged_and_never_passes():
     assert claims.c5(final, "real positive", "base", CRIT)[0]  # the same model at a paper size passes
 
 
-def test_c6_a_needs_holm_significance_not_one_uncorrected_q95_crossing():
-    # gamma above the null's q95 in one layer (its own p 0.04), Holm-adjusted p 0.3 or more everywhere: chance
-    g = _layers(gamma_null_q95=np.r_[np.full(4, 0.25), 0.1, np.full(7, 0.25)], gamma_p_holm=0.3)
-    ok, measured, *_ = claims.c6(g, CRIT, 0.05)
+def test_c5_size_comes_from_the_configuration_never_from_a_name():
+    base = {"arch": "albert", "d_model": 768, "n_heads": 12, "n_layers": 12}
+    assert claims.albert_size({**base, "model": "my-database-model"}) == "base"
+    assert claims.albert_size({**base, "n_heads": 8, "model": "albert-base-v2", "repo_id": "albert/albert-base-v2"}) \
+        is None  # the name says base, the configuration does not
+    assert claims.albert_size({"arch": "albert", "d_model": 4096, "n_heads": 64, "n_layers": 12}) == "xxlarge"
+    assert claims.albert_size({**base, "arch": "bert"}) is None
+
+
+def test_c6_a_needs_a_decided_holm_significance_not_one_uncorrected_q95_crossing():
+    # gamma above the null's q95 in one layer, no layer significant after Holm: chance
+    g = _layers(gamma_null_q95=np.r_[np.full(4, 0.25), 0.1, np.full(7, 0.25)], gamma_sig="no")
+    ok, measured, *_ = claims.c6(g, CRIT)
     assert not ok and "in 0 of 12 layers" in measured and "uncorrected: 1" in measured
-    g["gamma_p_holm"] = np.r_[np.full(4, 0.3), 0.01, np.full(7, 0.3)]  # the reverse: one layer survives Holm
-    assert claims.c6(g, CRIT, 0.05)[0]
+    g["gamma_sig"] = ["no"] * 4 + ["yes"] + ["no"] * 7  # the reverse: one layer survives Holm
+    assert claims.c6(g, CRIT)[0]
+    g["gamma_sig"] = ["no"] * 4 + ["undecided"] + ["no"] * 7  # its decision left to the Monte Carlo error
+    v = claims.c6(g, CRIT)
+    assert not v.ok and v.inconclusive and v.word == "inconclusive"
+    g["gamma_sig"] = ["yes"] * 12
+    g["gamma"] = 0.5 * (1 - 1e-9)  # below the weak bound by rounding only: undecided, never a pass
+    assert claims.c6(g, CRIT).inconclusive
 
 
 def test_saturated_layers_never_count_as_significant():
-    g = _layers(rho=1.0, rho_p_holm=0.001)
-    assert claims.c7(g, CRIT, 0.05)[0]
-    g["rho_saturated"] = True  # half or more of the draws tie with the lead: the p is a coin there
-    ok, measured, *_ = claims.c7(g, CRIT, 0.05)
+    g = _layers(rho=1.0)
+    assert claims.c7(g, CRIT)[0]
+    g["rho_saturated"], g["rho_sig"] = True, "no"  # the dynamics step never says yes for a saturated layer
+    ok, measured, *_ = claims.c7(g, CRIT)
     assert not ok and "12 saturated, not counted" in measured
+
+
+def test_c7_undecided_layers_make_it_inconclusive_only_when_they_decide_it():
+    g = _layers(rho_sig=["yes"] * 5 + ["undecided"] * 2 + ["no"] * 5, rho_mc_sig="undecided", rho_R=200000)
+    v = claims.c7(g, CRIT)  # 5 of 12 without them (fails), 7 with them (passes): inconclusive
+    assert v.word == "inconclusive" and "undecided at R = 200000" in v.failed
+    g["rho_sig"] = ["yes"] * 7 + ["undecided"] * 2 + ["no"] * 3  # passes either way
+    assert claims.c7(g, CRIT).word == "reproduced"
+    g["rho_sig"] = ["yes"] * 2 + ["undecided"] * 2 + ["no"] * 8  # fails either way
+    assert claims.c7(g, CRIT).word == "not reproduced"
+
+
+def test_c1_beating_random_directions_but_not_fs_other_eigen_directions_fails():
+    # the Monte Carlo null says yes everywhere; F's other eigen-directions tilt as much: no power step shown
+    law = _layers(tilt_mc_sig="yes", tilt_eig_sig="no", tilt_sig="no")
+    v = claims.c1(law, None, None, CRIT)
+    assert v.word == "not reproduced" and "0 of 12" in v.measured
+    assert claims.c1(_layers(), None, None, CRIT).word == "reproduced"
+
+
+def test_c1_row_shows_the_real_pass_and_says_when_random_weights_pass_too():
+    v = claims.c1(_layers(), _layers(tilt_sig="no"), _layers(L=6), CRIT)
+    assert v.ok and "real forward pass (FFN included), same test: 0 of 12" in v.measured
+    assert claims.TWIN_SENTENCE in v.measured and "random-weight twin (law): 6 of 6" in v.measured
+    v = claims.c1(_layers(), None, _layers(L=6, tilt_sig="no"), CRIT)
+    assert claims.TWIN_SENTENCE not in v.measured
 
 
 def _meta(shared):
     arch = "albert" if shared else "bert"
     return {"m": {"arch": arch, "random_weights": False, "weights_label": "trained", "shared_weights": shared,
-                  "repo_id": "albert-base-v2" if shared else "x", "model": "m"}}
+                  "repo_id": "albert-base-v2" if shared else "x", "model": "m", "d_model": 768, "n_heads": 12,
+                  "n_layers": 12}}
 
 
 def _evaluate(meta, law, model):
@@ -176,16 +221,17 @@ def test_c7_is_judged_for_shared_weight_models():
     assert df.loc["C7", "verdict"] == "reproduced" and df.loc["C7", "family"].startswith("ALBERT")
 
 
-def test_c10_compares_the_law_with_the_ffn_run():
-    # the attention-only law's rho is significant everywhere (revision 2's C10 passed on that alone), but its
-    # tilt is significant in no layer, while the forward pass with the FFN has it in every layer
-    law = _layers(tilt_p_holm=0.5)
-    df = _evaluate(_meta(False), law, _layers())
+def test_c10_is_judged_on_the_real_passs_sublayers():
+    # revision 3 passed this: the law tilts everywhere, the real pass shows no tilt at all
+    df = _evaluate(_meta(False), _layers(), _layers(attn_tilt_sig="no"))
     assert df.loc["C10", "verdict"] == "not reproduced"
-    assert "0 of 12 layers without the FFN, 12 of 12 with it" in df.loc["C10", "measured"]
-    ok, measured, *_ = claims.c10(_layers(), _layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), CRIT,
-                                 0.05)
-    assert ok, measured  # law: 12 layers; with the FFN: 6, no more than without
-    ok, measured, *_ = claims.c10(_layers(tilt_p_holm=np.r_[np.full(6, 0.001), np.full(6, 0.5)]), _layers(), CRIT,
-                                 0.05)
-    assert not ok and "more with the FFN than without" in measured
+    assert "attention sublayer tilt significantly positive in 0 of 12" in df.loc["C10", "measured"]
+    # a significantly negative real tilt in every layer (revision 3 passed it too) fails
+    v = claims.c10(_layers(attn_tilt_sig="no", attn_tilt_neg_sig="yes"), _layers(), CRIT)
+    assert not v.ok and "negative in 12 of 12" in v.measured
+    # the attention tilts, but the FFN undoes it in a quarter of the layers or more: fails
+    v = claims.c10(_layers(ffn_tilt_neg_sig=["yes"] * 3 + ["no"] * 9), _layers(), CRIT)
+    assert not v.ok and "FFN undoes the tilt in 3 of 12" in v.failed
+    # in fewer than a quarter: passes, with the four counts in the row
+    v = claims.c10(_layers(ffn_tilt_neg_sig=["yes"] * 2 + ["no"] * 10), None, CRIT)
+    assert v.ok and "FFN sublayer positive in 0 of 12, negative in 2 of 12" in v.measured

@@ -5,6 +5,7 @@ import dataclasses
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -12,7 +13,9 @@ from powerlens.models.adapters import ADAPTERS
 from powerlens.models.attention import attention_only_step, layer_norm
 from powerlens.core.corpus import batches, read_prompts
 from powerlens.analysis.dynamics import (Accumulator, LayerDirections, layer_directions, layer_stats, null_sets,
-                                          run_attention_only)
+                                          run_attention_only, verdict_table)
+from powerlens.analysis.dynamics.decided import decide_run
+from powerlens.analysis.dynamics.probes import States
 from powerlens.analysis.nulls import random_subspaces
 from powerlens.core.errors import PowerlensError
 from powerlens.analysis.spectra import layer_spectrum, spectra_arrays
@@ -90,7 +93,7 @@ def run(F, X0, tokens_per_prompt, steps, seed=0, R=2000):
     E = torch.tensor(X0)
     nulls = null_sets(F.shape[0], dirs, R, seed, "cpu")
     arr = run_attention_only(lambda idx: E[idx], w, dirs, bs, steps, len(ids), nulls, norm="l2", progress=False)
-    return layer_stats(arr, dirs)
+    return verdict_table(arr, dirs, [0], seed=seed, alpha=0.05, r0=R)[0]
 
 
 def test_large_real_gap_tilts_every_token():
@@ -152,7 +155,23 @@ def mc_significance_of_random_directions(x_in, x_out, K, R, seed, prompt_of_toke
     rows = torch.arange(P)
     for t in range(K):
         acc(t, xi.clone(), xo.clone(), stat, rows)
-    return layer_stats(acc.arrays(), dirs)
+    secondary = layer_stats(acc.arrays(), dirs)  # the token- and prompt-level sign tests
+    frames, _ = decide_run(Pair(x_in, x_out, K, pid), dirs, lambda t: t, alpha=0.05, seed=seed + 1, r0=R)
+    main = frames["main"]
+    return pd.concat([secondary.drop(columns=[c for c in secondary.columns if c in main.columns and c != "layer"]
+                                     ).set_index("layer"), main.set_index("layer")], axis=1).reset_index()
+
+
+class Pair(States):
+    """Every pseudo-layer sees the same tokens before (x_in) and after (x_out)."""
+
+    def __init__(self, x_in, x_out, K, prompt):
+        t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+        super().__init__(x=[t(x_in)] * (K + 1), mid=None, prompt=np.asarray(prompt))
+        self._io = {"x": t(x_in), "x1": t(x_out), "xL": t(x_out)}
+
+    def state(self, name, t):
+        return self._io[name]
 
 
 def correlated_states(n, d, seed, cos=0.5, drift=0.3):

@@ -26,6 +26,7 @@ from powerlens.analysis.claims.criteria import (
     NOT_REPRODUCED,
     REPRODUCED,
     TEXT,
+    TWIN_SENTENCE,
     Verdict,
     count,
     _depth,
@@ -223,7 +224,7 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-__all__ = ['Verdict', 'FIG', 'TEXT', '_f', '_depth', 'share_significant', 'n_saturated', 'count', 'REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'c1', 'c5', 'c6',
+__all__ = ['Verdict', 'FIG', 'TEXT', 'TWIN_SENTENCE', '_f', '_depth', 'share_significant', 'n_saturated', 'count', 'REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'c1', 'c5', 'c6',
            'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'VIEW_MISSING',
            'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
            'Criterion', 'CRITERIA', 'evaluate', 'family_of', 'combine', 'families', 'row']

@@ -19,11 +19,14 @@ whose alignment increases, and the tilt = mean (a_i(t+1) - a_i(t)). Directions m
 * ``lead_M``  the leading direction of M_t = I + F_t (the matrix one residual step iterates);
 * ``lead_Ft`` pre-norm models: the leading direction of the norm-folded F~_t = F_t diag(g);
 * ``null_eig`` a seeded random non-leading eigen-direction of F_t of the lead's dimension (a second null);
-* the Monte Carlo null (:mod:`powerlens.analysis.nulls`): R random subspaces of each lead's dimension, drawn once per
-  model; every statistic of every lead is tested against the same statistic of the R draws.
+* the verdict statistics (:mod:`~powerlens.analysis.dynamics.decided`, paper.md sections 4b and 4c): each of
+  F_t's lead's statistics against two nulls, R random subspaces of the lead's dimension (a seeded stream,
+  extended where the Monte Carlo error straddles alpha) and all of F_t's other eigen-directions, each with
+  Holm across the depth, decided yes / no / undecided; in the real forward pass also across the attention and
+  the FFN sublayers (C10).
 
-Only per-token alignments of the model's own depth and per-depth sums are kept, never the d-dimensional
-states (except a few trajectories for the rotation figure), so memory stays flat whatever the model size.
+The verdict statistics need the counted tokens' states at the model's own depths (:class:`probes.States`),
+kept once per run; past the depth (long runs) only per-depth sums are kept.
 One function runs the analysis (:func:`analyse`, module ``analyse``); ``directions``, ``accumulate``,
 ``runs`` and ``per_depth`` hold its parts.
 
@@ -33,13 +36,13 @@ null of the consensus subspace at the final step (claim C5).
 
 from __future__ import annotations
 
-from powerlens.analysis.dynamics.analyse import MODES, DynamicsOptions, DynamicsRun, analyse
+from powerlens.analysis.dynamics.analyse import MODES, DynamicsOptions, DynamicsRun, analyse, verdict_table
 from powerlens.analysis.dynamics.accumulate import Accumulator, layer_io
 from powerlens.analysis.dynamics.directions import LEADS, NAMED, LayerDirections, layer_directions
 from powerlens.analysis.dynamics.per_depth import layer_stats
 from powerlens.analysis.dynamics.runs import (null_sets, run_model_mode, bias_free, l2_law_diagnostics,
                                               long_run_subset, run_attention_only)
 
-__all__ = ["analyse", "DynamicsOptions", "DynamicsRun", "MODES", "Accumulator", "layer_io", "LEADS", "NAMED",
+__all__ = ["analyse", "verdict_table", "DynamicsOptions", "DynamicsRun", "MODES", "Accumulator", "layer_io", "LEADS", "NAMED",
            "LayerDirections", "layer_directions", "layer_stats", "null_sets", "run_model_mode",
            "bias_free", "l2_law_diagnostics", "long_run_subset", "run_attention_only"]

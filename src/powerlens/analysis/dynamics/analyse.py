@@ -117,20 +117,30 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
                        long_run_subset=subset)
 
 
-def _tables(arr, ctrl, dirs, layer_of, o: DynamicsOptions):
-    """The per-depth table (the Accumulator's sums, the decided tests of F's lead with both nulls, the
-    bias-free control's columns), the robustness variants' tests, and the main tests' first R draws."""
+def verdict_table(arr, dirs, layer_of, *, seed: int, alpha: float, r0: int, variants: tuple[str, ...] = ("main",)):
+    """The per-depth table of one run's sums (:func:`layer_stats`) with the decided tests of F's lead against
+    both nulls (:func:`~powerlens.analysis.dynamics.decided.decide_run`) merged in; also the robustness
+    variants' frames and the main tests' first R0 draws (the .npz's ``null_<q>_lead``)."""
     import pandas as pd
 
-    table = layer_stats(arr, dirs, seed=o.seed)
-    frames, mc = decide_run(arr.states, dirs, lambda t: layer_of[t % len(layer_of)], alpha=o.alpha, seed=o.seed,
-                            r0=int(o.null_draws), variants=o.variants)
+    table = layer_stats(arr, dirs, seed=seed)
+    frames, mc = decide_run(arr.states, dirs, lambda t: layer_of[t % len(layer_of)], alpha=alpha, seed=seed, r0=r0,
+                            variants=variants)
     table = table.set_index("layer")
     main = frames.pop("main").set_index("layer").reindex(table.index)
     both = [c for c in main.columns if c in table.columns]
     for c in both:  # the model's depths from the tests, a long run's later steps from the sums
         table[c] = main[c].combine_first(table[c])
-    table = pd.concat([table, main.drop(columns=both)], axis=1).reset_index()
+    return pd.concat([table, main.drop(columns=both)], axis=1).reset_index(), frames, mc
+
+
+def _tables(arr, ctrl, dirs, layer_of, o: DynamicsOptions):
+    """The per-depth table (the Accumulator's sums, the decided tests of F's lead with both nulls, the
+    bias-free control's columns), the robustness variants' tests, and the main tests' first R draws."""
+    import pandas as pd
+
+    table, frames, mc = verdict_table(arr, dirs, layer_of, seed=o.seed, alpha=o.alpha, r0=int(o.null_draws),
+                                      variants=o.variants)
     if ctrl is not None:
         c = layer_stats(ctrl, dirs, suffix="_nobias", seed=o.seed)
         keep = [k for k in c.columns if k.split("_")[0] in _CONTROL_HEADS and "_M_" not in k and "_Ft_" not in k

@@ -15,7 +15,8 @@ null, and the decision is "yes", "no" or "undecided"; a layer counts as signific
 yes, the statistic is on the claimed side of its threshold (tilt > 0, rho > 0.5; tilt < 0 for the negative
 tests) and the layer is not saturated (half or more of the draws tie with the lead, section 4). A Monte Carlo
 test that stays undecided is extended along its stream, the layers and statistics that need it only, R0 ->
-10 R0 -> 100 R0 (capped at 200000).
+10 R0 -> 100 R0 (capped at 200000), unless the tie-break alone spans alpha (column ``<test>_tie_bound``: ties
+with the lead, which more draws do not narrow, decide it; it stays undecided).
 
 Variants (table_robustness): ``main`` (the whole corpus, the main stream), ``seed1``..``seed3`` (the whole
 corpus, three other streams and tie-breaks), ``third0``..``third2`` (interleaved thirds of the prompts, the main
@@ -32,6 +33,7 @@ import torch
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.dynamics.probes import States, Stream, null_sums, probe_sums, subset_weights
 from powerlens.analysis.nulls import SATURATED_TIES, tie_uniform
+from powerlens.core.runtime import fixed_mmap_threshold
 
 # (probe, statistic, tail, tested against the eigen-direction null too, extended when undecided)
 TESTS = (("layer", "gamma", "upper", False, True), ("layer", "rho", "upper", True, True),
@@ -84,6 +86,9 @@ def _one_test(v: float, null: np.ndarray, eig: np.ndarray | None, tail: str, u: 
     lo, hi = dc.mc_interval(above, tied, R) if R and not np.isnan(v) else (np.nan, np.nan)
     rec = {"p": (above + u * (1 + tied)) / (1 + R) if R and not np.isnan(v) else np.nan, "R": R,
            "ties": tied / R if R else np.nan, "p_lo": lo, "p_hi": hi,
+           # the range the tie-break alone spans (no Monte Carlo error): more draws cannot narrow it
+           "tie_lo": above / R if R and not np.isnan(v) else np.nan,
+           "tie_hi": (above + tied) / R if R and not np.isnan(v) else np.nan,
            "null_median": float(np.median(null)) if R else np.nan,
            "null_q95": float(np.quantile(null, 0.95)) if R else np.nan,
            "pct": float(100.0 * np.mean(null < v)) if R else np.nan}
@@ -110,6 +115,10 @@ def _family(recs: list[dict], values: np.ndarray, stat: str, tail: str, alpha: f
         for r, a, b, c in zip(out, holm(p), lo, hi):
             r[pre + "p_holm"], r[pre + "p_holm_lo"], r[pre + "p_holm_hi"] = float(a), float(b), float(c)
             r[pre + "sig"] = dc.decide(b, c, alpha)
+    t_lo, t_hi = dc.holm_interval([r["tie_lo"] for r in recs], [r["tie_hi"] for r in recs])
+    for r, b, c in zip(out, t_lo, t_hi):  # undecided by the tie-break itself: extending cannot help
+        r["tie_bound"] = dc.decide(b, c, alpha) == dc.UNDECIDED
+        del r["tie_lo"], r["tie_hi"]
     thr = THRESHOLD[stat]
     for r, v in zip(out, values):
         side = dc.YES if thr is None else dc.compare(float(v), thr, above=(tail == "upper"))
@@ -171,7 +180,7 @@ def _evaluate(v: Variant, sums: Sums, n: float, S: int, probes, R_of: dict, seed
                                                                            ("null_median", "null_q95"))})
             cur = R_of[(v.name, col, t)]
             nxt = [x for x in dc.extension_steps(cur) if x > cur]
-            if extend and r["sig"] == dc.UNDECIDED and r["mc_sig"] == dc.UNDECIDED and nxt:
+            if extend and r["sig"] == dc.UNDECIDED and r["mc_sig"] == dc.UNDECIDED and not r["tie_bound"] and nxt:
                 need[(v.name, col, t)] = nxt[0]
     return rows, need
 
@@ -203,6 +212,7 @@ def decide_run(states: States, dirs, layer_of, *, alpha: float, seed: int, r0: i
     recompute each p)."""
     import pandas as pd
 
+    fixed_mmap_threshold()  # the null's (tokens, draws) blocks otherwise fragment glibc's heap (API callers too)
     S, probes = states.depths, states.probes()
     vs = variants_of(variants)
     subsets = ["all"] + [f"third{j}" for j in range(3)] if any(v.row for v in vs) else ["all"]

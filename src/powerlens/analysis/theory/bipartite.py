@@ -164,6 +164,9 @@ def _classified(eq: dict, lw: LayerWeights, H: int, causal: bool, residual: bool
     # uniform attention at the refined point: heads cannot matter there, found or not (rounding decides the
     # residual of such a state, never its class)
     out["degenerate"] = bool(out["max_score_at_equilibrium"] < lin.UNIFORM_SCORE)
+    if out["degenerate"]:
+        out["stability"] = "degenerate"  # never tested; its residual is rounding's, not a class
+        return out
     if not eq["found"]:
         return out
     rho = lin.spectral_radius(eq["X"], eq["sigma"], lin.law_step(lw, H, residual, causal))
@@ -184,7 +187,7 @@ def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.nda
                               runs=runs, epsilon=epsilon, residual=residual, tol=tol)
     tested = eq["found"] and not cls["degenerate"]
     check = (lin.check_agrees(cls["stability"], cls["spectral_radius"], broke, runs, epsilon=epsilon, d=d,
-                              steps=steps, tol=tol) if eq["found"] else "-")
+                              steps=steps, tol=tol) if tested else "-")
     return Result(
         case="c: bipartite", attention="softmax",
         quantity=f"spectral radius (d {d}, {H} head{'s' if H > 1 else ''}, |score| {s:g})",
@@ -253,8 +256,8 @@ def c4_verdict(results: list[dict], alpha: float) -> dict | None:
     sig = dc.compare(p, alpha, above=False) if not np.isnan(p) else dc.NO
     power = dc.YES if pos is not None and pos["passed"] else dc.NO
     degenerate = [r for r in cells if r["detail"].get("degenerate")]
-    none = [r for r in cells if not r["detail"].get("equilibrium_found")]
-    checks = [r["detail"]["check"] for r in cells if r["detail"].get("equilibrium_found")]
+    none = [r for r in cells if not r["detail"].get("equilibrium_found") and not r["detail"].get("degenerate")]
+    checks = [r["detail"]["check"] for r in tested]
     measured = (f"unstable equilibria: several heads {um} of {len(many)} cells, one head {u1} of {len(one)} "
                 f"(one-sided Fisher p {p:.3g}); {len(degenerate)} degenerate cells (uniform attention, not tested), "
                 f"{len(none)} without an equilibrium (residual >= {lin.RESIDUAL:g}); perturbation check: "

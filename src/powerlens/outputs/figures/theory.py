@@ -94,9 +94,8 @@ def _theory_c4(c, bip: dict) -> None:
     c.axhline(pc, color="0.3", lw=0.8, ls=(0, (1, 2)))
     c.text(sharp.min(), pc * 1.04, f"positive control (a known unstable equilibrium): radius {pc:.3g}, "
            f"{float(bip['positive_control_rate']):.0%} of runs broke", fontsize=7, va="bottom")
-    n_eq = int(np.isfinite(rad).sum())
-    c.text(0.98, 0.02, f"{int(tested.sum())} cells tested of {rad.size}; faint: degenerate (uniform attention)\n"
-           f"no marker: no equilibrium ({rad.size - n_eq} cells; table_theory lists every cell)\n"
+    c.text(0.98, 0.02, f"{int(tested.sum())} of {rad.size} cells tested; no marker: degenerate (uniform attention\n"
+           "at the equilibrium) or no equilibrium (table_theory lists every cell)\n"
            "filled: more than half the perturbed runs broke", transform=c.transAxes, fontsize=7, ha="right",
            va="bottom")
     c.set_xscale("log")
