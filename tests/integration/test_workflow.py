@@ -154,7 +154,7 @@ def test_dynamics_and_theory_outputs(test_run):
 
 FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation",
            "fig_theory", "fig_steering"]
-TABLES = ["table_claim_verdicts", "table_claims", "table_claims_twins", "table_models", "table_spectra",
+TABLES = ["table_claim_verdicts", "table_claims", "table_claims_twins", "table_robustness", "table_models", "table_spectra",
           "table_alignment", "table_theory", "table_steering", "table_continuations", "table_quantization"]
 
 

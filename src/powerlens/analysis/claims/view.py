@@ -20,6 +20,15 @@ def is_twin_row(df: pd.DataFrame) -> pd.Series:
     return df["verdict"].str.startswith(NOT_JUDGED) & (df["family"] != "-")
 
 
+# where each claim is judged, shown in the verdict view's statement column (a reader of the view alone must
+# not take C1's law-only verdict for the real model's)
+WHERE = {"C1": " [judged in the attention-only law, FFN removed; table_claims shows the real forward pass and the "
+               "random-weight twin beside it]",
+         "C5": " [attention-only law, long runs]", "C6": " [real forward pass]", "C7": " [real forward pass]",
+         "C8": " [real forward pass]", "C9": " [real forward pass and the law]",
+         "C10": " [real forward pass, split at the attention and FFN sublayers]"}
+
+
 def cell(verdict: str, failed: str) -> str:
     """A verdict-view cell: the word, and after a colon the part that failed or why it is inconclusive."""
     return verdict if verdict == REPRODUCED or failed in ("", "-") else f"{verdict}: {failed}"
@@ -37,7 +46,7 @@ def verdict_view(df: pd.DataFrame, agree: dict[tuple[str, str], str] | None = No
     fams = [f for f in dict.fromkeys(judged["family"]) if f != "synthetic"]
     rows = []
     for claim in TEXT:
-        row = {"claim": claim, "statement": TEXT[claim]}
+        row = {"claim": claim, "statement": TEXT[claim] + WHERE.get(claim, "")}
         mine = judged[judged["claim"] == claim]
         for f in fams + ["synthetic"]:
             r = mine[mine["family"] == f]
