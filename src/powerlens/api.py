@@ -140,6 +140,7 @@ class Lens:
         self.adapter = get_adapter(self.arch)
         self.adapter.check(self.adapter.base(model))
         self._weights = None
+        self.random_weights = False  # a twin (from_pretrained reads its label): its tests are not extended
 
     # ---------------------------------------------------------------------------------------- loading
     @classmethod
@@ -174,7 +175,9 @@ class Lens:
         with contextlib.suppress(Exception):
             tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
                                                              trust_remote_code=False)
-        return cls(model, tok, arch)
+        lens = cls(model, tok, arch)
+        lens.random_weights = weights_label_of(path) == "random weights"
+        return lens
 
     # ---------------------------------------------------------------------------------------- matrices
     @property
@@ -232,7 +235,8 @@ class Lens:
         check_options("", seed=seed)
         defaults = schema_defaults()
         opts = {k: defaults["dynamics"][k] if v is None else v for k, v in given.items()}
-        opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed, **opts)
+        opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed, extend=not self.random_weights,
+                               **opts)
         w = self.weights
         specs = self.spectra(seed=opts.seed)
         run = analyse(lambda: self.model, self.adapter, self.tokenizer, prompts,

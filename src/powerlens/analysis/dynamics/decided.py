@@ -206,10 +206,12 @@ def _directions(dirs, layer_of, S: int, probes) -> tuple[dict, dict, dict]:
 
 
 def decide_run(states: States, dirs, layer_of, *, alpha: float, seed: int, r0: int,
-               variants: tuple[str, ...] = ("main",)) -> tuple[dict[str, "object"], dict[str, np.ndarray]]:
+               variants: tuple[str, ...] = ("main",), extend: bool = True
+               ) -> tuple[dict[str, "object"], dict[str, np.ndarray]]:
     """Every test of :data:`TESTS` at every depth, for each variant: per variant a DataFrame (one row per
     depth), and the main variant's first R0 draws per depth (the .npz's ``null_<q>_lead``, so a reader can
-    recompute each p)."""
+    recompute each p). ``extend`` False: no test goes past R0 draws (random-weight models, never evidence: an
+    undecided layer stays undecided)."""
     import pandas as pd
 
     fixed_mmap_threshold()  # the null's (tokens, draws) blocks otherwise fragment glibc's heap (API callers too)
@@ -241,7 +243,7 @@ def decide_run(states: States, dirs, layer_of, *, alpha: float, seed: int, r0: i
             for v in mine:
                 results[v.name], nd = _evaluate(v, sums, float(n_row[v.row]), S, probes, R_of, seed, alpha)
                 need.update(nd)
-            if not need:
+            if not need or not extend:
                 break
             R_of.update(need)  # every key strictly grows towards the cap: the loop ends
             need_t = {}

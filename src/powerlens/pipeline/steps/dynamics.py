@@ -72,7 +72,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     opts = DynamicsOptions(mode=mode, norm=norm, steps=steps, long_run_prompts=long_run_prompts,
                            batch_size=batch_size, batch_tokens=batch_tokens, max_tokens=max_tokens, dtype=dtype,
                            null_draws=null_draws, bias_free_control=control, seed=seed, device=device,
-                           alpha=alpha, robustness=bool(robustness and not man["random_weights"]))
+                           alpha=alpha, robustness=bool(robustness and not man["random_weights"]),
+                           extend=not man["random_weights"])
     run = analyse(lambda: load_model(man, dtype=torch.float32).to(device), get_adapter(man["arch"]), tok, prompts,
                   read_generated_npz(spectra_npz, "spectra"), lambda: ModelWeights.load(weights_st, weights_json),
                   depth=int(meta["n_layers"]), d_model=int(meta["d_model"]), options=opts)
@@ -123,6 +124,9 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
             "of F with |lambda| > 1e-9 |lambda_1| (columns <test>_eig_*), Holm apart. A layer is significant "
             "(<test>_sig = yes) when both nulls and the sign of the statistic say so and it is not saturated"),
             "alpha": float(o.alpha), "variants": list(o.variants),
+            "extension": ("R0, 10 R0, 100 R0 (at most 200000) where a decision straddles alpha" if o.extend else
+                          "off: random weights are never evidence, so no test is extended past R0 draws (an "
+                          "undecided layer stays undecided)"),
             "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
         "statistics_dtype": "float64",
         "bias_free_control": bool(o.bias_free_control and mode != "model"),
