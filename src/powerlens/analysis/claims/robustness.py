@@ -21,6 +21,7 @@ from powerlens.analysis.claims.criteria import INCONCLUSIVE, NOT_JUDGED
 ROBUST_CLAIMS = {"C1": "attention-only", "C6": "model", "C7": "model", "C8": "model", "C10": "model"}
 KEYS = ["model", "mode", "layer"]
 MAIN = "main run (seed of the config, whole corpus)"
+NOT_VARIED = "not varied: no Monte Carlo test"
 
 
 def _overlay(dyn: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
@@ -62,9 +63,14 @@ def robustness(main: pd.DataFrame, evaluate_with: Callable[[pd.DataFrame], pd.Da
     rows, agree = [], {}
     for i, r in main.iterrows():
         mode = ROBUST_CLAIMS.get(r["claim"])
-        if mode is None or r["verdict"].startswith(NOT_JUDGED) or r["family"] in ("-", "synthetic"):
+        if r["verdict"].startswith(NOT_JUDGED) or r["family"] in ("-", "synthetic"):
             continue
         rec = {"claim": r["claim"], "family": r["family"], MAIN: r["verdict"]}
+        if mode is None:  # no Monte Carlo test and no corpus statistic the variants change (C5, C9)
+            rec["agree"] = NOT_VARIED
+            agree[(r["claim"], r["family"])] = NOT_VARIED
+            rows.append(rec)
+            continue
         for name, (_, changed) in vs.items():
             if not any((m, mode) in changed for m in models_of.get(r["family"], [])):
                 continue
@@ -82,6 +88,8 @@ def robustness(main: pd.DataFrame, evaluate_with: Callable[[pd.DataFrame], pd.Da
         if shown:
             agree[(r["claim"], r["family"])] = rec["agree"]
         rows.append(rec)
-    table = pd.DataFrame(rows) if rows else pd.DataFrame([{"claim": "-", "family": "-", MAIN: "no trained "
+    order = ["claim", "family", MAIN] + sorted({k for x in rows for k in x} - {"claim", "family", MAIN, "agree"},
+                                               key=lambda k: (not k.startswith("seed"), not k.startswith("third"), k))
+    table = pd.DataFrame(rows, columns=order + ["agree"]) if rows else pd.DataFrame([{"claim": "-", "family": "-", MAIN: "no trained "
                                                            "model in this run has robustness variants"}])
     return main, table, agree

@@ -94,9 +94,9 @@ def _theory_c4(c, bip: dict) -> None:
     c.axhline(pc, color="0.3", lw=0.8, ls=(0, (1, 2)))
     c.text(sharp.min(), pc * 1.04, f"positive control (a known unstable equilibrium): radius {pc:.3g}, "
            f"{float(bip['positive_control_rate']):.0%} of runs broke", fontsize=7, va="bottom")
-    c.text(0.98, 0.02, f"{int(tested.sum())} of {rad.size} cells tested; no marker: degenerate (uniform attention\n"
-           "at the equilibrium) or no equilibrium (table_theory lists every cell)\n"
-           "filled: more than half the perturbed runs broke", transform=c.transAxes, fontsize=7, ha="right",
+    c.text(1.02, 0.0, f"{int(tested.sum())} of {rad.size} cells tested;\nno marker: degenerate (uniform\nattention at the "
+           "equilibrium)\nor no equilibrium\n(table_theory lists every cell);\n"
+           "filled: more than half\nthe perturbed runs broke", transform=c.transAxes, fontsize=7, ha="left",
            va="bottom")
     c.set_xscale("log")
     c.set_yscale("log")
