@@ -138,6 +138,16 @@ def _undecided(c: Count, what: str) -> str:
     return f"{what}: {c.undecided} undecided layers decide it ({c.text()})"
 
 
+def _nulls_apart(d: pd.DataFrame, crit: dict) -> str:
+    """Each null's own count (informative, not a decision): random directions alone by the point Holm p, F's
+    other eigen-directions alone by their decided test."""
+    if "tilt_p_holm" not in d or "tilt_eig_sig" not in d:
+        return ""
+    mc = int(((d["tilt_p_holm"] < crit.get("alpha", 0.05)) & (d["tilt"] > 0)).sum())
+    eig = int((d["tilt_eig_sig"] == dc.YES).sum())
+    return f" (random directions alone, point Holm p: {mc}; F's other eigen-directions alone: {eig})"
+
+
 def c1(law: pd.DataFrame, model: pd.DataFrame | None, twin: pd.DataFrame | None, crit: dict) -> Verdict:
     """C1 in the attention-only law (the claim drops the FFN): the tilt a(t+1) - a(t) towards v_1 beats both
     nulls in at least a share of the layers. The row shows beside it the same test in the real forward pass
@@ -147,7 +157,7 @@ def c1(law: pd.DataFrame, model: pd.DataFrame | None, twin: pd.DataFrame | None,
     need = share * c.of
     state = c.at_least(need)
     d = _depth(law)
-    measured = f"law: {c.text()} layers; median tilt {_f(d['tilt'].median())}"
+    measured = f"law: {c.text()} layers beat both nulls{_nulls_apart(d, crit)}; median tilt {_f(d['tilt'].median())}"
     if model is not None and len(model):
         measured += f"; real forward pass (FFN included), same test: {count(model, 'tilt').text()} layers"
     if twin is not None and len(twin):
