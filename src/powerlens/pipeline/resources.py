@@ -36,6 +36,12 @@ from powerlens.models.adapters import get_adapter
 from powerlens.models.archs import ArchConfig, twin_config
 from powerlens.pipeline.config import model_arch, steering_targets
 
+#: Trained models' dynamics with ``dynamics.robustness`` (3 more Monte Carlo streams, 3 corpus thirds, the
+#: eigen-direction null, sublayer probes and the extension of undecided tests, paper.md section 4c): their
+#: runtime is the fitted line (measured without them) times this. Measured on the offline decoders (2 cores,
+#: shared machine, #38): 2.3x (Gemma 3 model mode) to 7.3x (SmolLM2 model mode) the revision-3 step.
+ROBUSTNESS_RUNTIME_FACTOR = 8
+
 #: Safety margin applied to fitted lines: memory x1.2 + 300 MB, time x1.5 + 60 s (then whole minutes).
 MARGIN = {"mem_mb": (1.2, 300.0), "runtime_s": (1.5, 60.0)}
 
