@@ -235,3 +235,31 @@ def test_c10_is_judged_on_the_real_passs_sublayers():
     # in fewer than a quarter: passes, with the four counts in the row
     v = claims.c10(_layers(ffn_tilt_neg_sig=["yes"] * 2 + ["no"] * 10), None, CRIT)
     assert v.ok and "FFN sublayer positive in 0 of 12, negative in 2 of 12" in v.measured
+
+
+def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
+    """table_robustness (paper.md section 4c): the same criteria on each variant's statistics; the view shows
+    "k of n agree", and a verdict one of the other seeds does not share becomes "inconclusive"."""
+    from powerlens.analysis.claims.robustness import robustness
+
+    meta = _meta(False)
+    law, model = _layers().assign(model="m", mode="attention-only"), _layers().assign(model="m", mode="model")
+    spectra = pd.DataFrame({"model": ["m"] * 12, "layer": range(12), "leading_type": "real positive",
+                            "ratio_next": np.linspace(0.9, 0.5, 12)})
+    for d in (law, model):
+        d["pairwise_abs_cos"], d["span_M_final"], d["span_M_final_null_q99"] = 0.5, 0.1, 0.2
+        d["span_M_dim"], d["span_M_final_null_median"] = 2, 0.1
+    dyn = pd.concat([law, model])
+    judge = lambda d: claims.evaluate(CRIT, meta, spectra, d, [], pd.DataFrame({"model": []}))  # noqa: E731
+    keys = {"model": "m", "mode": "model"}
+    same = [pd.DataFrame({"layer": range(12), "rho_sig": "yes", "variant": v, **keys}) for v in ("seed1", "third0")]
+    other = pd.DataFrame({"layer": range(12), "rho_sig": "no", "variant": "seed2", **keys})
+    main = judge(dyn)
+    assert main.set_index("claim").loc["C7", "verdict"] == "reproduced"
+    out, table, agree = robustness(main, judge, dyn, pd.concat(same), pd.DataFrame(), {"BERT": ["m"]})
+    assert agree[("C7", "BERT")] == "2 of 2 agree" and out.set_index("claim").loc["C7", "verdict"] == "reproduced"
+    out, table, agree = robustness(main, judge, dyn, pd.concat(same + [other]), pd.DataFrame(), {"BERT": ["m"]})
+    row = out.set_index("claim").loc["C7"]
+    assert agree[("C7", "BERT")] == "2 of 3 agree" and row["verdict"] == "inconclusive"
+    assert "changes with the Monte Carlo seed" in row["failed part"] and "seed 2: not reproduced" in row["failed part"]
+    assert pd.isna(table.set_index("claim").loc["C1", "seed 2"])  # the law's claim: a model-mode variant is no evidence
