@@ -235,7 +235,7 @@ def fitted(rule, key):
         params, term = JOB_TERMS[wildcards.model][r]
         extra = LONG_RUN_EXTRA[wildcards.model] if r == "dynamics_attention-only" else (0.0, 0.0)
         got = predict(RESOURCE_FIT, r, params, term, extra)[key]
-        robust = config["dynamics"]["robustness"] and config["models"][wildcards.model]["source"] != "random"
+        robust = config["dynamics"]["robustness"] and config["models"][wildcards.model].get("source") != "random"
         if rule == "dynamics" and key == "runtime" and robust:  # trained models: the robustness variants too
             got *= ROBUSTNESS_RUNTIME_FACTOR
         return got
