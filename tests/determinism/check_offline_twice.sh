@@ -2,7 +2,10 @@
 # Determinism of the offline config, at about half the cost of two full runs:
 #   run A: the whole offline config from scratch (every figure and table; also proves the offline run builds),
 #          whose table_claim_verdicts must equal tests/expected_verdicts/offline.csv, verdict word by word;
-#   run B: from scratch in another folder, with --cores 1 (another job order and thread layout), the chain of
+#   run B: from scratch in another folder, with the same --cores 2 (another job order; the same threads per
+#          job: each rule fixes its thread count, and on some CPUs a float32 forward pass moves by rounding
+#          with the number of BLAS threads, measured on 2026-12-03 with MiniLM's model-mode sums at 1 vs 2
+#          threads, the pre-#38 code included: ~1e-8 relative, no verdict moved), the chain of
 #          the trained model (fetch, extract, check, spectra, both dynamics modes, steering) and the theory
 #          checks: every output B makes must equal A's (tables byte for byte, arrays exactly).
 # The random-weight twins' chains are not run twice here: the same code paths are run twice from scratch on
@@ -21,7 +24,7 @@ TRAINED=minilm-l6
 RUN=offline
 SRC_A=$REPO
 PYPATH_A=${PYTHONPATH:-}
-CORES_B=1
+CORES_B=2
 if [ -n "${BASE_REV:-}" ]; then
   git -C "$REPO" worktree add --detach "$WORK/base" "$BASE_REV" >/dev/null
   SRC_A=$WORK/base
