@@ -8,8 +8,8 @@ from powerlens.pipeline.config import check_targets_on_disk, steering_targets, v
 from powerlens.pipeline.options import config_flags, shell_line
 from powerlens.pipeline.steps import step_module
 from powerlens.core.corpus import read_prompts
-from powerlens.pipeline.resources import (ROBUSTNESS_RUNTIME_FACTOR, check_plan, job_terms, load_coefficients,
-                                          long_run_extra, predict)
+from powerlens.pipeline.resources import check_plan, job_terms, load_coefficients, long_run_extra, predict
+from powerlens.pipeline.resources import ROBUSTNESS_RUNTIME_FACTOR
 from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, source_files
 from powerlens.core.errors import PowerlensError, user_errors_in_logs
 from powerlens.core.io import params_json
@@ -236,7 +236,7 @@ def fitted(rule, key):
         extra = LONG_RUN_EXTRA[wildcards.model] if r == "dynamics_attention-only" else (0.0, 0.0)
         got = predict(RESOURCE_FIT, r, params, term, extra)[key]
         robust = config["dynamics"]["robustness"] and config["models"][wildcards.model].get("source") != "random"
-        if rule == "dynamics" and key == "runtime" and robust:  # trained models: the robustness variants too
+        if r.startswith("dynamics") and key == "runtime" and robust:  # trained models: the robustness variants too
             got *= ROBUSTNESS_RUNTIME_FACTOR
         return got
 
