@@ -333,7 +333,7 @@ def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Ve
     r = c4(theory, alpha)
     if r:
         out["C4"] = ("over a sweep of sizes, head counts and attention sharpness: at each cell's Newton-refined "
-                     "bipartite equilibrium (residual < 1e-12), the spectral radius of one law step's Jacobian on the "
+                     "bipartite equilibrium (residual < 1e-9), the spectral radius of one law step's Jacobian on the "
                      "tangent space classifies it (unstable > 1 + 1e-6); over the non-degenerate cells (attention not "
                      "uniform there), unstable more often with several heads than with one at the same size and "
                      f"sharpness (one-sided Fisher over cells, < {alpha}); a positive control (a known unstable "

@@ -12,7 +12,7 @@ step is exactly a power-method step on M. Predictions checked here:
 (c) bipartite consensus (two groups of tokens on +w and -w). With several softmax heads +-v_1 is *not* a
     fixed point (each head weighs the two groups differently), so the equilibrium is found first: iterate
     from a bipartite start on +-v_1 (the iteration keeps the state exactly bipartite), then refine by
-    Newton to a fixed point (residual < 1e-12); its stability is the spectral radius of one law step's
+    Newton to a fixed point (residual < 1e-9); its stability is the spectral radius of one law step's
     Jacobian on the tangent space (:mod:`linearise`), and perturbed runs are a check. Run over a sweep of
     sizes, head counts and attention sharpness (uniform attention at the equilibrium: degenerate, not
     tested), unstable cells with several heads against one head by a one-sided Fisher test over cells,

@@ -40,7 +40,7 @@ def bipartite_equilibrium(X0: np.ndarray, lw: LayerWeights, n_heads: int, residu
     300 steps) or reaches ``max_steps``; then Newton refines it to a fixed point (:func:`linearise.refine`), so
     that the step budget only sets where Newton starts, never whether an equilibrium is found. Returns a dict:
     X (the state), sigma, residual (one full law step, max abs), steps (plain iteration), newton (its
-    iterations), found (residual < 1e-12)."""
+    iterations), found (residual < :data:`linearise.RESIDUAL`)."""
     step = lin.law_step(lw, n_heads, residual, causal)
     signs = np.sign(X0 @ X0[0])
     w = X0[0] / np.linalg.norm(X0[0])

@@ -5,8 +5,8 @@ A bipartite state is X = s w^T: token i is s_i w (s_i = +-1, two equal groups, w
 step G (x <- N(x + attn(x)) with L2 normalisation N, or x <- N(attn(x)) without the residual) keeps such a state
 bipartite, G(s w^T) = s g(w)^T with g(w) = N(mean_i s_i G(s w^T)_i), and an equilibrium is g(w) = sigma w:
 sigma = -1 is the same bipartite consensus with its groups swapped at every step. Newton (damped Gauss-Newton
-on the square system [g(w) - sigma w; (|w|^2 - 1) / 2], float64) refines the iterate to a fixed point; the
-equilibrium counts when one step of the *full* law moves it by less than :data:`RESIDUAL` (max |G(X) - sigma X|),
+on the square system [g(w) - sigma w; (|w|^2 - 1) / 2], float64) refines the iterate to a fixed point, to the
+rounding floor; the equilibrium counts when one step of the *full* law moves it by less than :data:`RESIDUAL` (max |G(X) - sigma X|),
 whatever the number of steps.
 
 Stability: the Jacobian of X -> sigma G(X) at the equilibrium, on the tangent space of the token spheres (each
@@ -24,7 +24,10 @@ import torch
 from powerlens.models.attention import attention_output, law_attention, law_norm, visible_keys
 from powerlens.models.weights import LayerWeights
 
-RESIDUAL = 1e-12  # an equilibrium: one full law step moves it by less than this (max abs)
+RESIDUAL = 1e-9  # an equilibrium: one full law step moves it by less than this (max abs)
+# Newton goes on to this (or until no step lowers the residual): float64 rounding leaves about 1e-12 at d 32, so
+# `found` has three orders of margin on either side (measured: found cells 4e-16..8e-12, the others >= 7e-3)
+NEWTON_TARGET = 1e-13
 RADIUS_TOL = 1e-6  # a spectral radius this close to 1 (relative) is neutral
 UNIFORM_SCORE = 1e-8  # max |score| below this at the equilibrium: uniform attention, heads cannot matter
 UNSTABLE, STABLE, NEUTRAL = "unstable", "stable", "neutral"
@@ -72,13 +75,14 @@ def refine(w0: np.ndarray, signs: np.ndarray, step, max_iter: int = 60) -> tuple
     res = lambda v: full_residual(step, (s[:, None] * v[None, :]).numpy(), sigma)  # noqa: E731
     best, it = res(w), 0
     for it in range(1, max_iter + 1):
-        if best < RESIDUAL:
+        if best < NEWTON_TARGET:
             it -= 1
             break
         J = torch.autograd.functional.jacobian(r, w, vectorize=True)  # (d + 1, d)
         with torch.no_grad():
             rv = r(w)
-            delta = torch.linalg.lstsq(J, -rv[:, None]).solution[:, 0]
+            # numpy's SVD least squares: torch's (MKL gelsy) varies in its last bits from run to run on one CPU
+            delta = torch.as_tensor(np.linalg.lstsq(J.numpy(), -rv.numpy(), rcond=None)[0])
             norm0, t = float(rv.norm()), 1.0
             while t > 1e-6:  # damping: the largest step 1, 1/2, ... that lowers the residual
                 cand = w + t * delta

@@ -100,10 +100,10 @@ MODELLING_CHOICES = [
     "threshold is undecided.",
     "C4 (paper.md section 4b, revision 4): over a sweep of sizes, head counts and attention sharpness (the "
     "typical |score| of the bipartite start, set through the q.k scale), the bipartite iterate is refined to a "
-    "fixed point of the law step (up to a swap of the two groups) by damped Gauss-Newton in float64; residual "
-    "< 1e-12, else 'no equilibrium' with its residual. Stability from the spectral radius of the Jacobian of one "
-    "law step there, on the tangent space of the token spheres (the swap symmetry folded in: our choice): "
-    "unstable above 1 + 1e-6, stable below 1 - 1e-6, else neutral. Cells whose attention at the equilibrium is "
+    "fixed point of the law step (up to a swap of the two groups) by damped Gauss-Newton in float64, on to the "
+    "rounding floor; residual < 1e-9, else 'no equilibrium' with its residual. Stability from the spectral "
+    "radius of the Jacobian of one law step there, on the tangent space of the token spheres (the swap symmetry "
+    "folded in: our choice): unstable above 1 + 1e-6, stable below 1 - 1e-6, else neutral. Cells whose attention at the equilibrium is "
     "uniform (max |score| < 1e-8) are degenerate: reported, not tested. Perturbation runs are a check whose "
     "agreement is reported. One-sided Fisher test over cells: unstable more often with several heads than one; "
     "a positive control (self-only attention on +-v_2 of M, a known unstable equilibrium) must be unstable.",
