@@ -12,6 +12,7 @@ from powerlens.analysis.alignment import align, plane_angle
 from powerlens.analysis.dynamics.directions import NAMED, LayerDirections, _dim
 from powerlens.analysis.dynamics.probes import States
 from powerlens.analysis.nulls import subspace_alignments
+from powerlens.core.errors import PowerlensError
 from powerlens.models.hooks import Site, site_io
 
 
@@ -94,6 +95,12 @@ class Accumulator:
         u = self.layer_of(t)
         xi = x_in[stat].to(torch.float64)  # (n, d): statistics in float64 whatever the dynamics dtype
         xo = x_out[stat].to(torch.float64)
+        for name, x, at in (("input", xi, t), ("output", xo, t)):
+            if not bool(torch.isfinite(x).all()):  # every statistic of this depth on would be NaN
+                raise PowerlensError(
+                    f"depth {at} (layer {u}): the layer's {name} holds NaN or inf in "
+                    f"{int((~torch.isfinite(x)).any(-1).sum())} of {x.shape[0]} counted tokens",
+                    "the weights or the dtype overflow there: check the checkpoint, or run in float32/float64")
         rows = prompt_of_row if prompt_of_row.dim() == 2 else prompt_of_row[:, None].expand_as(stat)
         if self.keep_states and t < self.stat_depths:
             self._keep(t, x_in, x_out, mid, stat, rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from powerlens.core.errors import PowerlensError
@@ -180,8 +181,21 @@ class Adapter:
         keys = self.layer_map(cfg)
         unique = list(dict.fromkeys(keys))
         layers = [self.extract_unique(model, k) for k in unique]
+        for u, lw in enumerate(layers):  # the loader refuses non-finite weights; this guards the arithmetic too
+            bad = [f.name for f in dataclasses.fields(lw) if _nonfinite(getattr(lw, f.name))]
+            if bad:
+                depths = [i for i, k in enumerate(keys) if k == unique[u]]
+                raise PowerlensError(f"{self.arch}: unique layer {u} (depths {depths}): the extracted "
+                                     f"{', '.join(bad)} hold NaN or inf",
+                                     "check the checkpoint's weights at that layer (fetch it again)")
         return ModelWeights(arch=self.arch, norm=self.norm, causal=self.causal, d_model=self.d_model(cfg),
                             n_heads=self.n_heads(cfg), layers=layers, layer_map=[unique.index(k) for k in keys])
+
+
+def _nonfinite(v) -> bool:
+    import torch
+
+    return torch.is_tensor(v) and v.is_floating_point() and not bool(torch.isfinite(v).all())
 
 
 def _encoder_layer_params(h: int, inter: int) -> int:

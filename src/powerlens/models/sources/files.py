@@ -185,7 +185,23 @@ def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, .
             f"{what}: the weight files do not cover the model its config describes: "
             f"{len(missing)} weight(s) missing, {len(mismatched)} of another shape (e.g. {', '.join(shown)}); "
             "transformers would fill them with random values", fix)
+    refuse_nonfinite(model, what)
     return model
+
+
+def refuse_nonfinite(model, what: str) -> None:
+    """Refuse a model any of whose weights holds NaN or inf, naming the first such tensor (its name carries
+    the layer): every statistic downstream would be NaN, and Python's ``max`` over a list with NaN can pass."""
+    import torch
+
+    bad = [(n, int((~torch.isfinite(p)).sum()), p.numel()) for n, p in model.named_parameters()
+           if p.is_floating_point() and not bool(torch.isfinite(p).all())]
+    if bad:
+        name, k, n = bad[0]
+        raise PowerlensError(
+            f"{what}: weight {name} holds {k} NaN or inf value(s) of {n}"
+            + (f", and {len(bad) - 1} other tensor(s) too" if len(bad) > 1 else ""),
+            "the checkpoint is corrupt or was saved after a diverged run: fetch it again or use another one")
 
 
 def package_dir(module: str) -> Path | None:

@@ -3,6 +3,7 @@ module in float32 (tolerance 1e-5) and float64 (1e-10). Exits non-zero if either
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,13 @@ def check_extraction(manifest_path: str | Path, weights_st: str | Path, weights_
     del model
     for name, tol in (("float32", tol32), ("float64", tol64)):
         errs = errors[name]
+        nonfinite = [t for t, e in enumerate(errs) if not math.isfinite(e)]
+        if nonfinite:  # never a pass: Python's max over a list with NaN is whatever comes first
+            raise PowerlensError(
+                f"model {man['model']!r}: the {name} extraction check is NaN or inf at depth "
+                f"{', '.join(map(str, nonfinite))} (of {len(errs)}): the real module or the rebuilt one "
+                "produced non-finite values there",
+                "check the checkpoint's weights at that layer (fetch it again) or report the adapter")
         result["checks"][name] = {"max_abs_error": max(errs), "per_layer": errs, "tolerance": tol,
                                   "passed": max(errs) <= tol}
     result["checks"]["float64"]["method"] = (

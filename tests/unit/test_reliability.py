@@ -1,0 +1,80 @@
+"""Reliability, fourth pass (issue 39): each defect found by the probes, with the input that showed it.
+
+Stale outputs under a report, NaN passing the extraction proof, models without a tokenizer, duplicate labels,
+special tokens typed as text, unbounded inputs, resource requests that ignore the corpus, load errors as
+tracebacks, misleading messages, and the report's source names."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from powerlens.core.errors import PowerlensError
+
+
+@pytest.fixture(scope="module")
+def saved_bert(tmp_path_factory):
+    """A tiny BERT twin saved by the fetch step (config.json, model.safetensors, tokenizer files)."""
+    from powerlens.models.sources import fetch_random
+
+    d = tmp_path_factory.mktemp("twin") / "m"
+    rec = fetch_random("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 0}, d)
+    return d, rec
+
+
+def with_nan(src, dst, key_part: str):
+    """A copy of the model folder ``src`` with one NaN in the first weight whose name contains ``key_part``."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(src, dst)
+    st = load_file(dst / "model.safetensors")
+    key = next(k for k in st if key_part in k)
+    st[key] = st[key].clone()
+    st[key].view(-1)[3] = float("nan")
+    save_file(st, dst / "model.safetensors", metadata={"format": "pt"})
+    return dst, key
+
+
+# 2. NaN passes the extraction proof ----------------------------------------------------------------------------
+
+def test_nan_in_one_layers_weights_is_refused_at_load_naming_the_weight(saved_bert, tmp_path):
+    import transformers
+
+    import powerlens
+    from powerlens.models.sources import from_pretrained_checked
+
+    d, _ = saved_bert
+    bad, key = with_nan(d, tmp_path / "bad", "layer.1.attention.self.value.weight")
+    with pytest.raises(PowerlensError, match=r"layer\.1\.attention\.self\.value\.weight holds 1 NaN or inf") as e:
+        from_pretrained_checked(transformers.AutoModel, str(bad), "model 'x'", "", unused=("pooler",),
+                                use_safetensors=True, local_files_only=True, trust_remote_code=False)
+    assert "fetch it again" in e.value.fix
+    with pytest.raises(PowerlensError, match="NaN or inf"):  # the API and `inspect` load through the same check
+        powerlens.Lens.from_pretrained(bad)
+
+
+def test_a_nan_extraction_error_is_never_a_pass(monkeypatch, prepared_twin, tmp_path):
+    """Python's max([9.5e-07, nan]) is 9.5e-07: the proof must look at every layer's error."""
+    from powerlens.models import verify
+    from powerlens.pipeline.steps import check_extraction
+
+    d, _ = prepared_twin("tiny-bert")
+    monkeypatch.setattr(verify, "reconstruction_errors", lambda *a, **k: [9.5e-07, float("nan")])
+    with pytest.raises(PowerlensError, match="float32 extraction check is NaN or inf at depth 1"):
+        check_extraction(d / "m.json", d / "w.safetensors", d / "w.json", out_path=tmp_path / "c.json", threads=1,
+                         tol32=1e-5, tol64=1e-10)
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_nan_states_stop_the_statistics_naming_the_depth():
+    from powerlens.analysis.dynamics.accumulate import Accumulator
+
+    acc = Accumulator.__new__(Accumulator)
+    acc.layer_of = lambda t: t
+    x = torch.ones(1, 3, 4)
+    y = x.clone()
+    y[0, 1, 2] = float("inf")
+    with pytest.raises(PowerlensError, match=r"depth 2 \(layer 2\): the layer's output holds NaN or inf in 1 of 3"):
+        acc(2, x, y, torch.ones(1, 3, dtype=torch.bool), torch.zeros(1, dtype=torch.long))
