@@ -34,7 +34,7 @@ from powerlens.analysis.spectra import model_spectra, spectra_arrays
 from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
-from powerlens.models.sources import TWIN_MARKER, check_model_dir, fetch_hf, from_pretrained_checked
+from powerlens.models.sources import TWIN_MARKER, check_model_dir, fetch_hf, from_pretrained_checked, has_tokenizer
 from powerlens.pipeline.config import check_options, schema_defaults
 from powerlens.pipeline.targets import check_targets, has_lm_head
 
@@ -171,10 +171,11 @@ class Lens:
         model = from_pretrained_checked(getattr(transformers, cls_name), str(path), f"model {str(path_or_id)!r}",
                                         "give a folder whose config.json matches its weights (save_pretrained)",
                                         unused=get_adapter(arch).unused_modules, **kw)
-        tok = None
-        with contextlib.suppress(Exception):
-            tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
-                                                             trust_remote_code=False)
+        tok = None  # without tokenizer files, dynamics and steering say so (transformers would build a placeholder)
+        if has_tokenizer(path):
+            with contextlib.suppress(Exception):
+                tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
+                                                                 trust_remote_code=False)
         lens = cls(model, tok, arch)
         lens.random_weights = weights_label_of(path) == "random weights"
         return lens
@@ -224,7 +225,9 @@ class Lens:
         from powerlens.analysis.dynamics import MODES, DynamicsOptions, analyse
 
         if self.tokenizer is None:
-            raise PowerlensError("this Lens has no tokenizer", "pass one: Lens(model, tokenizer)")
+            raise PowerlensError("this Lens has no tokenizer (a folder without tokenizer files gives none)",
+                                 "save the tokenizer into the model's folder (`tokenizer.save_pretrained(dir)`) or "
+                                 "pass one: Lens(model, tokenizer)")
         if mode not in MODES:
             raise PowerlensError(f"unknown dynamics mode {mode!r}", "use mode='model' or mode='attention-only'")
         prompts = check_prompt_list(prompts)

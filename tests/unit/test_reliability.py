@@ -78,3 +78,37 @@ def test_nan_states_stop_the_statistics_naming_the_depth():
     y[0, 1, 2] = float("inf")
     with pytest.raises(PowerlensError, match=r"depth 2 \(layer 2\): the layer's output holds NaN or inf in 1 of 3"):
         acc(2, x, y, torch.ones(1, 3, dtype=torch.bool), torch.zeros(1, dtype=torch.long))
+
+
+# 3. Models without tokenizer files -----------------------------------------------------------------------------
+
+def without_tokenizer(src, dst):
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("tokenizer*", "vocab*", "merges*", "special_tokens*"))
+    return dst
+
+
+def test_a_model_folder_without_tokenizer_files_is_refused_at_fetch_naming_them(saved_bert, tmp_path):
+    """transformers builds a 5-token BERT tokenizer from config.json alone: the run would finish on [UNK]."""
+    from powerlens.models import sources
+
+    d, _ = saved_bert
+    bare = without_tokenizer(d, tmp_path / "bare")
+    with pytest.raises(PowerlensError, match=r"has no tokenizer files \(one of: tokenizer\.json; vocab\.txt; "
+                                             r"vocab\.json \+ merges\.txt") as e:
+        sources.fetch("mine", {"arch": "bert", "source": "local", "path": str(bare)}, tmp_path / "run")
+    assert "tokenizer.save_pretrained" in e.value.fix
+    (bare / "vocab.json").write_text("{}")  # half a BPE tokenizer is none
+    with pytest.raises(PowerlensError, match=r"incomplete: vocab\.json \+ merges\.txt \(has vocab\.json\)"):
+        sources.fetch("mine", {"arch": "bert", "source": "local", "path": str(bare)}, tmp_path / "run")
+    assert sources.fetch("ok", {"arch": "bert", "source": "local", "path": str(d)}, tmp_path / "run")["path"]
+
+
+def test_the_api_loads_a_folder_without_tokenizer_for_its_matrices_and_names_it_for_dynamics(saved_bert, tmp_path):
+    import powerlens
+
+    d, _ = saved_bert
+    lens = powerlens.Lens.from_pretrained(without_tokenizer(d, tmp_path / "bare"))
+    assert lens.tokenizer is None and lens.F(0).shape == (lens.weights.d_model,) * 2
+    with pytest.raises(PowerlensError, match="has no tokenizer") as e:
+        lens.dynamics(["one prompt of text"])
+    assert "tokenizer.save_pretrained" in e.value.fix

@@ -31,8 +31,9 @@ from typing import Callable, NamedTuple
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.sources import gguf, local, package
-from powerlens.models.sources.files import (check_claimed_size, check_model_dir, check_model_type,
-                                            from_pretrained_checked, model_files, now_utc, verify_files)
+from powerlens.models.sources.files import (check_claimed_size, check_model_dir, check_model_type, has_tokenizer,
+                                            from_pretrained_checked, model_files, now_utc, require_tokenizer,
+                                            verify_files)
 from powerlens.models.sources.hub import HF_PATTERNS, check_hub_reachable, fetch_hf, hub_downloads_needed
 from powerlens.models.sources.loading import load_model, load_tokenizer
 from powerlens.models.sources.local import fetch_local
@@ -42,7 +43,7 @@ from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_ran
 __all__ = ["SOURCES", "fetch", "source_files", "source_folder", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
            "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf", "fetch_local", "fetch_package",
            "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size", "check_model_dir",
-           "from_pretrained_checked"]
+           "from_pretrained_checked", "has_tokenizer"]
 
 
 class Source(NamedTuple):
@@ -96,6 +97,7 @@ def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None)
                              f"`source` must be one of: {', '.join(SOURCES)}")
     rec = SOURCES[source].fetch(name, entry, Path(out_dir), lock)
     check_model_type(name, entry["arch"], Path(rec["path"]))
+    require_tokenizer(Path(rec["path"]), f"model {name!r} (source: {source})")
     random_weights = source == "random"
     rec.setdefault("weights_label", "random weights" if random_weights else "trained weights")
     rec.update({"model": name, "arch": entry["arch"], "random_weights": random_weights, "fetched_at": now_utc()})

@@ -48,8 +48,34 @@ def refuse_remote_code(path: Path, what: str) -> None:
             "use a checkpoint of a supported architecture saved by transformers itself (no `auto_map`)")
 
 
+# what a tokenizer is saved as, by kind: one complete set is enough (vocab.json alone is not a BPE tokenizer)
+TOKENIZER_FILES = (("tokenizer.json",), ("vocab.txt",), ("vocab.json", "merges.txt"), ("tokenizer.model",),
+                   ("spiece.model",), ("sentencepiece.bpe.model",))
+
+
+def has_tokenizer(path: Path) -> bool:
+    return any(all((path / f).is_file() for f in kind) for kind in TOKENIZER_FILES)
+
+
+def require_tokenizer(path: Path, what: str) -> None:
+    """Refuse a model folder without tokenizer files: transformers would build a placeholder tokenizer from
+    config.json (BERT: 5 tokens), every word would be [UNK] and the run would finish on nothing."""
+    if has_tokenizer(path):
+        return
+    partial = [f"{' + '.join(kind)} (has {', '.join(f for f in kind if (path / f).is_file())})"
+               for kind in TOKENIZER_FILES if len(kind) > 1 and any((path / f).is_file() for f in kind)]
+    kinds = "; ".join(" + ".join(k) for k in TOKENIZER_FILES)
+    raise PowerlensError(
+        f"{what}: {path} has no tokenizer files (one of: {kinds})"
+        + (f"; incomplete: {', '.join(partial)}" if partial else "")
+        + ": transformers would build a placeholder tokenizer from config.json and read every word as unknown",
+        "save the tokenizer into the same folder (`tokenizer.save_pretrained(dir)`) or copy its files there")
+
+
 def check_model_dir(path: Path, what: str,
                      where: str = "point `path` at a folder made by `model.save_pretrained(...)`") -> None:
+    """A model folder before anything loads: config.json, no remote code, safetensors weights that cover the
+    config (the fetch checks its tokenizer files after its model_type: :func:`require_tokenizer`)."""
     if not path.is_dir():
         raise PowerlensError(f"{what}: directory {path} does not exist", where)
     if not (path / "config.json").is_file():
