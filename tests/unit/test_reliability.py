@@ -112,3 +112,35 @@ def test_the_api_loads_a_folder_without_tokenizer_for_its_matrices_and_names_it_
     with pytest.raises(PowerlensError, match="has no tokenizer") as e:
         lens.dynamics(["one prompt of text"])
     assert "tokenizer.save_pretrained" in e.value.fix
+
+
+# 4. Duplicate and empty labels ---------------------------------------------------------------------------------
+
+def test_blank_and_shared_labels_are_refused_naming_both_models():
+    import copy
+
+    import yaml
+
+    from powerlens.pipeline.config import validate_config
+
+    from ..conftest import REPO
+
+    base = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    first, second = list(base["models"])[:2]
+    cfg = copy.deepcopy(base)
+    cfg["models"][first]["label"] = cfg["models"][second]["label"] = "Same"
+    with pytest.raises(PowerlensError, match=rf"models\.{second}: its label 'Same' is also the label of "
+                                             rf"models\.{first}") as e:
+        validate_config(cfg)
+    assert e.value.fix == f"give models.{second} a `label` of its own"
+    cfg = copy.deepcopy(base)
+    cfg["models"][first]["label"] = second  # a label defaults to the key: the same name as the other model's
+    cfg["models"][second].pop("label", None)
+    with pytest.raises(PowerlensError, match="is also the label of"):
+        validate_config(cfg)
+    for blank in ("", "   "):
+        cfg = copy.deepcopy(base)
+        cfg["models"][first]["label"] = blank
+        with pytest.raises(PowerlensError, match=rf"models\.{first}\.label"):
+            validate_config(cfg)
+    validate_config(copy.deepcopy(base))

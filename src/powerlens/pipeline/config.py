@@ -71,8 +71,22 @@ def check_registered(config: dict) -> None:
                                  "configuration", f"set `twin_of` to one of: {', '.join(ALL_TWINS)}")
 
 
+def check_labels(config: dict) -> None:
+    """No two models show the same name (a label defaults to the model's key): their rows and panels would be
+    indistinguishable in every table and figure."""
+    seen: dict[str, str] = {}
+    for name, m in config["models"].items():
+        label = str(m.get("label", name)).strip()
+        if label.casefold() in seen:
+            raise PowerlensError(
+                f"models.{name}: its label {label!r} is also the label of models.{seen[label.casefold()]} (a label "
+                "defaults to the model's key)", f"give models.{name} a `label` of its own")
+        seen[label.casefold()] = name
+
+
 def check_models(config: dict) -> None:
     check_registered(config)
+    check_labels(config)
     for q in config.get("quantization", {}).get("models", []):
         m = config["models"].get(q)
         if m is None:
