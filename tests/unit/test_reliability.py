@@ -144,3 +144,69 @@ def test_blank_and_shared_labels_are_refused_naming_both_models():
         with pytest.raises(PowerlensError, match=rf"models\.{first}\.label"):
             validate_config(cfg)
     validate_config(copy.deepcopy(base))
+
+
+# 5. Special tokens typed as text -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def minilm_tokenizer(minilm_path):
+    import transformers
+
+    return transformers.AutoTokenizer.from_pretrained(str(minilm_path), local_files_only=True,
+                                                      trust_remote_code=False)
+
+
+def test_control_tokens_typed_in_a_prompt_are_text_not_control_tokens(minilm_tokenizer):
+    from powerlens.core.corpus import tokenize
+
+    tok = minilm_tokenizer
+    ids, special, _ = tokenize(["hello [SEP] [CLS] [MASK] [PAD] world"], tok, 64)
+    assert special[0][0] == special[0][-1] == 1 and sum(special[0]) == 2  # the tokenizer's own [CLS] ... [SEP]
+    typed = ids[0][1:-1]
+    assert not set(typed) & set(tok.all_special_ids) and len(typed) > 6  # "[", "sep", "]", ... are words
+
+
+def test_a_special_id_counts_as_special_even_where_the_tokenizer_does_not_mark_it():
+    """SmolLM2's tokenizer marks no position as special, its <|endoftext|> included."""
+    from powerlens.core.corpus import tokenize
+
+    class Unmarked:
+        all_special_ids = [0]
+
+        def __call__(self, texts, **kw):
+            return {"input_ids": [[0, 5, 6, 0] for _ in texts], "special_tokens_mask": [[0] * 4 for _ in texts]}
+
+    _, special, _ = tokenize(["a b"], Unmarked(), 8)
+    assert special == [[1, 0, 0, 1]]
+
+
+# 6. Unbounded inputs -------------------------------------------------------------------------------------------
+
+def test_a_very_long_prompt_is_tokenized_from_prefixes_with_the_same_tokens(minilm_tokenizer):
+    from powerlens.core.corpus import tokenize
+
+    seen = []
+
+    class Counting:
+        def __init__(self, tok):
+            self.tok, self.all_special_ids = tok, tok.all_special_ids
+
+        def __call__(self, texts, **kw):
+            seen.append(max(map(len, [texts] if isinstance(texts, str) else texts)))
+            return self.tok(texts, **kw)
+
+    text = "The quick brown fox jumps over the lazy dog near the riverbank. " * 20000  # 1.3 MB, one line
+    ids, special, cut = tokenize([text, "short prompt"], Counting(minilm_tokenizer), 32)
+    full = minilm_tokenizer(text, split_special_tokens=True)["input_ids"]
+    assert ids[0] == full[:32] and cut == 1 and ids[1][-1] == minilm_tokenizer.sep_token_id
+    assert max(seen) < 10_000  # never the whole 1.3 MB line
+
+
+def test_a_continuation_prompt_longer_than_the_context_stops_before_any_number(minilm_tokenizer):
+    from powerlens.analysis.steering.experiment import check_continuation_lengths
+
+    check_continuation_lengths(minilm_tokenizer, ["The cat"], 4, 16)
+    with pytest.raises(PowerlensError, match=r"continuations\.prompts\[1\] is \d+ tokens; with new_tokens 4 it "
+                                             r"needs \d+ positions, and the model has 16") as e:
+        check_continuation_lengths(minilm_tokenizer, ["The cat", "word " * 20], 4, 16)
+    assert "new_tokens" in e.value.fix

@@ -106,16 +106,51 @@ class Batch:
     prompt_index: torch.Tensor  # (B,) index of each row's prompt in the corpus
 
 
+#: A prompt longer than this many characters per allowed token is tokenized from growing prefixes, never whole.
+PREFIX_CHARS_PER_TOKEN = 32
+_ENCODE = dict(add_special_tokens=True, truncation=False, return_special_tokens_mask=True,
+               # text is data: "[SEP]" or "<|endoftext|>" typed in a prompt is tokenized as the characters it is,
+               # never as the tokenizer's control token
+               split_special_tokens=True)
+
+
+def _head_of_long(text: str, tokenizer, max_len: int) -> tuple[list[int], list[int], bool]:
+    """The first ``max_len`` tokens of a very long prompt without tokenizing all of it: prefixes of doubling
+    length until two consecutive ones agree on their first ``max_len`` ids (the cut can only change the tokens
+    next to it), or the whole text is reached. (ids, special mask, truncated)."""
+    c, prev = PREFIX_CHARS_PER_TOKEN * max_len, None
+    while c < len(text):
+        e = tokenizer(text[:c], **_ENCODE)
+        ids, s = e["input_ids"], e["special_tokens_mask"]
+        if len(ids) > max_len and prev is not None and prev == ids[:max_len]:
+            return ids[:max_len], s[:max_len], True
+        prev = ids[:max_len] if len(ids) > max_len else None
+        c *= 2
+    e = tokenizer(text, **_ENCODE)
+    ids, s = e["input_ids"], e["special_tokens_mask"]
+    return ids[:max_len], s[:max_len], len(ids) > max_len
+
+
 def tokenize(prompts: list[str], tokenizer, max_len: int) -> tuple[list[list[int]], list[list[int]], int]:
-    """Token ids and special-token masks per prompt (truncated to ``max_len``); returns the truncation count."""
-    enc = tokenizer(prompts, add_special_tokens=True, truncation=False, return_special_tokens_mask=True)
+    """Token ids and special-token masks per prompt (truncated to ``max_len``); returns the truncation count.
+    A position is special when the tokenizer's mask says so or its id is one of the tokenizer's special ids
+    (some tokenizers, SmolLM2's, mark none); typed control tokens are text (``split_special_tokens``)."""
+    long = {i for i, p in enumerate(prompts) if len(p) > PREFIX_CHARS_PER_TOKEN * max_len}
+    short = [p for i, p in enumerate(prompts) if i not in long]
+    enc = tokenizer(short, **_ENCODE) if short else {"input_ids": [], "special_tokens_mask": []}
+    it = iter(zip(enc["input_ids"], enc["special_tokens_mask"]))
+    special_ids = set(getattr(tokenizer, "all_special_ids", None) or [])
     ids, special, truncated = [], [], 0
-    for x, s in zip(enc["input_ids"], enc["special_tokens_mask"]):
-        if len(x) > max_len:
-            truncated += 1
+    for i, p in enumerate(prompts):
+        if i in long:
+            x, s, cut = _head_of_long(p, tokenizer, max_len)
+        else:
+            x, s = next(it)
+            cut = len(x) > max_len
             x, s = x[:max_len], s[:max_len]
+        truncated += cut
         ids.append(list(x))
-        special.append(list(s))
+        special.append([int(bool(m) or t in special_ids) for t, m in zip(x, s)])
     return ids, special, truncated
 
 

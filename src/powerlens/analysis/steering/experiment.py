@@ -107,6 +107,9 @@ def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float
         raise PowerlensError("greedy continuations of a shared-weight causal LM would edit every depth, against "
                              "steering.shared_edit: last_depth", "use shared_edit: every_depth for this model, "
                              "or an empty steering.continuations.prompts list")
+    if generates:
+        check_continuation_lengths(tok, labels["continuation_prompts"], labels["continuation_tokens"],
+                                   adapter.max_positions(model.config))
     return _Setting(
         model=model, tok=tok, arch=arch, adapter=adapter, w=w, bs=bs, lam1=lam1, head=head, F=F,
         W_V=last.v_per_head().double().numpy(), b_V=last.b_v_per_head().double().numpy(),
@@ -207,6 +210,18 @@ def _continuations(s: _Setting, g: dict, kappa: float, alpha: float, beta: float
              "weights": s.weights_label} for pi, p in enumerate(s.continuation_prompts)]
 
 
+def check_continuation_lengths(tokenizer, prompts: list[str], new_tokens: int, max_positions: int) -> None:
+    """Before any steering number is computed: every continuation prompt plus its new tokens fits the model's
+    context (``generate`` past it fails, or silently wraps positions)."""
+    for i, p in enumerate(prompts):
+        n = len(tokenizer(p, split_special_tokens=True)["input_ids"])
+        if n + int(new_tokens) > int(max_positions):
+            raise PowerlensError(
+                f"steering.continuations.prompts[{i}] is {n} tokens; with new_tokens {new_tokens} it needs "
+                f"{n + int(new_tokens)} positions, and the model has {max_positions}",
+                "shorten that prompt or lower steering.continuations.new_tokens")
+
+
 @torch.no_grad()
 def greedy_continuations(model, tokenizer, prompts: list[str], new_tokens: int, site=None,
                          add: np.ndarray | None = None) -> list[str]:
@@ -225,7 +240,7 @@ def greedy_continuations(model, tokenizer, prompts: list[str], new_tokens: int, 
     texts = []
     try:
         for p in prompts:
-            enc = tokenizer(p, return_tensors="pt")
+            enc = tokenizer(p, return_tensors="pt", split_special_tokens=True)  # typed control tokens are text
             ids = enc["input_ids"].to(device)
             out = model.generate(input_ids=ids, attention_mask=enc["attention_mask"].to(device),
                                  max_new_tokens=int(new_tokens), do_sample=False, num_beams=1,
