@@ -39,6 +39,14 @@ def patched_config(tmp_path, patch, name="patched.yaml") -> Path:
     return tmp_path / name
 
 
+def copied_run(run: Path, tmp_path: Path) -> Path:
+    """A copy of a finished run folder (modification times and Snakemake's records kept), to change freely."""
+    import shutil
+
+    shutil.copytree(run, tmp_path / "run", symlinks=True)
+    return tmp_path / "run"
+
+
 @pytest.fixture(scope="module")
 def test_run(tmp_path_factory):
     """Run the whole DAG on config/test.yaml in a scratch directory (once for this module)."""
@@ -270,14 +278,33 @@ def test_config_text_never_runs_in_the_report(test_run, tmp_path):
         c["steering"]["continuations"]["prompts"] = [f"The cat {SCRIPT_PROBE}"]
 
     cfg = patched_config(tmp_path, patch)
+    run = copied_run(test_run, tmp_path)
+    r = smk("--cores", "2", "--configfile", str(cfg), "--directory", str(run), cwd=run)  # the report needs them
+    assert r.returncode == 0, r.stderr[-2000:]
     report = tmp_path / "probe-report.html"
-    r = smk("--configfile", str(cfg), "--directory", str(test_run), "--report", str(report), cwd=test_run)
+    r = smk("--configfile", str(cfg), "--directory", str(run), "--report", str(report), cwd=run)
     assert r.returncode == 0, r.stderr[-2000:]
     raw = report.read_text()
     assert SCRIPT_PROBE not in raw and "SECRET-MARKER-5501" not in raw
     seen = open_in_chromium([report])[report.name]
     assert seen["pwned"] is None and seen["dialogs"] == [], seen
     assert "raw:: html" in seen["text"] and "include::" in seen["text"]  # the description, shown as text
+
+
+def test_a_report_of_outputs_older_than_the_config_is_refused_naming_a_stale_file(test_run, tmp_path):
+    """After a config change that changes outputs (a kappa, a label), `--report` exits non-zero before writing
+    anything, naming the first stale output and the command that brings it up to date; the unchanged config's
+    report builds (test_report_in_headless_chromium)."""
+    for patch, where in ((lambda c: c["steering"].update(kappas=[0, 8, 128]), "results/test/tiny-albert/steering"),
+                         (lambda c: c["models"]["tiny-bert"].update(label="Renamed BERT"), "")):
+        cfg = patched_config(tmp_path, patch)
+        report = tmp_path / "stale.html"
+        r = smk("--configfile", str(cfg), "--directory", str(test_run), "--report", str(report), cwd=test_run)
+        assert r.returncode == 2 and f"out of date for the current config and code: {where}" in r.stderr, \
+            r.stderr[-2000:]
+        assert "params changed" in r.stderr and "  fix: " in r.stderr
+        assert f"--configfile {cfg}" in r.stderr and "--report" not in r.stderr.split("fix:")[1]
+        assert not report.exists()
 
 
 def test_control_characters_in_config_text_stop_the_report_and_the_renderer_holds_anyway(test_run, tmp_path):

@@ -5,6 +5,7 @@ import sys
 import time
 
 from powerlens.pipeline.config import check_targets_on_disk, steering_targets, validate_config
+from powerlens.pipeline.report_check import check_report_fresh, is_report_request
 from powerlens.pipeline.options import config_flags, shell_line
 from powerlens.pipeline.steps import step_module
 from powerlens.core.corpus import read_prompts
@@ -54,6 +55,13 @@ try:
     validate_config(config, workflow.configfiles)
 except PowerlensError as e:
     stop(e)
+
+# `snakemake --report` renders whatever outputs exist: refused while any is out of date for this config and code
+if is_report_request(sys.argv[1:]):
+    try:
+        check_report_fresh(sys.argv[1:], workflow.main_snakefile, workflow.configfiles)
+    except PowerlensError as e:
+        stop(e)
 
 RUN = config["run"]
 MODELS = list(config["models"])

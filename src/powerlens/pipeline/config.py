@@ -214,10 +214,47 @@ def check_no_duplicate_keys(path: str | Path) -> None:
         return loader.construct_mapping(node, deep=deep)
 
     Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    text = Path(path).read_text(encoding="utf-8")
     try:
-        yaml.load(Path(path).read_text(encoding="utf-8"), Loader=Strict)
+        check_expansion(yaml.compose(text, Loader=yaml.SafeLoader), path)
+        yaml.load(text, Loader=Strict)
     except yaml.YAMLError:
         return  # Snakemake reports malformed YAML itself
+
+
+#: Most values a config may expand to (its aliases followed): the paper's config expands to about 300.
+MAX_CONFIG_VALUES = 100_000
+
+
+def check_expansion(node, path) -> None:
+    """Refuse a config whose aliases expand to more than :data:`MAX_CONFIG_VALUES` values (an "alias bomb":
+    9 levels of 9 aliases is a 2 kB file of 387 million values, and every later walk of the config would follow
+    them all). Counted on YAML's node graph, each node once, so the count itself is linear in the file."""
+    import yaml
+
+    memo: dict[int, int] = {}
+
+    def size(n) -> int:
+        if id(n) in memo:
+            return memo[id(n)]
+        memo[id(n)] = 1  # a recursive alias counts once
+        if isinstance(n, yaml.MappingNode):
+            s = 1 + sum(size(k) + size(v) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            s = 1 + sum(size(c) for c in n.value)
+        else:
+            s = 1
+        memo[id(n)] = s
+        return s
+
+    try:
+        total = size(node) if node is not None else 0
+    except RecursionError:
+        total = MAX_CONFIG_VALUES + 1
+    if total > MAX_CONFIG_VALUES:
+        raise PowerlensError(
+            f"config file {path}: expands to {total:,} values once its YAML aliases (*name) are followed (at most "
+            f"{MAX_CONFIG_VALUES:,}, or nested too deep)", "write the values out, or use aliases that do not nest")
 
 
 #: Unicode categories refused in config text: control characters (but newline and tab), format characters
