@@ -210,3 +210,50 @@ def test_a_continuation_prompt_longer_than_the_context_stops_before_any_number(m
                                              r"needs \d+ positions, and the model has 16") as e:
         check_continuation_lengths(minilm_tokenizer, ["The cat", "word " * 20], 4, 16)
     assert "new_tokens" in e.value.fix
+
+
+@pytest.mark.parametrize("where, value, match", [
+    (("models", "tiny-bert", "seed"), 10 ** 23, r"models\.tiny-bert\.seed"),
+    (("theory", "d"), 100000, r"theory\.d"),
+    (("theory", "tokens"), 100000, r"theory\.tokens"),
+    (("theory", "runs"), 10 ** 9, r"theory\.runs"),
+    (("theory", "heads"), 10 ** 6, r"theory\.heads"),
+    (("theory", "c4_sizes"), [16, 100000], r"theory\.c4_sizes"),
+    (("theory", "tokens"), 128, r"tokens 128 x d 32 = 4096 is more than 2048"),
+    (("theory", "heads"), 6, r"d 32 is not a multiple of heads 6"),
+    (("dynamics", "batch_size"), 10 ** 9, r"dynamics\.batch_size"),
+])
+def test_sizes_without_a_bound_are_refused_at_plan_time(where, value, match):
+    import copy
+
+    import yaml
+
+    from powerlens.pipeline.config import validate_config
+
+    from ..conftest import REPO
+
+    cfg = copy.deepcopy(yaml.safe_load((REPO / "config/test.yaml").read_text()))
+    node = cfg
+    for k in where[:-1]:
+        node = node.setdefault(k, {})
+    node[where[-1]] = value
+    with pytest.raises(PowerlensError, match=match):
+        validate_config(cfg)
+
+
+def test_a_yaml_alias_bomb_is_refused_before_anything_walks_it(tmp_path):
+    import time
+
+    from powerlens.pipeline.config import check_no_duplicate_keys
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\nrun: x\n")
+    t0 = time.perf_counter()
+    with pytest.raises(PowerlensError, match=r"expands to [\d,]+ values once its YAML aliases"):
+        check_no_duplicate_keys(bomb)
+    assert time.perf_counter() - t0 < 5
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("base: &b {steps: 40}\ndynamics: *b\n")
+    check_no_duplicate_keys(ok)

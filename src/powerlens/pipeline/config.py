@@ -84,9 +84,30 @@ def check_labels(config: dict) -> None:
         seen[label.casefold()] = name
 
 
+#: Largest tokens x d of a theory state: one law step's Jacobian has (tokens d)^2 entries. Measured at 2048
+#: (d 64, 32 tokens, 8 heads, one thread): 460 MB peak and about 33 s per cell of the C4 sweep.
+THEORY_STATE_MAX = 2048
+
+
+def check_theory(config: dict) -> None:
+    """Sizes of the theory checks that the schema's bounds cannot see alone (products, divisibility)."""
+    th = config.get("theory", {})
+    n, d = th.get("tokens", 16), th.get("d", 32)
+    widest = max([d, *th.get("c4_sizes", [])])
+    if n * widest > THEORY_STATE_MAX:
+        raise PowerlensError(
+            f"theory: tokens {n} x d {widest} = {n * widest} is more than {THEORY_STATE_MAX} (one law step's "
+            f"Jacobian has (tokens d)^2 entries: at {THEORY_STATE_MAX}, 460 MB and about 33 s per C4 cell)",
+            "lower theory.tokens, theory.d or the largest of theory.c4_sizes")
+    if d % th.get("heads", 4):
+        raise PowerlensError(f"theory: d {d} is not a multiple of heads {th.get('heads', 4)}",
+                             "choose heads that divide d (each head has d / heads dimensions)")
+
+
 def check_models(config: dict) -> None:
     check_registered(config)
     check_labels(config)
+    check_theory(config)
     for q in config.get("quantization", {}).get("models", []):
         m = config["models"].get(q)
         if m is None:
