@@ -33,6 +33,7 @@ import numpy as np
 from powerlens.analysis.spectra import model_spectra, spectra_arrays
 from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
+from powerlens.core.io import read_generated_json
 from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
 from powerlens.models.sources import TWIN_MARKER, check_model_dir, fetch_hf, from_pretrained_checked, has_tokenizer
 from powerlens.pipeline.config import check_options, schema_defaults
@@ -103,12 +104,10 @@ def model_location(path_or_id) -> tuple[str, Path | str]:
                              "give the folder that holds config.json and *.safetensors, or a run's model folder "
                              "results/<run>/<model>")
     if not (p / "config.json").exists() and (p / "manifest.json").exists():
-        import json
-
-        man = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
-        if not man.get("path") or not Path(man["path"]).is_dir():
-            raise PowerlensError(f"{s!r}: its manifest.json names no weights folder that exists "
-                                 f"({man.get('path')!r})", "re-run the run's fetch step for this model "
+        man = read_generated_json(p / "manifest.json", "fetch_model")  # a truncated file: a message, not a trace
+        where = man.get("path") if isinstance(man, dict) else None
+        if not isinstance(where, str) or not where or not Path(where).is_dir():
+            raise PowerlensError(f"{s!r}: its manifest.json names no weights folder that exists ({where!r})", "re-run the run's fetch step for this model "
                                  "(snakemake ... --forcerun fetch_model), then inspect again")
         return "path", Path(man["path"]).resolve()
     return "path", p.resolve()
@@ -192,7 +191,11 @@ class Lens:
     def F(self, layer: int) -> np.ndarray:
         """F = W_O W_V of the layer at depth ``layer`` (float64, (d, d))."""
         w = self.weights
-        return w.layers[w.layer_map[layer]].F.double().numpy()
+        n = len(w.layer_map)
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -n <= int(layer) < n:
+            raise PowerlensError(f"layer {layer!r} is not a depth of this model (it has {n}: 0 to {n - 1})",
+                                 f"pass an integer from 0 to {n - 1} (negative counts from the last)")
+        return w.layers[w.layer_map[int(layer)]].F.double().numpy()
 
     # ---------------------------------------------------------------------------------------- analyses
     def spectra(self, k: int | None = None, threads: int = 1, seed: int | None = None) -> Spectra:
@@ -200,6 +203,13 @@ class Lens:
         ``seed``: the config schema's ``spectra.top_k`` and ``seed`` unless given)."""
         import pandas as pd
 
+        check_options("", seed=seed)  # the pipeline's bounds, with its wording
+        d = self.weights.d_model
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d):
+            raise PowerlensError(f"k {k!r} is not a number of leading eigenvectors from 1 to d_model {d}",
+                                 "pass an integer k from 1 to d_model, or leave it out (the schema's spectra.top_k)")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise PowerlensError(f"threads {threads!r} is not a positive integer", "pass threads=1 or more")
         defaults = schema_defaults()
         k = defaults["spectra"]["top_k"] if k is None else k
         seed = defaults["seed"] if seed is None else seed

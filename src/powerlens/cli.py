@@ -22,7 +22,7 @@ from pathlib import Path
 
 from powerlens import __version__
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import atomic_path
+from powerlens.core.io import atomic_path, check_writable, pause_before_rename
 from powerlens.core.progress import quiet_third_party_bars
 from powerlens.pipeline.options import add_arguments, step_kwargs
 
@@ -31,6 +31,7 @@ def run_guarded(fn, *args) -> None:
     """Run a step: a PowerlensError becomes the problem + fix lines and exit status 2; any other error a
     traceback and status 1 (a bug to report)."""
     try:
+        pause_before_rename()  # a bad test hook stops here, before any work, not at the first write
         fn(*args)
     except PowerlensError as e:
         print(f"ERROR: {e.problem}", file=sys.stderr)
@@ -53,11 +54,7 @@ def inspect_model(a) -> None:
     than one /, or its first part is an existing folder) is always a path."""
     t0 = time.perf_counter()
     if a.csv:  # checked before any work
-        out = Path(a.csv).expanduser()
-        if out.is_dir() or not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
-            raise PowerlensError(f"--csv {a.csv}: " + ("is a folder" if out.is_dir() else
-                                                       f"the folder {str(out.parent)!r} does not exist or is not "
-                                                       "writable"), "give a file path in an existing, writable folder")
+        check_writable(a.csv, "--csv")
     if a.threads is not None and a.threads < 1:
         raise PowerlensError(f"--threads {a.threads}: must be at least 1", "omit it to use every core")
     import numpy as np

@@ -271,3 +271,77 @@ def test_table_models_names_every_source_the_manifests_record():
     shown = {s: models_table([{**meta, "source": s}])["source"].iloc[0] for s in SOURCES}
     assert shown["hf"] == "Hugging Face hub" and shown["random"] == "seeded random initialisation"
     assert all(text != s and text for s, text in shown.items())  # every source in words
+
+
+# 8. Load errors and API arguments as messages, not tracebacks --------------------------------------------------
+
+def test_broken_folders_give_messages_in_the_api_and_inspect(saved_bert, tmp_path):
+    import struct
+
+    import powerlens
+    from safetensors.torch import load_file, save_file
+
+    d, _ = saved_bert
+    st = load_file(d / "model.safetensors")
+    keys = sorted(st)
+    shard = shutil.copytree(d, tmp_path / "shard", ignore=shutil.ignore_patterns("model.safetensors"))
+    save_file({k: st[k] for k in keys[:5]}, shard / "model-00001-of-00002.safetensors", metadata={"format": "pt"})
+    (shard / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        **{k: "model-00001-of-00002.safetensors" for k in keys[:5]},
+        **{k: "model-00002-of-00002.safetensors" for k in keys[5:]}}}))
+    with pytest.raises(PowerlensError, match=r"names 2 weight shard\(s\); 1 missing .*model-00002-of-00002"):
+        powerlens.Lens.from_pretrained(shard)  # was: "config.json describes a model of about ..."
+    off = shutil.copytree(d, tmp_path / "off")
+    raw = (off / "model.safetensors").read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    k = next(k for k in head if k != "__metadata__")
+    head[k]["data_offsets"] = [0, 10 ** 15]
+    hb = json.dumps(head).encode()
+    hb += b" " * (-len(hb) % 8)
+    (off / "model.safetensors").write_bytes(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+    with pytest.raises(PowerlensError, match=r"lies at bytes 0\.\.1000000000000000 of a data section"):
+        powerlens.Lens.from_pretrained(off)  # was: SafetensorError traceback
+    run = tmp_path / "results/r/m"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text('{"path": "/tmp/x", "fil')  # truncated
+    with pytest.raises(PowerlensError, match="manifest.json"):
+        powerlens.Lens.from_pretrained(run)  # was: JSONDecodeError
+
+
+def test_api_arguments_out_of_range_get_messages(saved_bert):
+    import powerlens
+
+    d, _ = saved_bert
+    lens = powerlens.Lens.from_pretrained(d)
+    for call, match in ((lambda: lens.spectra(k=0), "k 0 is not a number of leading eigenvectors"),
+                        (lambda: lens.spectra(seed=-1), "option seed: -1 is less than the minimum of 0"),
+                        (lambda: lens.F(99), "layer 99 is not a depth of this model .it has 2: 0 to 1"),
+                        (lambda: lens.F("a"), "layer 'a' is not a depth")):
+        with pytest.raises(PowerlensError, match=match):
+            call()
+    assert lens.F(-1).shape == (32, 32) and len(lens.spectra(k=1).table) == 2
+
+
+def test_an_unwritable_csv_and_a_bad_test_hook_stop_before_any_work(saved_bert, tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    d, _ = saved_bert
+    r = subprocess.run([sys.executable, "-m", "powerlens.cli", "inspect", str(d), "--csv",
+                        str(tmp_path / ("x" * 300 + ".csv"))], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "cannot be written there (File name too long)" in r.stderr
+    assert "eigen-solves" not in r.stdout  # refused before loading the model
+    r = subprocess.run([sys.executable, "-m", "powerlens.cli", "inspect", str(d)], capture_output=True, text=True,
+                       timeout=300, env={**__import__("os").environ, "POWERLENS_PAUSE_BEFORE_RENAME": "abc"})
+    assert r.returncode == 2 and "POWERLENS_PAUSE_BEFORE_RENAME='abc' is not a number of seconds" in r.stderr
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_write(tmp_path):
+    from powerlens.core.io import write_text
+
+    left = tmp_path / ".out.csv.tmp-abc123"
+    left.write_text("half")
+    left.chmod(0o600)
+    write_text(tmp_path / "out.csv", "whole\n")
+    assert not left.exists() and (tmp_path / "out.csv").read_text() == "whole\n"

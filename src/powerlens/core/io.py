@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import hashlib
 import json
 import os
@@ -32,17 +33,57 @@ def params_json(obj: Any) -> str:
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
+def pause_before_rename() -> float:
+    """Seconds to wait before each output's rename: the interrupted-run test's fault-injection point, read from
+    ``POWERLENS_PAUSE_BEFORE_RENAME`` (unset: 0)."""
+    raw = os.environ.get("POWERLENS_PAUSE_BEFORE_RENAME", "") or "0"
+    try:
+        pause = float(raw)
+    except ValueError:
+        pause = float("nan")
+    if not 0 <= pause < 3600:
+        raise PowerlensError(f"environment variable POWERLENS_PAUSE_BEFORE_RENAME={raw!r} is not a number of "
+                             "seconds from 0 to 3600",
+                             "unset it: it is a test hook (`unset POWERLENS_PAUSE_BEFORE_RENAME`)")
+    return pause
+
+
+def check_writable(path: str | os.PathLike, what: str) -> Path:
+    """Before any work: a file can be written at ``path`` the way :func:`atomic_path` will (its folder exists
+    and is writable, its name is not too long, it is not a folder). Returns the path."""
+    out = Path(path).expanduser()
+    problem = None
+    try:
+        if out.is_dir():
+            problem = "is a folder"
+        elif not out.parent.is_dir():
+            problem = f"its folder {str(out.parent)!r} does not exist"
+        else:
+            fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.tmp-", dir=out.parent)
+            os.close(fd)
+            os.unlink(tmp)
+    except OSError as e:  # a name too long for the file system, no permission, ...
+        problem = f"cannot be written there ({e.strerror or type(e).__name__})"
+    if problem:
+        raise PowerlensError(f"{what} {str(path)[:120]}{'...' if len(str(path)) > 120 else ''}: {problem}",
+                             "give a file path with a short name in an existing, writable folder")
+    return out
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    pause = pause_before_rename()
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):  # left by a writer killed before its rename
+        with contextlib.suppress(OSError):
+            stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
     try:
         yield tmp
-        pause = float(os.environ.get("POWERLENS_PAUSE_BEFORE_RENAME", "0") or 0)
         if pause > 0:  # fault-injection point for the interrupted-run test: the output is half-done here
             import time
 

@@ -88,7 +88,24 @@ def check_model_dir(path: Path, what: str,
             f"{what}: {path} holds no *.safetensors weights{hint}",
             "save the model with `save_pretrained(dir, safe_serialization=True)` or convert it to safetensors",
         )
+    check_shards(path, what)
     check_claimed_size(path, what)
+
+
+def check_shards(path: Path, what: str) -> None:
+    """Every shard a ``*.safetensors.index.json`` names is there (a missing one would otherwise read as a
+    config.json that claims too many parameters)."""
+    for index in sorted(path.glob("*.safetensors.index.json")):
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError, OSError):
+            raise PowerlensError(f"{what}: {index.name} is not a shard index (no weight_map)",
+                                 "save the model again with save_pretrained, or remove the file") from None
+        missing = [s for s in shards if not (path / str(s)).is_file()]
+        if missing:
+            raise PowerlensError(
+                f"{what}: {index.name} names {len(shards)} weight shard(s); {len(missing)} missing from {path}: "
+                f"{', '.join(map(str, missing[:4]))}", "copy every shard into the folder (or download it again)")
 
 
 def safetensors_numel(path: Path) -> int:
@@ -107,6 +124,15 @@ def safetensors_numel(path: Path) -> int:
             except ValueError:
                 raise PowerlensError(f"{f}: its safetensors header is not valid JSON (a truncated or corrupt file)",
                                      "replace it with a file written by safetensors (save_pretrained)") from None
+        room = f.stat().st_size - 8 - n
+        for k, v in header.items():
+            if k == "__metadata__":
+                continue
+            lo, hi = (v.get("data_offsets") or [0, 0]) if isinstance(v, dict) else (0, -1)
+            if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= room):
+                raise PowerlensError(
+                    f"{f}: tensor {k!r} lies at bytes {lo}..{hi} of a data section of {room} bytes (a truncated "
+                    "or corrupt file)", "replace it with a file written by safetensors (save_pretrained)")
         total += sum(math.prod(v.get("shape", [])) for k, v in header.items() if k != "__metadata__")
     return total
 
@@ -200,8 +226,22 @@ def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, .
     labelled trained. Missing and mismatched keys are refused, except those of submodules no analysis reads
     (``unused``: the adapter's ``unused_modules``, e.g. BERT's pooler, absent from MLM-head checkpoints);
     unexpected keys (a head the base model does not use) are not weights of the model and are allowed."""
+    import transformers
+
     kw.pop("trust_remote_code", None)  # never anything but False, whatever the caller passed
-    model, info = cls.from_pretrained(path, output_loading_info=True, trust_remote_code=False, **kw)
+    was = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its load report (ANSI-coloured) is read below, never printed
+    try:
+        model, info = cls.from_pretrained(path, output_loading_info=True, trust_remote_code=False, **kw)
+    except PowerlensError:
+        raise
+    except Exception as e:  # safetensors header errors, truncated files, shape mismatches
+        raise PowerlensError(
+            f"{what}: loading its weights failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}",
+            "the files may be corrupt, truncated or from another model: save them again (save_pretrained) or "
+            "fetch them again") from None
+    finally:
+        transformers.logging.set_verbosity(was)
     missing = sorted(k for k in (info.get("missing_keys") or []) if not set(k.split(".")) & set(unused))
     mismatched = sorted(str(k[0]) if isinstance(k, (tuple, list)) else str(k)
                         for k in (info.get("mismatched_keys") or []))
