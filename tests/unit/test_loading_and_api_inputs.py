@@ -73,12 +73,12 @@ def test_lens_refuses_a_folder_whose_weights_do_not_cover_its_config(saved_twin,
 
 
 def test_plan_refuses_absurd_requests():
-    from powerlens.pipeline.resources import check_plan
+    from powerlens.pipeline.resources import check_plan, predict
 
     coeffs = {"spectra": {"mem_mb": {"a": 100.0, "b": 1e-6}, "runtime_s": {"a": 1.0, "b": 1e-9}}}
-    check_plan(coeffs, {"m": {"spectra": (1e8, 1e9)}}, {})
+    check_plan({"m": {"spectra": predict(coeffs, "spectra", 1e8, 1e9)}})
     with pytest.raises(PowerlensError, match="model 'm': its spectra job would ask for"):
-        check_plan(coeffs, {"m": {"spectra": (1e15, 1e9)}}, {})
+        check_plan({"m": {"spectra": predict(coeffs, "spectra", 1e15, 1e9)}})
 
 
 def test_steering_target_check_after_fetch_is_the_same_list_before_and_after_the_fetch(tmp_path, minilm_path):

@@ -414,3 +414,27 @@ def test_inspect_names_a_gguf_file_or_folder():
         with pytest.raises(PowerlensError, match=f"is {what} .*inspect and Lens read safetensors folders") as e:
             powerlens.Lens.from_pretrained(where)  # was: "not a model folder"
         assert "source: gguf" in e.value.fix
+
+
+# 7. Resource requests that grow with the corpus ----------------------------------------------------------------
+
+def test_dynamics_requests_grow_with_the_corpus_and_cover_the_measured_jobs():
+    """Measured (pipeline.resources.CORPUS): the tiny-bert twin's model-mode dynamics over 2400 prompts took
+    154 s and 6.34 GB; 24 prompts 10 s and 0.53 GB. Both used to be asked 11 min and 1600 MB."""
+    import yaml
+
+    from powerlens.pipeline.config import validate_config
+    from powerlens.pipeline.resources import job_requests, load_coefficients
+
+    from ..conftest import REPO
+
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    validate_config(cfg)
+    coeffs = load_coefficients(REPO / "workflow/resources.yaml")
+    base = [ln.strip() for ln in (REPO / cfg["prompts"]).read_text().splitlines() if ln.strip()]
+    small = job_requests(coeffs, cfg, "tiny-bert", base)["dynamics_model"]
+    large = job_requests(coeffs, cfg, "tiny-bert", [f"{p} ({k})" for k in range(100) for p in base])
+    assert large["dynamics_model"]["mem_mb"] >= 6340 > small["mem_mb"] >= 530
+    assert large["dynamics_model"]["runtime"] * 60 >= 154 and large["dynamics_model"]["runtime"] > small["runtime"]
+    assert large["dynamics_attention-only"]["mem_mb"] >= large["dynamics_model"]["mem_mb"] * 0.9
+    assert large["spectra"] == job_requests(coeffs, cfg, "tiny-bert", base)["spectra"]  # no corpus there

@@ -9,8 +9,7 @@ from powerlens.pipeline.report_check import check_report_fresh, is_report_reques
 from powerlens.pipeline.options import config_flags, shell_line
 from powerlens.pipeline.steps import step_module
 from powerlens.core.corpus import read_prompts
-from powerlens.pipeline.resources import check_plan, job_terms, load_coefficients, long_run_extra, predict
-from powerlens.pipeline.resources import ROBUSTNESS_RUNTIME_FACTOR
+from powerlens.pipeline.resources import check_plan, job_requests, load_coefficients
 from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, source_files
 from powerlens.core.errors import PowerlensError, user_errors_in_logs
 from powerlens.core.io import params_json
@@ -227,26 +226,18 @@ try:
     _PROMPT_LIST = read_prompts(PROMPTS)
 except PowerlensError as e:
     stop(e)
-JOB_TERMS = {name: job_terms(config, name, _PROMPT_LIST) for name in MODELS}
-LONG_RUN_EXTRA = {name: long_run_extra(config, name, _PROMPT_LIST) for name in MODELS}
+JOB_REQUESTS = {name: job_requests(RESOURCE_FIT, config, name, _PROMPT_LIST) for name in MODELS}
 try:
-    check_plan(RESOURCE_FIT, JOB_TERMS, LONG_RUN_EXTRA)
+    check_plan(JOB_REQUESTS)
 except PowerlensError as e:
     stop(e)
 
 
 def fitted(rule, key):
-    """Resource callable: the fitted line (times its safety margin) for this job's model and mode."""
+    """Resource callable: this job's request (powerlens.pipeline.resources.job_requests)."""
 
     def f(wildcards):
-        r = f"dynamics_{wildcards.mode}" if rule == "dynamics" else rule
-        params, term = JOB_TERMS[wildcards.model][r]
-        extra = LONG_RUN_EXTRA[wildcards.model] if r == "dynamics_attention-only" else (0.0, 0.0)
-        got = predict(RESOURCE_FIT, r, params, term, extra)[key]
-        robust = config["dynamics"]["robustness"] and config["models"][wildcards.model].get("source") != "random"
-        if r.startswith("dynamics") and key == "runtime" and robust:  # trained models: the robustness variants too
-            got *= ROBUSTNESS_RUNTIME_FACTOR
-        return got
+        return JOB_REQUESTS[wildcards.model][f"dynamics_{wildcards.mode}" if rule == "dynamics" else rule][key]
 
     return f
 

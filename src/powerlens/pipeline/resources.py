@@ -22,7 +22,10 @@ matrices of one layer. ``tokens`` is an upper bound from the corpus (UTF-8 bytes
 tokens, capped at ``max_tokens``): exact for the byte-level tokenizer of the tiny test twins, about 4x above
 real tokenizers and the paper twins' stand-ins, so those get more time than they need. Fitted lines are scaled by a safety margin
 (:data:`MARGIN`) and stored in ``workflow/resources.yaml`` with the measurements they came from
-(``workflow/resources_measured.tsv``); ``scripts/fit_resources.py`` refits both.
+(``workflow/resources_measured.tsv``); ``scripts/fit_resources.py`` refits both. On top of the line, what it
+cannot see (:func:`job_requests`, the one place a job's request is made): the corpus' own costs in dynamics
+(:data:`CORPUS`), long shared-weight runs (:data:`LONG_RUN`) and the robustness variants of trained models
+(:data:`ROBUSTNESS_RUNTIME_FACTOR`).
 """
 
 from __future__ import annotations
@@ -213,17 +216,66 @@ def fit(rows: list[dict]) -> dict:
     return out
 
 
-def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[float, float] = (0.0, 0.0)
-            ) -> dict[str, int]:
-    """``mem_mb`` and ``runtime`` (minutes) of one job: the fitted line (plus ``extra`` = (MB, s), see
-    :func:`long_run_extra`) times the margin. ``params`` is the rule's memory term (:func:`mem_term`),
-    ``term`` its time term (:func:`time_term`)."""
+def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[float, float] = (0.0, 0.0),
+            factor: float = 1.0) -> dict[str, int]:
+    """``mem_mb`` and ``runtime`` (minutes) of one job: the fitted line (its time times ``factor``) plus
+    ``extra`` = (MB, s) (see :func:`job_extras`), times the margin. ``params`` is the rule's memory term
+    (:func:`mem_term`), ``term`` its time term (:func:`time_term`)."""
     c = coeffs[rule]
     fm, am = MARGIN["mem_mb"]
     ft, at = MARGIN["runtime_s"]
     mem = fm * (c["mem_mb"]["a"] + c["mem_mb"]["b"] * params + extra[0]) + am
-    sec = ft * (c["runtime_s"]["a"] + c["runtime_s"]["b"] * term + extra[1]) + at
+    sec = ft * (factor * (c["runtime_s"]["a"] + c["runtime_s"]["b"] * term) + extra[1]) + at
     return {"mem_mb": int(math.ceil(mem / 100.0) * 100), "runtime": max(1, int(math.ceil(sec / 60.0)))}
+
+
+#: Dynamics' costs that grow with the corpus beyond the fitted line (which was measured on corpora of 24 and
+#: 220 prompts, where they hide in its intercept): every counted token keeps its Monte Carlo null alignments
+#: (R draws) at each depth for the decided tests, costs a fixed overhead per depth, and is projected on the
+#: R null directions at each depth in each stream (4 streams with ``dynamics.robustness``). Measured (#39) on
+#: the 2-core machine while a CI run shared it, model mode, R = 2000, one thread:
+#:   tiny-bert twin (d 32, 2 layers), 24 vs 2400 prompts (729 vs 73390 tokens): 10 s / 0.53 GB vs
+#:   154 s / 6.34 GB: 82 KB and 2.0 ms per token;
+#:   MiniLM (d 384, 6 layers, robustness), 220 vs 1100 prompts (2532 vs 15960 tokens): 87 s / 0.83 GB vs
+#:   418 s / 2.22 GB: 106 KB and 24.6 ms per token.
+#: Per token: 16 bytes x R x (layers + 1) (covers 82 KB and 106 KB: 96 and 224 KB), 1 ms per depth plus
+#: 1.1 ns per null value (layers x d x R x streams: 2.0 and 24.6 ms). Applied to the corpus' token bound
+#: (:func:`corpus_tokens`: exact for byte-level tokenizers, about 3x high for real ones), so a large corpus
+#: asks for more than it takes, never less.
+CORPUS = {"bytes_per_kept_null_value": 16.0, "s_per_token_depth": 1.0e-3, "s_per_null_value": 1.1e-9}
+
+
+def corpus_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
+    """(MB, s) of :data:`CORPUS` for one model's dynamics job (either mode)."""
+    size = size_of_entry(name, config["models"][name])
+    dyn = config["dynamics"]
+    tokens = float(corpus_tokens(prompts, dyn["max_tokens"]))
+    R, L, streams = int(dyn["null_draws"]), size.n_layers, 4 if robust(config, name) else 1
+    mem = tokens * R * (L + 1) * CORPUS["bytes_per_kept_null_value"] / 1e6
+    sec = tokens * L * (CORPUS["s_per_token_depth"] + CORPUS["s_per_null_value"] * size.d_model * R * streams)
+    return mem, sec
+
+
+def robust(config: dict, name: str) -> bool:
+    """Does this model's dynamics run the robustness variants (trained models, ``dynamics.robustness``)?"""
+    return bool(config["dynamics"]["robustness"]) and config["models"][name].get("source") != "random"
+
+
+def job_requests(coeffs: dict, config: dict, name: str, prompts: list[str]) -> dict[str, dict[str, int]]:
+    """Every per-model rule's request for one config entry: the fitted line of :func:`job_terms`, the
+    robustness factor on trained models' dynamics (:data:`ROBUSTNESS_RUNTIME_FACTOR`), the corpus' own costs
+    (:func:`corpus_extra`) and long shared-weight runs (:func:`long_run_extra`). Rule -> {mem_mb, runtime}."""
+    out = {}
+    for rule, (params, term) in job_terms(config, name, prompts).items():
+        extra, factor = (0.0, 0.0), 1.0
+        if rule.startswith("dynamics"):
+            extra = corpus_extra(config, name, prompts)
+            if rule == "dynamics_attention-only":
+                lr = long_run_extra(config, name, prompts)
+                extra = (extra[0] + lr[0], extra[1] + lr[1])
+            factor = ROBUSTNESS_RUNTIME_FACTOR if robust(config, name) else 1.0
+        out[rule] = predict(coeffs, rule, params, term, extra, factor)
+    return out
 
 
 #: The largest request a plan may make for one job: beyond any machine or cluster partition this pipeline
@@ -232,14 +284,11 @@ def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[fl
 PLAN_LIMITS = {"mem_mb": 2_000_000, "runtime": 60 * 24 * 14}
 
 
-def check_plan(coeffs: dict, terms: dict[str, dict], extras: dict[str, tuple[float, float]]) -> None:
-    """Refuse a plan in which one job's fitted request passes :data:`PLAN_LIMITS` (``terms``: model ->
-    :func:`job_terms`; ``extras``: model -> :func:`long_run_extra`), naming the model, the step and the
-    request, before any job runs."""
-    for name, per_rule in terms.items():
-        for rule, (params, term) in per_rule.items():
-            extra = extras.get(name, (0.0, 0.0)) if rule == "dynamics_attention-only" else (0.0, 0.0)
-            got = predict(coeffs, rule, params, term, extra)
+def check_plan(requests: dict[str, dict[str, dict[str, int]]]) -> None:
+    """Refuse a plan in which one job's request (``requests``: model -> :func:`job_requests`) passes
+    :data:`PLAN_LIMITS`, naming the model, the step and the request, before any job runs."""
+    for name, per_rule in requests.items():
+        for rule, got in per_rule.items():
             over = [k for k in PLAN_LIMITS if got[k] > PLAN_LIMITS[k]]
             if over:
                 raise PowerlensError(
