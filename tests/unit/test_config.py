@@ -108,7 +108,7 @@ def test_param_estimates():
 
 def test_duplicate_yaml_keys_are_refused(tmp_path):
     """PyYAML keeps the last of two equal keys silently; the config check names the key and both lines."""
-    from powerlens.pipeline.config import check_no_duplicate_keys
+    from powerlens.pipeline.config_text import check_no_duplicate_keys
 
     text = (REPO / "config/test.yaml").read_text()
     dup = text.replace("  tiny-bert: {", "  tiny-bert: {arch: bert, source: random, twin_of: tiny-bert, seed: 5}\n"

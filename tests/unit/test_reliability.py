@@ -244,7 +244,7 @@ def test_sizes_without_a_bound_are_refused_at_plan_time(where, value, match):
 def test_a_yaml_alias_bomb_is_refused_before_anything_walks_it(tmp_path):
     import time
 
-    from powerlens.pipeline.config import check_no_duplicate_keys
+    from powerlens.pipeline.config_text import check_no_duplicate_keys
 
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]

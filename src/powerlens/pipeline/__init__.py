@@ -1,8 +1,10 @@
 """pipeline: the Snakemake workflow's side of the library.
 
-    config      checks beyond the config schema (twins, paths, duplicate keys), schema errors as messages
+    config      checks beyond the config schema (twins, paths, labels, sizes), schema errors as messages
+    config_text a config file's text: no key twice, no YAML alias bomb, finite numbers, printable strings
+    report_check  a report only of outputs up to date for the config and code (Snakemake's --summary)
     targets     steering targets checked from the tokenizer alone, before any model-heavy job
-    resources   Snakemake mem_mb / runtime fitted from measured benchmarks
+    resources   Snakemake mem_mb / runtime fitted from measured benchmarks, plus the corpus' own costs
     steps       each pipeline step: read inputs, call the analysis, write outputs
     commands/   one module per step: its command-line options (``powerlens <step>``, ``scripts/<step>.py``)
 

@@ -237,7 +237,8 @@ def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, .
         raise
     except Exception as e:  # safetensors header errors, truncated files, shape mismatches
         raise PowerlensError(
-            f"{what}: loading its weights failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}",
+            f"{what}: loading weights from its files failed: {type(e).__name__}: "
+            f"{(str(e).splitlines() or [''])[0][:300]}",
             "the files may be corrupt, truncated or from another model: save them again (save_pretrained) or "
             "fetch them again") from None
     finally:
