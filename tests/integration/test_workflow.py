@@ -273,8 +273,8 @@ def test_config_text_never_runs_in_the_report(test_run, tmp_path):
     def patch(c):
         c["description"] = (f"probe {SCRIPT_PROBE} {IMG_PROBE}\n\n.. raw:: html\n\n   {IMG_PROBE}\n\n"
                             f".. include:: {marker}\n")
-        for m in c["models"].values():
-            m["label"] = f"L {SCRIPT_PROBE} {IMG_PROBE} & $x^"
+        for i, m in enumerate(c["models"].values()):  # labels of their own (two models never share one)
+            m["label"] = f"L{i} {SCRIPT_PROBE} {IMG_PROBE} & $x^"
         c["steering"]["continuations"]["prompts"] = [f"The cat {SCRIPT_PROBE}"]
 
     cfg = patched_config(tmp_path, patch)

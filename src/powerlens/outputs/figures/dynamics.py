@@ -255,7 +255,8 @@ def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha
                weights, stems["fig_albert_rotation"], dpi, "fig_albert_rotation")
     t = alignment_table(df, labels, alpha)
     write_table(t, stems["table_alignment"], caption="Alignment of tokens with each layer's leading eigenvector: "
-                "gamma vs null models, rho > 0.5 and sign-test significance after Holm correction.",
+                "gamma vs null models; rho > 0.5 and the tilt decided against the Monte Carlo null of random "
+                "directions after Holm (sign tests only as secondary columns).",
                 missing=ALIGNMENT_MISSING)
     return t
 
