@@ -216,7 +216,8 @@ def verify_files(manifest: dict) -> None:
     compare_files(manifest["model"], actual, manifest["files"], "its manifest", manifest.get("source"))
 
 
-def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, ...] = (), **kw):
+def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, ...] = (),
+                            corrupt_fix: str | None = None, **kw):
     """``cls.from_pretrained(path, **kw)`` with transformers' loading report, refusing a checkpoint whose
     weights do not cover the model its config describes.
 
@@ -225,7 +226,9 @@ def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, .
     over 2, would otherwise load, pass the extraction proof (which proves extraction, not provenance) and be
     labelled trained. Missing and mismatched keys are refused, except those of submodules no analysis reads
     (``unused``: the adapter's ``unused_modules``, e.g. BERT's pooler, absent from MLM-head checkpoints);
-    unexpected keys (a head the base model does not use) are not weights of the model and are allowed."""
+    unexpected keys (a head the base model does not use) are not weights of the model and are allowed. A file
+    transformers cannot read at all is a PowerlensError too (``corrupt_fix``: the way out for the caller's
+    source)."""
     import transformers
 
     kw.pop("trust_remote_code", None)  # never anything but False, whatever the caller passed
@@ -239,8 +242,8 @@ def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, .
         raise PowerlensError(
             f"{what}: loading weights from its files failed: {type(e).__name__}: "
             f"{(str(e).splitlines() or [''])[0][:300]}",
-            "the files may be corrupt, truncated or from another model: save them again (save_pretrained) or "
-            "fetch them again") from None
+            corrupt_fix or "the files may be corrupt, truncated or from another model: save them again "
+            "(save_pretrained) or fetch them again") from None
     finally:
         transformers.logging.set_verbosity(was)
     missing = sorted(k for k in (info.get("missing_keys") or []) if not set(k.split(".")) & set(unused))

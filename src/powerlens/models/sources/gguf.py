@@ -37,6 +37,11 @@ from powerlens.models.sources.files import file_table, from_pretrained_checked, 
 CHUNK = re.compile(r"\.part(\d+)$")
 
 
+
+#: The way out when transformers cannot load a GGUF (its config, weights or tokenizer).
+GGUF_LOAD_FIX = ("check that `gguf` and `accelerate` are installed (pip install -c requirements.lock -e .) and that "
+                 "the file is a supported architecture")
+
 def _package_dir(name: str, module: str, role: str) -> Path:
     root = package_dir(module)
     if root is None:
@@ -279,15 +284,15 @@ def _dequantize(name: str, entry: dict, gpath: Path, work: Path):
         model = from_pretrained_checked(
             getattr(transformers, adapter.head_class), str(alone), f"model {name!r} ({fname})",
             "the GGUF's header (block_count, sizes) does not match the tensors it stores: use an intact file "
-            "written by a GGUF converter", unused=adapter.unused_modules, dtype=torch.float32, **kw)
+            "written by a GGUF converter", unused=adapter.unused_modules, corrupt_fix=GGUF_LOAD_FIX,
+            dtype=torch.float32, **kw)
         return model, transformers.AutoTokenizer.from_pretrained(str(alone), **kw)
     except PowerlensError:
         raise
     except Exception as e:
         raise PowerlensError(f"model {name!r}: transformers could not load {fname} ({type(e).__name__}: "
                              f"{str(e).splitlines()[0][:200] if str(e) else ''})",
-                             "check that `gguf` and `accelerate` are installed (pip install -c requirements.lock "
-                             "-e .) and that the file is a supported architecture") from None
+                             GGUF_LOAD_FIX) from None
     finally:
         shutil.rmtree(alone, ignore_errors=True)
 

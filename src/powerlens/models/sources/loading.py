@@ -43,19 +43,11 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
         cls = getattr(transformers, get_adapter(manifest["arch"]).head_class)
     kw = dict(dtype=dtype, attn_implementation="eager", use_safetensors=True, local_files_only=True,
               trust_remote_code=False)
-    try:
-        model = from_pretrained_checked(
-            cls, path, f"model {manifest['model']!r} ({path})",
-            "give a checkpoint whose config.json matches its weights (save both with save_pretrained)",
-            unused=get_adapter(manifest["arch"]).unused_modules, **kw)
-    except PowerlensError:
-        raise
-    except Exception as e:  # safetensors header errors, truncated files, shape mismatches
-        raise PowerlensError(
-            f"model {manifest['model']!r}: loading weights from {path} failed: {type(e).__name__}: "
-            f"{str(e).splitlines()[0][:300]}",
-            "the files may be corrupt or truncated; " + changed_files_fix(manifest.get("source")),
-        ) from None
+    model = from_pretrained_checked(
+        cls, path, f"model {manifest['model']!r} ({path})",
+        "give a checkpoint whose config.json matches its weights (save both with save_pretrained)",
+        unused=get_adapter(manifest["arch"]).unused_modules,
+        corrupt_fix="the files may be corrupt or truncated; " + changed_files_fix(manifest.get("source")), **kw)
     model.eval()
     return model
 
