@@ -154,94 +154,145 @@ def families(run: Run) -> list[str]:
     return [c for c in df.columns if c not in ("claim", "statement", "synthetic layers", "not judged in this run")]
 
 
-def abstract(run: Run) -> str:
+# The article is one list of blocks, rendered twice (HTML and Typst): ("h", level, pieces), ("p", pieces),
+# ("table", header, rows of (pieces, css class)), ("dl", [(term, pieces)]), ("figure", name, png path).
+# A piece is plain template text (str, no number of the run) or a Traced value.
+
+
+def abstract(run: Run) -> list:
     """One paragraph from the verdict table: how many verdict cells carry each word, over which families."""
     src = f"{run.tables}/table_claim_verdicts.csv"
-    n = {w: count_word(src, run.root, w).html() for w in WORDS}
-    fams = ", ".join(html.escape(f) for f in families(run))
-    return (f"<p>Run {json_value(run.provenance, run.root, ['run']).html()}: of the paper's claims judged on "
-            f"this run's trained models ({fams}) and on synthetic layers, {n['reproduced']} verdict(s) read "
-            f"<em>reproduced</em>, {n['not reproduced']} <em>not reproduced</em> and {n['inconclusive']} "
-            "<em>inconclusive</em> (paper.md section 4c: a verdict inside the Monte Carlo error or the rounding "
-            "is inconclusive). The paper's full text is not available: each claim is compared with its statement "
-            "in the spec (docs/paper.md), never with the paper's numbers. Random-weight twins are never evidence "
-            "for a claim; they are shown beside the trained models as a control.</p>")
+    n = {w: count_word(src, run.root, w) for w in WORDS}
+    return [("p", ["Run ", json_value(run.provenance, run.root, ["run"]), ": over the paper's claims judged on "
+                   f"the trained families of this run ({'; '.join(families(run))}) and on synthetic layers, ",
+                   n["reproduced"], " verdict cells read reproduced, ", n["not reproduced"], " not reproduced and ",
+                   n["inconclusive"], " inconclusive (docs/paper.md section 4c: a verdict inside the Monte Carlo "
+                   "error or the rounding is inconclusive). The paper's full text is not available: each claim is "
+                   "compared with its statement in the spec, never with the paper's numbers. Random-weight twins "
+                   "are never evidence for a claim; they appear beside the trained models as a control."])]
 
 
-def verdict_table(run: Run) -> str:
-    """table_claim_verdicts as the article shows it: every cell traced, coloured by its verdict word."""
+def verdict_table(run: Run) -> list:
+    """table_claim_verdicts, every cell traced and classed by its verdict word."""
     src = f"{run.tables}/table_claim_verdicts.csv"
     df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
     cols = [c for c in df.columns if c != "statement"]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     rows = []
     for claim in df["claim"]:
-        cells = []
+        row = []
         for c in cols:
             t = csv_cell(src, run.root, {"claim": claim}, c)
-            cls = verdict_word(t.text).replace(" ", "-") if c != "claim" else ""
-            cells.append(f'<td class="{cls}">{t.html()}</td>')
-        rows.append(f"<tr>{''.join(cells)}</tr>")
-    return f'<div class="scroll"><table class="verdicts"><tr>{head}</tr>{"".join(rows)}</table></div>'
+            row.append(([t], verdict_word(t.text).replace(" ", "-") if c != "claim" else ""))
+        rows.append(row)
+    return [("table", cols, rows)]
 
 
 CLAIM_FIELDS = ("criterion", "measured", "null", "verdict", "failed part")
 
 
-def claim_section(run: Run, claim: str, statement: Traced, figures: dict[str, str]) -> str:
+def claim_blocks(run: Run, claim: str, statement: Traced, figures: dict[str, Path]) -> list:
     """One claim: its statement, then per trained family the criterion, the measurement, the null, the
-    verdict and what failed (all from table_claims), the robustness line, and the figure that shows it."""
-    src = f"{run.tables}/table_claims.csv"
+    verdict and what failed (table_claims), the robustness count (table_robustness), and its figures."""
+    src, rob = f"{run.tables}/table_claims.csv", f"{run.tables}/table_robustness.csv"
     df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
-    parts = [f'<section id="{html.escape(claim)}"><h2>{html.escape(claim)}</h2>',
-             f"<p class='statement'>{statement.html()}</p>"]
-    rob = f"{run.tables}/table_robustness.csv"
     robust = pd.read_csv(run.root / rob, dtype=str, keep_default_na=False) if (run.root / rob).is_file() else None
+    out = [("h", 2, [claim]), ("p", [statement])]
     for fam in df.loc[df["claim"] == claim, "family"]:
         key = {"claim": claim, "family": fam}
-        dl = "".join(f"<dt>{html.escape(f)}</dt><dd>{csv_cell(src, run.root, key, f).html()}</dd>"
-                     for f in CLAIM_FIELDS)
+        items = [(f, [csv_cell(src, run.root, key, f)]) for f in CLAIM_FIELDS]
         if robust is not None and ((robust["claim"] == claim) & (robust["family"] == fam)).sum() == 1:
-            dl += f"<dt>robustness</dt><dd>{csv_cell(rob, run.root, key, 'agree').html()}</dd>"
-        parts.append(f"<h3>{html.escape(fam)}</h3><dl>{dl}</dl>")
-    for name in dict.fromkeys(f.strip().split(" ")[0] for f in df.loc[df["claim"] == claim, "figure"]):
+            items.append(("robustness", [csv_cell(rob, run.root, key, "agree")]))
+        out += [("h", 3, [fam]), ("dl", items)]
+    for name in dict.fromkeys(f.split(",")[0].split(" ")[0] for f in df.loc[df["claim"] == claim, "figure"]):
         if name in figures:
-            parts.append(f'<figure><img alt="{html.escape(name)}" src="{figures[name]}">'
-                         f"<figcaption>{html.escape(name)} ({html.escape(run.figures)}/{html.escape(name)}.png)"
-                         "</figcaption></figure>")
-    parts.append("</section>")
-    return "".join(parts)
-
-
-def embedded_figures(run: Run) -> dict[str, str]:
-    """Every trained-model figure of the run as a data URI (the article is one self-contained file)."""
-    out = {}
-    for p in sorted((run.root / run.figures).glob("fig_*.png")):
-        if not p.stem.endswith("_twins"):
-            out[p.stem] = "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+            out.append(("figure", name, figures[name]))
     return out
+
+
+def trained_figures(run: Run) -> dict[str, Path]:
+    """The run's trained-model figures (PNG), by name (the twins' copies left out)."""
+    return {p.stem: p for p in sorted((run.root / run.figures).glob("fig_*.png")) if not p.stem.endswith("_twins")}
+
+
+def document(run: Run) -> list:
+    """The article's blocks, in the order a referee reads."""
+    prov, vsrc = run.provenance, f"{run.tables}/table_claim_verdicts.csv"
+    verdicts = pd.read_csv(run.root / vsrc, dtype=str, keep_default_na=False)
+    figs = trained_figures(run)
+    blocks = [("h", 1, ["Replication of \u201cAnalogies between Transformer Layers and Power Method\u201d "
+                        "(Li & Altafini, arXiv 2605.25619)"]),
+              ("p", ["Run ", json_value(prov, run.root, ["run"]), ", finished ",
+                     json_value(prov, run.root, ["end_time"]), "; config sha256 ",
+                     json_value(prov, run.root, ["config_sha256"]), "."]),
+              ("h", 2, ["Abstract"]), *abstract(run), ("h", 2, ["Verdicts"]), *verdict_table(run)]
+    for c in verdicts["claim"]:
+        blocks += claim_blocks(run, c, csv_cell(vsrc, run.root, {"claim": c}, "statement"), figs)
+    return blocks
+
+
+def _html_pieces(pieces) -> str:
+    return "".join(p.html() if isinstance(p, Traced) else html.escape(p) for p in pieces)
 
 
 STYLE = """body{font:15px/1.5 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 .scroll{overflow-x:auto}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 6px;
 vertical-align:top}td.reproduced{background:#e3f4e1}td.not-reproduced{background:#fbe4e4}td.inconclusive{
 background:#fff1d6}dt{font-weight:600}dd{margin:0 0 .5em 1.5em}img{max-width:100%}figcaption{font-size:12px;
-color:#555}.statement{font-style:italic}"""
+color:#555}"""
 
 
-def article_html(run: Run) -> str:
-    """The whole article (title, provenance, abstract, verdict table, one section per claim)."""
-    prov = run.provenance
-    vsrc = f"{run.tables}/table_claim_verdicts.csv"
-    verdicts = pd.read_csv(run.root / vsrc, dtype=str, keep_default_na=False)
-    figs = embedded_figures(run)
-    meta = (f"<p>Run {json_value(prov, run.root, ['run']).html()}, finished "
-            f"{json_value(prov, run.root, ['end_time']).html()}; config sha256 "
-            f"{json_value(prov, run.root, ['config_sha256']).html()}.</p>")
-    sections = "".join(claim_section(run, c, csv_cell(vsrc, run.root, {"claim": c}, "statement"), figs)
-                       for c in verdicts["claim"])
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Replication: Analogies between "
-            f"Transformer Layers and Power Method</title><style>{STYLE}</style></head><body>"
-            "<h1>Replication of “Analogies between Transformer Layers and Power Method” (Li &amp; Altafini, "
-            f"arXiv 2605.25619)</h1>{meta}<h2>Abstract</h2>{abstract(run)}<h2>Verdicts</h2>{verdict_table(run)}"
-            f"{sections}</body></html>")
+def to_html(blocks: list) -> str:
+    """The article as one self-contained HTML file (figures embedded as data URIs)."""
+    body = []
+    for b in blocks:
+        if b[0] == "h":
+            body.append(f"<h{b[1]}>{_html_pieces(b[2])}</h{b[1]}>")
+        elif b[0] == "p":
+            body.append(f"<p>{_html_pieces(b[1])}</p>")
+        elif b[0] == "table":
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in b[1])
+            rows = "".join("<tr>" + "".join(f'<td class="{cls}">{_html_pieces(p)}</td>' for p, cls in r) + "</tr>"
+                           for r in b[2])
+            body.append(f'<div class="scroll"><table><tr>{head}</tr>{rows}</table></div>')
+        elif b[0] == "dl":
+            body.append("<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{_html_pieces(v)}</dd>" for k, v in b[1])
+                        + "</dl>")
+        elif b[0] == "figure":
+            uri = "data:image/png;base64," + base64.b64encode(Path(b[2]).read_bytes()).decode("ascii")
+            body.append(f'<figure><img alt="{html.escape(b[1])}" src="{uri}"><figcaption>{html.escape(b[1])}'
+                        "</figcaption></figure>")
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Replication report</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>")
+
+
+def typst_string(text: str) -> str:
+    """Text as a Typst string literal: data is never markup (no #, *, _, $, [ or @ is read as syntax)."""
+    return '#"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _typ_pieces(pieces) -> str:
+    return "".join(typst_string(p.text if isinstance(p, Traced) else p) for p in pieces)
+
+
+def to_typst(blocks: list, root: Path) -> str:
+    """The same blocks as Typst markup (figures by path, relative to ``root``, Typst's project root)."""
+    out = ['#set page(paper: "a4", margin: 1.8cm)', "#set text(size: 9pt)", "#set par(justify: false)"]
+    for b in blocks:
+        if b[0] == "h":
+            out.append("=" * b[1] + " " + _typ_pieces(b[2]))
+        elif b[0] == "p":
+            out.append(_typ_pieces(b[1]))
+        elif b[0] == "table":
+            fill = {"reproduced": "rgb(\"#e3f4e1\")", "not-reproduced": "rgb(\"#fbe4e4\")",
+                    "inconclusive": "rgb(\"#fff1d6\")"}
+            cells = [f"[*{_typ_pieces([c])}*]" for c in b[1]]
+            for r in b[2]:
+                cells += [f"table.cell(fill: {fill[cls]})[{_typ_pieces(p)}]" if cls in fill
+                          else f"[{_typ_pieces(p)}]" for p, cls in r]
+            out.append(f"#table(columns: {len(b[1])}, inset: 3pt, " + ", ".join(cells) + ")")
+        elif b[0] == "dl":
+            out += [f"/ {_typ_pieces([k])}: {_typ_pieces(v)}" for k, v in b[1]]
+        elif b[0] == "figure":
+            rel = Path(b[2]).resolve().relative_to(root.resolve()).as_posix()
+            out.append(f'#figure(image("/{rel}", width: 100%), caption: {typst_string(b[1])[1:]})')
+    return "\n\n".join(out) + "\n"
