@@ -271,4 +271,6 @@ def get_final_output():
         tables("table_claims_twins"),
         tables("table_robustness"),
         results("provenance.json"),
+        results("replication.html"),
+        results("replication.pdf"),
     ]

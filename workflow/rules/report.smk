@@ -74,3 +74,33 @@ rule provenance:
         ENV
     shell:
         step_shell("provenance")
+
+
+rule article:
+    """replication.html and replication.pdf: the answer to "which claims hold, and how sure are we", every
+    number drawn from the run's tables, figures and provenance (read back before writing)."""
+    input:
+        verdicts=f"paper_tables/{RUN}/table_claim_verdicts.csv",
+        claims=f"paper_tables/{RUN}/table_claims.csv",
+        robustness=f"paper_tables/{RUN}/table_robustness.csv",
+        provenance=rules.provenance.output.manifest,
+        figures=[f"figures/{RUN}/{f}.png" for f in ("fig_gamma", "fig_rho", "fig_spectra", "fig_theory", "fig_steering")],
+    output:
+        html=report(results("replication.html"), caption="../report/replication.rst", category="0 Replication"),
+        pdf=results("replication.pdf"),
+    params:
+        script=os.path.join(SCRIPTS, "article.py"),
+        py=PY,
+        flags=step_flags("article"),
+    log:
+        f"logs/{RUN}/article.log",
+    benchmark:
+        f"benchmarks/{RUN}/article.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    conda:
+        ENV
+    shell:
+        step_shell("article")

@@ -1,0 +1,76 @@
+"""The replication article (issue 40): every value traced to its file and read back; a doctored copy fails;
+data never becomes markup in the HTML or the Typst source; the PDF opens with a heading per claim."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from powerlens.outputs.article import Run, document, to_html, to_typst, traced_spans, untraced
+
+HOSTILE = 'x #sys.exit() *b* $y$ ] [ @ref <script>alert(1)</script> " \\ & ~'
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A run's article inputs as the claims, provenance and plot steps write them (two claims, one family)."""
+    t = tmp_path / "paper_tables/r"
+    t.mkdir(parents=True)
+    pd.DataFrame({"claim": ["C1", "C4"], "statement": ["tilt " + HOSTILE, "bipartite"],
+                  "BERT": ["not reproduced: law: tilt significant in 0 of 6 layers [6 of 6 agree]", "-"],
+                  "synthetic layers": ["-", "not reproduced: Fisher p 0.698 >= 0.05"]}).to_csv(
+        t / "table_claim_verdicts.csv", index=False)
+    pd.DataFrame({"claim": ["C1"], "statement": ["tilt"], "family": ["BERT"], "models": ["m"],
+                  "criterion": ["law, Holm < 0.05"], "measured": ["0 of 6 layers; median tilt 0.0431"],
+                  "null": ["random directions"], "verdict": ["not reproduced"], "failed part": ["0 of 6"],
+                  "figure": ["fig_gamma, table_alignment"]}).to_csv(t / "table_claims.csv", index=False)
+    pd.DataFrame({"claim": ["C1"], "family": ["BERT"], "agree": ["6 of 6 agree"]}).to_csv(
+        t / "table_robustness.csv", index=False)
+    (tmp_path / "results/r").mkdir(parents=True)
+    (tmp_path / "results/r/provenance.json").write_text(json.dumps(
+        {"run": "r", "end_time": "2026-12-03T08:23:12+00:00", "config_sha256": "abc123"}))
+    (tmp_path / "figures/r").mkdir(parents=True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(2, 1))
+    fig.savefig(tmp_path / "figures/r/fig_gamma.png")
+    plt.close(fig)
+    return tmp_path
+
+
+def test_every_value_is_read_back_and_a_doctored_copy_fails(run_dir):
+    html = to_html(document(Run("r", run_dir)))
+    spans = traced_spans(html)
+    assert len(spans) >= 12 and untraced(html, run_dir) == []
+    assert any(text == "0.698" or "0.698" in text for _, _, text in spans)
+    doctored = html.replace("Fisher p 0.698", "Fisher p 0.699", 1)
+    assert doctored != html
+    bad = untraced(doctored, run_dir)
+    assert len(bad) == 1 and "the article says" in bad[0] and "0.699" in bad[0]
+    counts = {json.dumps(loc): text for _, loc, text in spans if "count" in loc}
+    assert counts['{"count": "not reproduced"}'] == "2" and counts['{"count": "reproduced"}'] == "0"
+
+
+def test_data_is_never_markup(run_dir):
+    blocks = document(Run("r", run_dir))
+    html = to_html(blocks)
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    src = to_typst(blocks, run_dir)
+    assert '#"tilt x #sys.exit() *b* $y$ ] [ @ref <script>alert(1)</script> \\" \\\\ & ~"' in src  # a string literal
+
+
+def test_the_pdf_opens_with_a_heading_per_claim(run_dir):
+    import pypdf
+    import typst
+
+    blocks = document(Run("r", run_dir))
+    pdf = typst.compile(to_typst(blocks, run_dir).encode(), root=str(run_dir))
+    (run_dir / "a.pdf").write_bytes(pdf)
+    reader = pypdf.PdfReader(run_dir / "a.pdf")
+    text = "".join(p.extract_text() for p in reader.pages)
+    assert len(reader.pages) >= 1 and "C1" in text and "C4" in text
+    assert "#sys.exit() *b* $y$ ] [ @ref" in text  # the hostile statement printed as the characters it is
