@@ -227,7 +227,47 @@ def document(run: Run) -> list:
               ("h", 2, ["Abstract"]), *abstract(run), ("h", 2, ["Verdicts"]), *verdict_table(run)]
     for c in verdicts["claim"]:
         blocks += claim_blocks(run, c, csv_cell(vsrc, run.root, {"claim": c}, "statement"), figs)
-    return blocks
+    return blocks + METHODS + reproducibility(run)
+
+
+#: Methods, limitations and what goes beyond the paper, in brief: template text, no number of the run.
+METHODS = [
+    ("h", 2, ["Methods in brief"]),
+    ("p", ["Each layer's F_t = W_O W_V is extracted from the checkpoint and proven by rebuilding the real attention "
+           "module's output from the extracted matrices (float32 and float64). Eigenvalues come from float64 "
+           "eigen-solves on the CPU, sorted by modulus, eigenvectors with a canonical phase. Token dynamics are "
+           "measured in the real forward pass and in the attention-only law (the FFN removed, as the paper's "
+           "reading does). Every per-layer statistic is tested against two nulls: random subspaces of the lead's "
+           "dimension (a seeded Monte Carlo stream, extended where its 99% interval straddles alpha) and F's other "
+           "eigen-directions; Holm's correction over layers. Steering edits the last layer's output matrix by a "
+           "rank-1 term and compares it with activation addition at a matched norm of change."]),
+    ("h", 2, ["Limitations"]),
+    ("p", ["The paper's full text is not available: the claims are those of the spec (docs/paper.md), and where it "
+           "says our choice, the choice is ours. The decoders of the offline run are 4-bit quantized checkpoints "
+           "(their sensitivity to quantization is measured on MiniLM). Families with no trained checkpoint in a "
+           "run (ALBERT, GPT-2, GPT-Neo offline) are stood in for by random-weight twins, which test the code, "
+           "never a claim."]),
+    ("h", 2, ["Beyond the paper"]),
+    ("p", ["Two nulls per test, Monte Carlo error carried through Holm, C4 decided by linearisation at "
+           "Newton-refined equilibria, C10 on the real forward pass split at the sublayers, and the verdicts "
+           "rerun under other seeds, corpus thirds and quantizations (table_robustness)."]),
+]
+
+
+def reproducibility(run: Run) -> list:
+    """Software versions and the BLAS of the run, each traced to provenance.json."""
+    prov = json.loads((run.root / run.provenance).read_text(encoding="utf-8"))
+    rows = [[([k], ""), ([json_value(run.provenance, run.root, ["versions", k])], "")]
+            for k in sorted(prov.get("versions", {}))]
+    blas = [[([f"BLAS {i}"], ""), ([json_value(run.provenance, run.root, ["blas", i, "internal_api"]), " ",
+                                    json_value(run.provenance, run.root, ["blas", i, "version"]), " on ",
+                                    json_value(run.provenance, run.root, ["blas", i, "architecture"])], "")]
+            for i in range(len(prov.get("blas", [])))]
+    return [("h", 2, ["Reproducibility"]),
+            ("p", ["Every output of this run is rebuilt by the workflow from the config whose sha256 is given "
+                   "above (snakemake --configfile with the run's config files); the run's provenance.json records "
+                   "each model's revision and weight sha256, the seeds and the thread counts."]),
+            ("table", ["software", "version"], rows + blas)]
 
 
 def _html_pieces(pieces) -> str:
