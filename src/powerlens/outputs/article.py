@@ -163,8 +163,11 @@ def abstract(run: Run) -> list:
     """One paragraph from the verdict table: how many verdict cells carry each word, over which families."""
     src = f"{run.tables}/table_claim_verdicts.csv"
     n = {w: count_word(src, run.root, w) for w in WORDS}
+    fams = families(run)
+    judged = (f"the trained families of this run ({'; '.join(fams)})" if fams else
+              "no trained model (this run has random-weight twins only, which are never evidence)")
     return [("p", ["Run ", json_value(run.provenance, run.root, ["run"]), ": over the paper's claims judged on "
-                   f"the trained families of this run ({'; '.join(families(run))}) and on synthetic layers, ",
+                   f"{judged} and on synthetic layers, ",
                    n["reproduced"], " verdict cells read reproduced, ", n["not reproduced"], " not reproduced and ",
                    n["inconclusive"], " inconclusive (docs/paper.md section 4c: a verdict inside the Monte Carlo "
                    "error or the rounding is inconclusive). The paper's full text is not available: each claim is "
