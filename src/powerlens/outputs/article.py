@@ -159,6 +159,16 @@ def families(run: Run) -> list[str]:
 # A piece is plain template text (str, no number of the run) or a Traced value.
 
 
+def code_line(run: Run) -> list:
+    """The code revision as provenance.json records it (commit, and whether it had uncommitted changes)."""
+    prov = json.loads((run.root / run.provenance).read_text(encoding="utf-8"))
+    code = prov.get("code") or {}
+    if not code.get("commit"):
+        return ["powerlens ", json_value(run.provenance, run.root, ["versions", "powerlens"]), " (no git checkout)"]
+    return ["commit ", json_value(run.provenance, run.root, ["code", "commit"]),
+            " (uncommitted changes: ", json_value(run.provenance, run.root, ["code", "uncommitted_changes"]), ")"]
+
+
 def abstract(run: Run) -> list:
     """One paragraph from the verdict table: how many verdict cells carry each word, over which families."""
     src = f"{run.tables}/table_claim_verdicts.csv"
@@ -226,7 +236,7 @@ def document(run: Run) -> list:
                         "(Li & Altafini, arXiv 2605.25619)"]),
               ("p", ["Run ", json_value(prov, run.root, ["run"]), ", finished ",
                      json_value(prov, run.root, ["end_time"]), "; config sha256 ",
-                     json_value(prov, run.root, ["config_sha256"]), "."]),
+                     json_value(prov, run.root, ["config_sha256"]), "; code ", *code_line(run), "."]),
               ("h", 2, ["Abstract"]), *abstract(run), ("h", 2, ["Verdicts"]), *verdict_table(run)]
     for c in verdicts["claim"]:
         blocks += claim_blocks(run, c, csv_cell(vsrc, run.root, {"claim": c}, "statement"), figs)

@@ -26,6 +26,25 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def code_revision() -> dict[str, Any]:
+    """The commit of the code that ran (the package's checkout), and whether it had uncommitted changes;
+    ``{"commit": None}`` outside a git checkout (an installed package: its version is in :func:`versions`)."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return {"commit": None}
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        return {"commit": commit.stdout.strip(), "uncommitted_changes": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None}
+
+
 def blas() -> list[dict[str, Any]]:
     try:
         from threadpoolctl import threadpool_info
