@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from powerlens.pipeline.config import schema_defaults
+from powerlens.pipeline.speed import bound_s, matmul_peak
 
 from bench_naive import (machine_memory_gb, naive, naive_check_memory_gb, naive_dynamics,  # noqa: E402
                          stats_difference)
@@ -98,25 +99,6 @@ def step_command(step: str, values: dict, cfg: dict) -> list[str]:
     return command(str(REPO / "scripts" / f"{step}.py"), step_module(step).OPTIONS, values, cfg, sys.executable)
 
 
-def matmul_peak(threads: int) -> dict[str, float]:
-    """The matrix-product peak of this machine at ``threads`` threads, in flop/s per dtype: the best of a few
-    square products large enough to be compute-bound (measured in the benchmark's own run)."""
-    import torch
-
-    torch.set_num_threads(threads)
-    out = {}
-    for name, dt, n in (("float32", torch.float32, 2048), ("float64", torch.float64, 1536)):
-        a, b = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt)
-        a @ b
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            a @ b
-            best = min(best, time.perf_counter() - t0)
-        out[name] = 2.0 * n ** 3 / best
-    return out
-
-
 def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict) -> float:
     """The step's arithmetic (:func:`powerlens.pipeline.resources.arithmetic`) at the measured peak, in seconds."""
     from powerlens.models.archs import twin_config
@@ -126,7 +108,7 @@ def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict) -> 
     flops = arithmetic(rule, size_of(twin_config(twin)), tokens=tokens["steering" if rule == "steering" else "all"],
                        steps=cfg["dynamics"]["steps"], kappas=st["kappas"], targets=len(st["targets"]),
                        shared_edit=st["shared_edit"], null_draws=cfg["dynamics"]["null_draws"])
-    return sum(v / peak[k] for k, v in flops.items()) if flops else float("nan")
+    return bound_s(flops, peak)
 
 
 def write_bench_config(bench_dir: Path, twins, corpus: Path, shared_edit: str) -> None:

@@ -7,7 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from powerlens.outputs.article import Run, document, to_html, to_typst, traced_spans, untraced
+from powerlens.outputs.article import Run, document
+from powerlens.outputs.render import to_html, to_typst
+from powerlens.outputs.trace import traced_spans, untraced
 
 HOSTILE = 'x #sys.exit() *b* $y$ ] [ @ref <script>alert(1)</script> " \\ & ~'
 
@@ -24,7 +26,10 @@ def run_dir(tmp_path):
     pd.DataFrame({"claim": ["C1"], "statement": ["tilt"], "family": ["BERT"], "models": ["m"],
                   "criterion": ["law, Holm < 0.05"], "measured": ["0 of 6 layers; median tilt 0.0431"],
                   "null": ["random directions"], "verdict": ["not reproduced"], "failed part": ["0 of 6"],
+                  "would flip if": ["law: 3 more of the 6 layers would have to be significant"],
                   "figure": ["fig_gamma, table_alignment"]}).to_csv(t / "table_claims.csv", index=False)
+    pd.DataFrame({"model": ["m"], "step": ["spectra"], "wall (s)": [4.0], "lower bound (s)": [0.0125],
+                  "wall / bound": [320.0], "weights": ["trained"]}).to_csv(t / "table_speed.csv", index=False)
     pd.DataFrame({"claim": ["C1"], "family": ["BERT"], "agree": ["6 of 6 agree"]}).to_csv(
         t / "table_robustness.csv", index=False)
     (tmp_path / "results/r").mkdir(parents=True)
@@ -44,8 +49,11 @@ def run_dir(tmp_path):
     return tmp_path
 
 
+INDEX = [{"output": "figures/r/fig_gamma.png", "rule": "plot_dynamics", "log": "logs/r/plot_dynamics.log"}]
+
+
 def test_every_value_is_read_back_and_a_doctored_copy_fails(run_dir):
-    html = to_html(document(Run("r", run_dir)))
+    html = to_html(document(Run("r", run_dir), index=INDEX, command="snakemake --cores N --configfile c.yaml"))
     spans = traced_spans(html)
     assert len(spans) >= 12 and untraced(html, run_dir) == []
     assert any(text == "0.698" or "0.698" in text for _, _, text in spans)
@@ -55,6 +63,11 @@ def test_every_value_is_read_back_and_a_doctored_copy_fails(run_dir):
     assert len(bad) == 1 and "the article says" in bad[0] and "0.699" in bad[0]
     counts = {json.dumps(loc): text for _, loc, text in spans if "count" in loc}
     assert counts['{"count": "not reproduced"}'] == "2" and counts['{"count": "reproduced"}'] == "0"
+    # what would flip the verdict, the speed table and the index are in it, the speed figures traced
+    assert "3 more of the 6 layers would have to be significant" in html and "320.0" in html
+    assert "logs/r/plot_dynamics.log" in html and "snakemake --cores N --configfile c.yaml" in html
+    assert ("paper_tables/r/table_speed.csv", {"row": {"model": "m", "step": "spectra"}, "col": "wall / bound"},
+            "320.0") in spans
 
 
 def test_data_is_never_markup(run_dir):

@@ -1,10 +1,11 @@
 # Helpers shared by every rule: config validation, paths of this run, per-model resources.
 import json
 import os
+import shlex
 import sys
 import time
 
-from powerlens.pipeline.config import check_targets_on_disk, steering_targets, validate_config
+from powerlens.pipeline.config import check_targets_on_disk, model_arch, steering_targets, validate_config
 from powerlens.pipeline.report_check import check_report_fresh, is_report_request
 from powerlens.pipeline.options import config_flags, shell_line
 from powerlens.pipeline.steps import step_module
@@ -133,15 +134,27 @@ def table_outputs(name, category, key):
 TWINS_CATEGORY = "8 Twins: not evidence"
 
 
-def figure_outputs(name, category, key, twins=True):
+def shared_weight_models(random_weights):
+    """Whether the run has a shared-weight (ALBERT) model with trained (or random) weights: without one, the
+    ALBERT figures hold only a note, written but not listed in the report as results."""
+    for name, m in config["models"].items():
+        arch = model_arch(name, m)
+        if arch is not None and arch.arch == "albert" and (m["source"] == "random") == random_weights:
+            return True
+    return False
+
+
+def figure_outputs(name, category, key, twins=True, listed=(True, True)):
     """Named outputs of one figure: `key` (the PNG, in the report) and `key_pdf` (the vector file); with
     `twins`, the same figure drawn from the random-weight twins only (`key_twins`, `key_twins_pdf`, the file
-    name's suffix _twins), shown in the report's twins category."""
+    name's suffix _twins), shown in the report's twins category. `listed` (trained, twins): False leaves that
+    PNG out of the report (a figure that holds only a note, e.g. no ALBERT model in the run)."""
     png, pdf = figures(name)
-    out = {key: report(png, caption=f"../report/{name}.rst", category=category), f"{key}_pdf": pdf}
+    shown = lambda f, cat, yes: report(f, caption=f"../report/{name}.rst", category=cat) if yes else f
+    out = {key: shown(png, category, listed[0]), f"{key}_pdf": pdf}
     if twins:
         tpng, tpdf = figures(f"{name}_twins")
-        out[f"{key}_twins"] = report(tpng, caption=f"../report/{name}.rst", category=TWINS_CATEGORY)
+        out[f"{key}_twins"] = shown(tpng, TWINS_CATEGORY, listed[1])
         out[f"{key}_twins_pdf"] = tpdf
     return out
 
@@ -247,6 +260,25 @@ def gpu_request(wildcards):
     return 1 if config["device"] == "cuda" else 0
 
 
+def output_index(wildcards):
+    """The article's figure-and-table index: each figure and table of the run with the rule and log file
+    behind it (read from the workflow's rules, so it cannot drift from them)."""
+    rows = []
+    for r in workflow.rules:
+        logs = [str(x) for x in r.log]
+        for f in map(str, r.output):
+            if f.startswith((f"figures/{RUN}/", f"paper_tables/{RUN}/")) and f.endswith((".png", ".csv")):
+                rows.append({"output": f, "rule": r.name, "log": logs[0] if logs else "-"})
+    return params_json(sorted(rows, key=lambda x: x["output"]))
+
+
+def run_command():
+    """The command that rebuilds this run (its config files as given; any --cores gives the same outputs)."""
+    files = [str(f) for f in (workflow.overwrite_configfiles or [])]
+    files = [os.path.relpath(f) if not os.path.relpath(f).startswith("..") else f for f in files]
+    return "snakemake --cores N" + (" --configfile " + " ".join(map(shlex.quote, files)) if files else "")
+
+
 def get_final_output():
     return [
         results("models.lock.yaml"),
@@ -270,6 +302,7 @@ def get_final_output():
         tables("table_claim_verdicts"),
         tables("table_claims_twins"),
         tables("table_robustness"),
+        tables("table_speed"),
         results("provenance.json"),
         results("replication.html"),
         results("replication.pdf"),

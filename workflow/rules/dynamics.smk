@@ -33,6 +33,9 @@ rule dynamics:
         step_shell("dynamics")
 
 
+ALBERT_LISTED = (shared_weight_models(random_weights=False), shared_weight_models(random_weights=True))
+
+
 rule plot_dynamics:
     """fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation and table_alignment."""
     input:
@@ -42,8 +45,8 @@ rule plot_dynamics:
     output:
         **figure_outputs("fig_gamma", "4 Dynamics", key="gamma"),
         **figure_outputs("fig_rho", "4 Dynamics", key="rho"),
-        **figure_outputs("fig_albert_consensus", "4 Dynamics", key="consensus"),
-        **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation"),
+        **figure_outputs("fig_albert_consensus", "4 Dynamics", key="consensus", listed=ALBERT_LISTED),
+        **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation", listed=ALBERT_LISTED),
         **table_outputs("table_alignment", "4 Dynamics", key="table"),
     params:
         flags=step_flags("plot_dynamics"),

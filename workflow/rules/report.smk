@@ -76,6 +76,38 @@ rule provenance:
         step_shell("provenance")
 
 
+rule speed:
+    """table_speed: each heavy job's wall time (its benchmark file) beside its arithmetic lower bound at the
+    matrix-product peak measured here, and the ratio."""
+    input:
+        meta=expand(rules.extract_weights.output.meta, model=MODELS),
+        bench_spectra=expand(rules.spectra.benchmark, model=MODELS),
+        dynamics=expand(rules.dynamics.output.json, model=MODELS, mode=MODES),
+        bench_dynamics=expand(rules.dynamics.benchmark, model=MODELS, mode=MODES),
+        steering=expand(rules.steering.output.csv, model=MODELS),
+        bench_steering=expand(rules.steering.benchmark, model=MODELS),
+    output:
+        **table_outputs("table_speed", "7 Provenance", key="table"),
+    params:
+        script=os.path.join(SCRIPTS, "speed.py"),
+        py=PY,
+        config=params_json({k: config[k] for k in ("models", "dynamics", "steering")}),
+        labels=labels_json(),
+        stem=stem_of("table"),
+    log:
+        f"logs/{RUN}/speed.log",
+    benchmark:
+        f"benchmarks/{RUN}/speed.tsv"
+    threads: 2
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    conda:
+        ENV
+    shell:
+        step_shell("speed")
+
+
 rule article:
     """replication.html and replication.pdf: the answer to "which claims hold, and how sure are we", every
     number drawn from the run's tables, figures and provenance (read back before writing)."""
@@ -84,7 +116,8 @@ rule article:
         claims=f"paper_tables/{RUN}/table_claims.csv",
         robustness=f"paper_tables/{RUN}/table_robustness.csv",
         provenance=rules.provenance.output.manifest,
-        figures=[f"figures/{RUN}/{f}.png" for f in ("fig_gamma", "fig_rho", "fig_spectra", "fig_theory", "fig_steering")],
+        speed=rules.speed.output.table_csv,
+        figures=[f"figures/{RUN}/{f}.png" for f in ("fig_gamma", "fig_rho", "fig_gap", "fig_spectra", "fig_theory", "fig_steering")],
     output:
         html=report(results("replication.html"), caption="../report/replication.rst", category="0 Replication"),
         pdf=results("replication.pdf"),
@@ -92,6 +125,8 @@ rule article:
         script=os.path.join(SCRIPTS, "article.py"),
         py=PY,
         flags=step_flags("article"),
+        index=output_index,
+        command=run_command(),
     log:
         f"logs/{RUN}/article.log",
     benchmark:

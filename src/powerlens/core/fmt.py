@@ -32,3 +32,8 @@ def weights_text(label: str) -> str:
     """A weights label without nested brackets, for text that puts it in brackets itself:
     "trained, 4-bit (Q4_K_M)" -> "trained, 4-bit Q4_K_M"."""
     return label.replace(" (", " ").replace(")", "") if "(" in label else label
+
+
+def sci(x: float) -> str:
+    """A tolerance as written in the spec: 1e-9, 1e-3 (no zero-padded exponent, unlike format "g")."""
+    return f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e+")

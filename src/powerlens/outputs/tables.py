@@ -106,15 +106,16 @@ def _html(shown: pd.DataFrame, caption: str, notes: list[str] | None = None, cel
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     rows = ["<tr>" + "".join(f"{td(c, v)}{html.escape(str(v))}</td>" for c, v in zip(shown.columns, r)) + "</tr>"
             for r in shown.itertuples(index=False)]
-    body = (f'<table class="powerlens-table"><thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(rows)
-            + "\n</tbody></table>")
+    body = (f'<div class="wrap"><table class="powerlens-table"><thead><tr>{head}</tr></thead>\n<tbody>\n'
+            + "\n".join(rows) + "\n</tbody></table></div>")
     style = ("body{font-family:sans-serif;font-size:13px;margin:8px}"
              "table.powerlens-table{border-collapse:collapse}"
              ".powerlens-table th,.powerlens-table td{padding:3px 8px;border-bottom:1px solid #ddd;"
              "text-align:left;vertical-align:top}.powerlens-table th{background:#f3f3f3;position:sticky;top:0}"
              ".powerlens-table tr:hover td{background:#fafafa}"
              "td.ok{background:#d8f0d8}td.fail{background:#f8dcdc}td.na{background:#eeeeee;color:#555}td.inc{background:#fbe8c0}"
-             ".notes{color:#444;font-size:12px}")
+             ".notes{color:#444;font-size:12px}"
+             ".wrap{overflow-x:auto;max-width:100%}.powerlens-table td{max-width:30em;overflow-wrap:anywhere}")
     cap = f"<p>{html.escape(caption)}</p>\n" if caption else ""
     foot = ("<div class=\"notes\">" + "".join(f"<p>{html.escape(n)}</p>" for n in notes) + "</div>\n"
             if notes else "")

@@ -159,7 +159,8 @@ def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested
     verdict = v.word if tested else f"{NOT_JUDGED} ({TWINS_ONLY})"
     return {"claim": claim, "statement": TEXT[claim], "family": family, "models": models, "criterion": criterion,
             "measured": v.measured, "null": v.null, "verdict": verdict,
-            "failed part": (v.failed or "-") if tested and not v.ok else "-", "figure": FIG[claim]}
+            "failed part": (v.failed or "-") if tested and not v.ok else "-",
+            "would flip if": (v.flip or "-") if tested else "-", "figure": FIG[claim]}
 
 
 def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
@@ -169,10 +170,13 @@ def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
     fails = [m for m, r in results.items() if not r.ok and not r.inconclusive]
     bad = [(m, r.failed) for m, r in results.items() if (m in fails) or (not fails and r.inconclusive)]
     failed = "" if not bad else bad[0][1] if len(results) == 1 else "; ".join(f"{name(m)}: {x}" for m, x in bad)
-    return Verdict(all(r.ok for r in results.values()), "; ".join(f"{name(m)}: {r.measured}" for m,
-                                                                  r in results.items()),
+    ok = all(r.ok for r in results.values())
+    movers = results if ok else {m: r for m, r in results.items() if (m in fails) or (not fails and r.inconclusive)}
+    flip = (next(iter(movers.values())).flip if len(results) == 1 else
+            ("any one of: " if ok else "each of: ") + "; ".join(f"{name(m)}: {r.flip}" for m, r in movers.items()))
+    return Verdict(ok, "; ".join(f"{name(m)}: {r.measured}" for m, r in results.items()),
                    "; ".join(f"{name(m)}: {r.null}" for m, r in results.items()), failed,
-                   inconclusive=not fails and any(r.inconclusive for r in results.values()))
+                   inconclusive=not fails and any(r.inconclusive for r in results.values()), flip=flip)
 
 
 def families(meta: dict[str, dict]) -> dict[str, list[str]]:
@@ -220,7 +224,7 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
             df = pd.concat([df, pd.DataFrame([{"claim": c, "statement": TEXT[c], "family": "-", "models": "-",
                                                "criterion": "-", "measured": "no model in this run exercises it",
                                                "null": "-", "verdict": NOT_JUDGED,
-                                               "failed part": "-", "figure": FIG[c]}])])
+                                               "failed part": "-", "would flip if": "-", "figure": FIG[c]}])])
     return df.reset_index(drop=True)
 
 

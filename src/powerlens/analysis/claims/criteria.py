@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 
 from powerlens.analysis import decisions as dc
+from powerlens.analysis.claims import flip as fl
 from powerlens.core.fmt import fmt_num
+from powerlens.analysis.theory.synthetic import C2_REL_TOL, C3_ANGLE_TOL, C3_DIST_TOL
 from powerlens.models.archs import PAPER_MODELS
 
 
@@ -24,6 +26,7 @@ class Verdict(NamedTuple):
     null: str
     failed: str = ""
     inconclusive: bool = False
+    flip: str = ""  # what would have to change for the verdict to flip (:mod:`powerlens.analysis.claims.flip`)
 
     @property
     def word(self) -> str:
@@ -34,13 +37,13 @@ class Verdict(NamedTuple):
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_JUDGED = "reproduced", "not reproduced", "inconclusive", "not judged"
 
 
-def verdict(state: str, measured: str, null: str, failed: str, undecided: str = "") -> Verdict:
+def verdict(state: str, measured: str, null: str, failed: str, undecided: str = "", flip: str = "") -> Verdict:
     """A Verdict from a criterion's tri-state (:func:`powerlens.analysis.decisions.both` of its parts)."""
     if state == dc.YES:
-        return Verdict(True, measured, null)
+        return Verdict(True, measured, null, flip=flip)
     if state == dc.NO:
-        return Verdict(False, measured, null, failed)
-    return Verdict(False, measured, null, undecided or failed, inconclusive=True)
+        return Verdict(False, measured, null, failed, flip=flip)
+    return Verdict(False, measured, null, undecided or failed, inconclusive=True, flip=flip)
 
 
 FIG = {"C1": "fig_gamma, table_alignment", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (d)",
@@ -100,6 +103,12 @@ class Count(NamedTuple):
                  f"{self.saturated} saturated, not counted" if self.saturated else ""]
         extra = [e for e in extra if e]
         return f"{self.yes} of {self.of}" + (f" ({'; '.join(extra)})" if extra else "")
+
+    def flip_at_least(self, need: float, what: str) -> str:
+        return fl.at_least(self.yes, self.undecided, self.of, need, what)
+
+    def flip_below(self, limit: float, what: str) -> str:
+        return fl.below(self.yes, self.undecided, self.of, limit, what)
 
 
 def count(g: pd.DataFrame, col: str, alpha: float = 0.05, above: float = -np.inf) -> Count:
@@ -168,7 +177,7 @@ def c1(law: pd.DataFrame, model: pd.DataFrame | None, twin: pd.DataFrame | None,
     null = (f"{BOTH_NULLS}; random directions: median tilt {_f(d['tilt_null_median'].median())}, q95 "
             f"{_f(d['tilt_null_q95'].median())}")
     return verdict(state, measured, null, f"law: tilt significant in {c.yes} of {c.of} layers (needs {share:.0%})",
-                   _undecided(c, "law"))
+                   _undecided(c, "law"), c.flip_at_least(need, "law"))
 
 
 def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict) -> Verdict:
@@ -190,8 +199,13 @@ def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict) -> Ver
     parts = (("(a) consensus", cons), ("(b) alignment with M's span", span),
              ("(c) leading type" if expected else "(c) not judged (size unknown)", typ))
     failed = "; ".join(p for p, x in parts if x == dc.NO)
+    flip = fl.join([(fl.threshold(float(final["pairwise_abs_cos"]), crit["C5_consensus_abs_cos"], "(a) |cos|"), cons),
+                    (fl.threshold(float(final["span_M_final"]), float(final["span_M_final_null_q99"]),
+                                  "(b) alignment"), span),
+                    (f"(c) the leading type would have to {'change' if typ == dc.YES else 'be ' + str(expected)}"
+                     if expected else "", typ)], dc.both(cons, span, typ))
     return verdict(dc.both(cons, span, typ), measured, null, failed,
-                   "; ".join(f"{p} within 1e-6 of its threshold" for p, x in parts if x == dc.UNDECIDED))
+                   "; ".join(f"{p} within 1e-6 of its threshold" for p, x in parts if x == dc.UNDECIDED), flip)
 
 
 def c6(g: pd.DataFrame, crit: dict) -> Verdict:
@@ -215,8 +229,13 @@ def c6(g: pd.DataFrame, crit: dict) -> Verdict:
             f"{_f(d['gamma_null_q95'].median())}")
     parts = ((f"(a) gamma significant in {c.yes} of {c.of} layers", a),
              (f"(b) max gamma {_f(d['gamma'].max())}", weak), ("(c) accumulation", no_acc))
+    flip = fl.join([(c.flip_at_least(1, "(a) gamma"), a),
+                    (fl.threshold(float(d["gamma"].max()), crit["C6_weak_below"], "(b) max gamma", above=False), weak),
+                    ("(c) the last output's alignment with the first v_1 would have to "
+                     + ("become significant" if no_acc == dc.YES else "lose its significance"), no_acc)],
+                   dc.both(a, weak, no_acc))
     return verdict(dc.both(a, weak, no_acc), measured, null, "; ".join(p for p, x in parts if x == dc.NO),
-                   "; ".join(f"{p}: undecided" for p, x in parts if x == dc.UNDECIDED))
+                   "; ".join(f"{p}: undecided" for p, x in parts if x == dc.UNDECIDED), flip)
 
 
 def c7(g: pd.DataFrame, crit: dict) -> Verdict:
@@ -228,7 +247,8 @@ def c7(g: pd.DataFrame, crit: dict) -> Verdict:
     return verdict(c.at_least(share * c.of), f"{c.text()} layers; median rho {_f(d['rho'].median())}",
                    f"{BOTH_NULLS}; random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
                    f"{_f(d['rho_null_q95'].median())}",
-                   f"rho significant in {c.yes} of {c.of} layers (needs {share:.0%})", _undecided(c, "rho"))
+                   f"rho significant in {c.yes} of {c.of} layers (needs {share:.0%})", _undecided(c, "rho"),
+                   c.flip_at_least(share * c.of, "rho"))
 
 
 def c10(model: pd.DataFrame, law: pd.DataFrame | None, crit: dict) -> Verdict:
@@ -250,7 +270,9 @@ def c10(model: pd.DataFrame, law: pd.DataFrame | None, crit: dict) -> Verdict:
                                                                f"(must be under {quarter:.0%})", ffn)) if x == dc.NO)
     undecided = "; ".join(p for p, x in ((_undecided(ap, "attention"), attn), (_undecided(fn, "FFN"), ffn))
                           if x == dc.UNDECIDED)
-    return verdict(dc.both(attn, ffn), measured, BOTH_NULLS, failed, undecided)
+    flip = fl.join([(ap.flip_at_least(share * ap.of, "attention tilt"), attn),
+                    (fn.flip_below(quarter * fn.of, "FFN undoing the tilt"), ffn)], dc.both(attn, ffn))
+    return verdict(dc.both(attn, ffn), measured, BOTH_NULLS, failed, undecided, flip)
 
 
 def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
@@ -264,9 +286,10 @@ def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
         return Verdict(False, f"{len(d)} layers: correlation not defined", "-", "correlation not defined")
     r = spearmanr(x, y, alternative="greater")
     ok = bool(r.statistic > 0 and r.pvalue < alpha)
+    flip = fl.threshold(float(r.pvalue), alpha, "p", above=False)
     return Verdict(ok, f"Spearman {_f(r.statistic)} (p {_f(r.pvalue)}, {len(d)} layers); median ratio beyond "
                    f"the pair {_f(float(np.median(d['ratio_next'])))}", "no correlation (one-sided Spearman test)",
-                   "" if ok else f"Spearman {_f(r.statistic)}, p {_f(r.pvalue)}")
+                   "" if ok else f"Spearman {_f(r.statistic)}, p {_f(r.pvalue)}", flip=flip)
 
 
 def c9(st: pd.DataFrame, crit: dict) -> Verdict:
@@ -297,7 +320,13 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
     failed = "; ".join([p for p, bad in ((f"min |cos| {_f(cos)} < {crit['C9_alignment']}", cos < crit["C9_alignment"]),
                                          ("u not principal", not principal),
                                          ("below activation addition", not beats)) if bad])
-    return Verdict(ok, measured, null, failed)
+    state = lambda bad: dc.NO if bad else dc.YES  # noqa: E731
+    flip = fl.join([(fl.threshold(cos, crit["C9_alignment"], "min |cos|"), state(cos < crit["C9_alignment"])),
+                    ("u would have to " + ("stop being" if principal else "become") + " principal", state(not principal)),
+                    ("rank-1 would have to fall below activation addition" if beats else
+                     "rank-1 would have to reach activation addition", state(not beats))],
+                   dc.YES if ok else dc.NO)
+    return Verdict(ok, measured, null, failed, flip=flip)
 
 
 def c4(theory: list[dict], alpha: float) -> Verdict | None:
@@ -309,7 +338,8 @@ def c4(theory: list[dict], alpha: float) -> Verdict | None:
     v = c4_verdict(theory, alpha)
     if v is None:
         return None
-    return verdict(v["state"], v["measured"], v["null"], v.get("failed", ""), v.get("failed", ""))
+    flip = fl.threshold(v["p"], alpha, "Fisher p", above=False) if v.get("p") is not None else "-"
+    return verdict(v["state"], v["measured"], v["null"], v.get("failed", ""), v.get("failed", ""), flip)
 
 
 def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Verdict]]:
@@ -321,7 +351,8 @@ def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Ve
     if a:
         out["C2"] = (a["criterion"], Verdict(bool(a["passed"]), f"rate {_f(a['measured'])} vs |mu2/mu1| "
                                              f"{_f(a['predicted'])}", "analytic prediction",
-                                             "" if a["passed"] else f"relative error {_f(a['rel_error'])}"))
+                                             "" if a["passed"] else f"relative error {_f(a['rel_error'])}",
+                                             flip=fl.threshold(a["rel_error"], C2_REL_TOL, "relative error", False)))
     b1 = th.get(("b: complex pair", "full", "angle per step (rad)"))
     b0 = th.get(("b: complex pair", "full", "plane distance"))
     if b1 and b0:
@@ -329,7 +360,10 @@ def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Ve
         out["C3"] = (f"{b0['criterion']}; {b1['criterion']}", Verdict(
             ok, f"distance {_f(b0['measured'])}; angle {b1['measured']:.4f} vs {b1['predicted']:.4f} rad "
             f"(difference {_f(abs(b1['measured'] - b1['predicted']))})", "analytic prediction",
-            "; ".join(p for p, bad in (("plane distance", not b0["passed"]), ("angle", not b1["passed"])) if bad)))
+            "; ".join(p for p, bad in (("plane distance", not b0["passed"]), ("angle", not b1["passed"])) if bad),
+            flip=fl.join([(fl.threshold(b0["measured"], C3_DIST_TOL, "distance", False), dc.YES if b0["passed"] else dc.NO),
+                          (fl.threshold(abs(b1["measured"] - b1["predicted"]), C3_ANGLE_TOL, "angle difference",
+                                        False), dc.YES if b1["passed"] else dc.NO)], dc.YES if ok else dc.NO)))
     r = c4(theory, alpha)
     if r:
         out["C4"] = ("over a sweep of sizes, head counts and attention sharpness: at each cell's Newton-refined "

@@ -18,6 +18,7 @@ from powerlens.analysis.theory.synthetic import (
     step_matrix,
     synthetic_layer,
 )
+from powerlens.core.fmt import sci
 from powerlens.models.attention import attention_only_step, attention_output, visible_keys
 from powerlens.models.weights import LayerWeights
 
@@ -192,9 +193,9 @@ def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.nda
         case="c: bipartite", attention="softmax",
         quantity=f"spectral radius (d {d}, {H} head{'s' if H > 1 else ''}, |score| {s:g})",
         predicted=float("nan"), measured=cls["spectral_radius"],
-        criterion=f"Newton-refined equilibrium (one law step moves it by < {lin.RESIDUAL:g}); unstable if the "
-        f"spectral radius of one step's Jacobian (tangent space) > 1 + {lin.RADIUS_TOL:g}, stable < 1 - "
-        f"{lin.RADIUS_TOL:g}; degenerate (not tested) if max |score| < {lin.UNIFORM_SCORE:g}; check: groups no "
+        criterion=f"Newton-refined equilibrium (one law step moves it by < {sci(lin.RESIDUAL)}); unstable if the "
+        f"spectral radius of one step's Jacobian (tangent space) > 1 + {sci(lin.RADIUS_TOL)}, stable < 1 - "
+        f"{sci(lin.RADIUS_TOL)}; degenerate (not tested) if max |score| < {lin.UNIFORM_SCORE:g}; check: groups no "
         f"longer antipodal (|cos| < 1 - {tol:g}) within {steps} steps", passed=bool(tested),
         detail={"d": d, "heads": H, "sharpness": s, "score_at_equilibrium": typical_score(eq["X"], lw, H),
                 "qk_scale": qk, "runs": runs, "broke": broke, "break_rate": broke / runs,
@@ -260,7 +261,7 @@ def c4_verdict(results: list[dict], alpha: float) -> dict | None:
     checks = [r["detail"]["check"] for r in tested]
     measured = (f"unstable equilibria: several heads {um} of {len(many)} cells, one head {u1} of {len(one)} "
                 f"(one-sided Fisher p {p:.3g}); {len(degenerate)} degenerate cells (uniform attention, not tested), "
-                f"{len(none)} without an equilibrium (residual >= {lin.RESIDUAL:g}); perturbation check: "
+                f"{len(none)} without an equilibrium (residual >= {sci(lin.RESIDUAL)}); perturbation check: "
                 f"{checks.count('agrees')} agree, {checks.count('disagrees')} disagree, "
                 f"{checks.count('too slow to see')} too slow to see in the run's steps")
     measured += (f"; positive control: spectral radius {pos['measured']:.4g} ({pos['detail']['stability']}), broke "

@@ -10,9 +10,13 @@ import numpy as np
 import torch
 
 from powerlens.analysis.spectra import sort_order
+from powerlens.core.fmt import sci
 from powerlens.models.attention import attention_only_step, attention_output, visible_keys
 from powerlens.models.weights import LayerWeights
 
+
+#: The synthetic checks' tolerances (C2: the rate's relative error; C3: the distance to the plane, the angle).
+C2_REL_TOL, C3_DIST_TOL, C3_ANGLE_TOL = 0.05, 1e-6, 1e-3
 
 def _t(a) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a), dtype=torch.float64)
@@ -158,8 +162,8 @@ def experiment_real(d, n_heads, n_tokens, steps, seed, residual=True, attention=
     side = np.sign(Xi[-1] @ v1)
     minority = float(min(np.mean(side > 0), np.mean(side < 0)))
     res = Result(case="a: real dominant", attention=attention, quantity="rate per step", predicted=predicted,
-                 measured=measured, criterion="|measured - |mu2/mu1|| <= 5% (full attention)",
-                 passed=bool(abs(measured - predicted) <= 0.05 * predicted),
+                 measured=measured, criterion=f"|measured - |mu2/mu1|| <= {C2_REL_TOL:.0%} (full attention)",
+                 passed=bool(abs(measured - predicted) <= C2_REL_TOL * predicted),
                  detail={"mu1": complex(vals[0]), "mu2": complex(vals[1]), "steps_fitted": n_fit,
                          "final_line_distance": float(err[-1]), "isotropic_starts_minority_fraction": minority,
                          "isotropic_starts_final_line_distance": float(line_distance(Xi[-1:], v1).max())})
@@ -186,11 +190,11 @@ def experiment_complex(d, n_heads, n_tokens, steps, seed, residual=True, attenti
     measured_angle = float(np.mean(tail))
     predicted = float(np.angle(vals[0]))
     r_dist = Result(case="b: complex pair", attention=attention, quantity="plane distance", predicted=0.0,
-                    measured=float(dist[-1]), criterion="final distance < 1e-6 (full attention)",
-                    passed=bool(dist[-1] < 1e-6), detail={"mu1": complex(vals[0])})
+                    measured=float(dist[-1]), criterion=f"final distance < {sci(C3_DIST_TOL)} (full attention)",
+                    passed=bool(dist[-1] < C3_DIST_TOL), detail={"mu1": complex(vals[0])})
     r_angle = Result(case="b: complex pair", attention=attention, quantity="angle per step (rad)", predicted=predicted,
-                     measured=measured_angle, criterion="|measured - arg(mu1)| < 1e-3 rad (full attention)",
-                     passed=bool(abs(measured_angle - predicted) < 1e-3),
+                     measured=measured_angle, criterion=f"|measured - arg(mu1)| < {sci(C3_ANGLE_TOL)} rad (full attention)",
+                     passed=bool(abs(measured_angle - predicted) < C3_ANGLE_TOL),
                      detail={"mu1": complex(vals[0]), "angle_spread_last20": float(np.ptp(tail))})
     return r_dist, r_angle, {"dist": dist, "dtheta": dtheta.mean(axis=1), "coords": c[:, :6]}
 

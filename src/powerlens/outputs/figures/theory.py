@@ -16,13 +16,13 @@ def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int = 1
     control. "full" attention: every attention weight equal (the setting of the theory); "softmax": random
     W_Q, W_K (how far a real attention moves the prediction)."""
     style()
-    fig, (a, b, bb, c) = plt.subplots(1, 4, figsize=(17, 4.1))
+    fig, ((a, b), (bb, c)) = plt.subplots(2, 2, figsize=(11, 8.6))  # 2 x 2: readable at a page's width
     _theory_real(a, real, pred)
     _theory_complex(b, bb, cplx, pred)
     _theory_c4(c, bip)
-    fig.suptitle("Theory checks on synthetic layers with prescribed spectra (no checkpoint involved). Full "
+    fig.suptitle("Theory checks on synthetic layers with prescribed spectra (no checkpoint involved).\nFull "
                  "attention: every attention weight equal (the theory's setting); softmax: random W_Q, W_K",
-                 y=1.03, fontsize=9)
+                 y=1.02, fontsize=10)
     fig.tight_layout()
     return save(fig, stem, dpi)
 
@@ -100,6 +100,8 @@ def _theory_c4(c, bip: dict) -> None:
            va="bottom")
     c.set_xscale("log")
     c.set_yscale("log")
+    c.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # ticks at the sweep's sharpness values only
+    c.set_xticks(sharp, [f"{v:g}" for v in sharp])
     c.set_xlabel("attention sharpness: typical |score| at the bipartite start")
     c.set_ylabel("spectral radius of one law step's Jacobian\n(tangent space; > 1: unstable)")
     c.set_title(f"(d) bipartite equilibrium (Newton-refined), linearised;\ncheck: perturbed by epsilon = "

@@ -27,7 +27,7 @@ from powerlens.pipeline.steps.write_lock import write_lock
 #: The pipeline's steps, in the order a run meets them (module names here; commands with "-").
 STEPS = ("fetch_model", "steering_targets", "write_lock", "extract", "check_extraction", "spectra", "dynamics",
          "steering", "quantization", "theory", "table_models", "plot_spectra", "plot_dynamics", "plot_steering",
-         "plot_theory", "table_quantization", "claims", "provenance", "article")
+         "plot_theory", "table_quantization", "claims", "provenance", "speed", "article")
 
 __all__ = ["STEPS", "step_module", "MODELLING_CHOICES", "check_extraction", "check_steering_targets", "dynamics",
            "extract", "fetch_model", "provenance_manifest", "quantization", "spectra", "steering", "theory",

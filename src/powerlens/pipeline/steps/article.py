@@ -13,16 +13,22 @@ OPTIONS = (
     Option("run", "config:run", help="the run's name (its tables, figures and provenance are read from it)"),
     Option("out-html", "output:html", dest="out_html", help="replication.html to write"),
     Option("out-pdf", "output:pdf", dest="out_pdf", help="replication.pdf to write (Typst, no TeX)"),
+    Option("index", "param:index", kind="json", help="JSON [{output, rule, log}]: the figures and tables with the "
+           "rule and log behind each (from the workflow's rules)"),
+    Option("command", "param:command", help="the command that rebuilds the run"),
 )
 
 
-def article(*, run: str, out_html: str | Path, out_pdf: str | Path) -> dict:
+def article(*, run: str, out_html: str | Path, out_pdf: str | Path, index: list[dict] | None = None,
+            command: str = "") -> dict:
     import typst
 
-    from powerlens.outputs.article import Run, document, to_html, to_typst, traced_spans, untraced
+    from powerlens.outputs.article import Run, document
+    from powerlens.outputs.render import to_html, to_typst
+    from powerlens.outputs.trace import traced_spans, untraced
 
     root = Path.cwd()
-    blocks = document(Run(run, root))
+    blocks = document(Run(run, root), index=index or [], command=command)
     text = to_html(blocks)
     bad = untraced(text, root)
     if bad:  # a value the article would show is not what its file says: never written

@@ -1,0 +1,73 @@
+"""How far each heavy step of a run is from the machine's limit: its measured wall time (the rule's
+``benchmark:`` file) beside its arithmetic lower bound (the floating-point operations it cannot avoid,
+:func:`powerlens.pipeline.resources.arithmetic`, at the matrix-product peak measured on the same machine at the
+steps' thread count). The pipeline's ``speed`` step and ``scripts/bench.py`` both call these functions."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pandas as pd
+
+from powerlens.pipeline.resources import arithmetic, size_of_entry
+
+#: Rules with an arithmetic lower bound, by the step that runs them.
+HEAVY = {"spectra": "spectra", "dynamics_model": "dynamics (model)",
+         "dynamics_attention-only": "dynamics (attention-only)", "steering": "steering"}
+
+#: What the bound counts and leaves out (table_speed's caption, the article's methods).
+COUNTED = ("counted: the forward passes' matrix products, the attention-only law's attention matrices, the "
+           "Monte Carlo null's projections, one eigen-solve per unique layer; not counted: attention scores, "
+           "norms, the LM head over the vocabulary, greedy continuations, imports, file reading and writing "
+           "(so a ratio near 1 is out of reach)")
+
+
+def matmul_peak(threads: int) -> dict[str, float]:
+    """The matrix-product peak of this machine at ``threads`` threads, in flop/s per dtype: the best of five
+    square products large enough to be compute-bound."""
+    import torch
+
+    torch.set_num_threads(threads)
+    out = {}
+    for name, dt, n in (("float32", torch.float32, 2048), ("float64", torch.float64, 1536)):
+        a, b = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt)  # [n, n]
+        a @ b
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - t0)
+        out[name] = 2.0 * n ** 3 / best
+    return out
+
+
+def bound_s(flops: dict[str, float], peak: dict[str, float]) -> float:
+    """Seconds the arithmetic takes at the peak (NaN where nothing is counted)."""
+    return sum(v / peak[k] for k, v in flops.items()) if flops else float("nan")
+
+
+def step_flops(rule: str, config: dict, name: str, *, tokens: int, targets: int) -> dict[str, float]:
+    """The arithmetic of one heavy rule of one config entry, with the run's dynamics and steering settings."""
+    dyn, st = config["dynamics"], config["steering"]
+    return arithmetic(rule, size_of_entry(name, config["models"][name]), tokens=tokens, steps=dyn["steps"],
+                      kappas=st["kappas"], targets=targets, shared_edit=st["shared_edit"],
+                      null_draws=dyn["null_draws"])
+
+
+def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: dict[str, str]) -> pd.DataFrame:
+    """One row per heavy job: ``jobs`` items have model, rule, benchmark (a Snakemake benchmark TSV), tokens
+    (the counted tokens the step processed) and targets (steering targets; 0 elsewhere)."""
+    rows = []
+    for j in jobs:
+        b = pd.read_csv(j["benchmark"], sep="\t")
+        wall, cpu = float(b["s"].iloc[0]), float(b["cpu_time"].iloc[0])
+        flops = step_flops(j["rule"], config, j["model"], tokens=int(j["tokens"]), targets=int(j["targets"]))
+        lower = bound_s(flops, peak)
+        rows.append({"model": labels.get(j["model"], j["model"]), "step": HEAVY[j["rule"]],
+                     "wall (s)": round(wall, 1), "CPU (s)": round(cpu, 1), "tokens": int(j["tokens"]),
+                     "arithmetic (GFLOP)": round(sum(flops.values()) / 1e9, 3),
+                     "lower bound (s)": float(f"{lower:.3g}"),
+                     "wall / bound": (float(f"{wall / lower:.3g}") if lower > 0 and math.isfinite(lower) else None),
+                     "weights": j["weights_label"]})
+    return pd.DataFrame(rows)

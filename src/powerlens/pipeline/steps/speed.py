@@ -1,0 +1,56 @@
+"""Write table_speed: each heavy job's wall time (its rule's benchmark file) beside its arithmetic lower bound
+at the matrix-product peak measured here at the steps' thread count, and the ratio
+(:mod:`powerlens.pipeline.speed`)."""
+
+from __future__ import annotations
+
+from powerlens.core.io import read_json
+from powerlens.pipeline.options import Option, show_table
+
+OPTIONS = (
+    Option("config", "param:config", kind="json", help="the run's config as JSON (models, dynamics, steering)"),
+    Option("labels", "param:labels", kind="json"),
+    Option("meta", "input:meta", many=True, help="weights.json of every model (the spectra jobs' order)"),
+    Option("bench-spectra", "input:bench_spectra", many=True, help="the spectra rule's benchmark files"),
+    Option("dynamics", "input:dynamics", many=True, help="dynamics-<mode>.json (model, mode, counted tokens)"),
+    Option("bench-dynamics", "input:bench_dynamics", many=True, help="the dynamics rule's benchmark files"),
+    Option("steering", "input:steering", many=True, help="steering.csv of every model (targets, tokens)"),
+    Option("bench-steering", "input:bench_steering", many=True, help="the steering rule's benchmark files"),
+    Option("stem", "param:stem", help="table_speed stem"),
+    Option("threads", "threads", kind="int"),
+)
+
+
+def speed(*, config: dict, labels: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
+          bench_dynamics: list[str], steering: list[str], bench_steering: list[str], stem: str, threads: int):
+    import pandas as pd
+
+    from powerlens.outputs.tables import write_table
+    from powerlens.pipeline.speed import COUNTED, matmul_peak, speed_rows
+
+    metas = [read_json(p) for p in meta]
+    dyn = [read_json(p) for p in dynamics]
+    label = {m["model"]: m["weights_label"] for m in metas}
+    jobs = [{"model": m["model"], "rule": "spectra", "benchmark": b, "tokens": 0, "targets": 0}
+            for m, b in zip(metas, bench_spectra)]
+    jobs += [{"model": d["model"], "rule": f"dynamics_{d['mode']}", "benchmark": b, "tokens": d["n_tokens"],
+              "targets": 0} for d, b in zip(dyn, bench_dynamics)]
+    for p, b in zip(steering, bench_steering):
+        s = pd.read_csv(p)
+        jobs.append({"model": str(s["model"].iloc[0]), "rule": "steering", "benchmark": b,
+                     "tokens": int(s["n_tokens"].max()), "targets": int(s["target"].nunique())})
+    for j in jobs:
+        j["weights_label"] = label[j["model"]]
+    peak = matmul_peak(threads)
+    df = speed_rows(config, jobs, peak, labels)
+    write_table(df, stem, caption=(
+        f"Speed: each heavy job's wall time (its rule's benchmark file) beside its arithmetic lower bound at this "
+        f"machine's matrix-product peak at {threads} threads, measured in this step (float32 "
+        f"{peak['float32'] / 1e9:.1f} GFLOP/s, float64 {peak['float64'] / 1e9:.1f} GFLOP/s). The bound is "
+        f"{COUNTED}. Tokens: the counted tokens (specials excluded) the step processed. Random-weight twins "
+        "are timed like the trained models."))
+    return df
+
+
+show = show_table
+STEP = speed
