@@ -46,6 +46,10 @@ def run_guarded(fn, *args) -> None:
         sys.exit(1)
 
 
+#: inspect's label for weights outside a run (no manifest says trained or random weights).
+UNLABELLED = "weights as found: not a run's model folder, so neither labelled trained nor random"
+
+
 def inspect_model(a) -> None:
     """powerlens inspect: the leading eigenpair of every layer's F, printed as a table.
 
@@ -66,8 +70,8 @@ def inspect_model(a) -> None:
     lens = Lens.from_pretrained(a.model, arch=a.arch, revision=a.revision, head=False)
     from powerlens.core.fmt import weights_text
 
-    label = weights_text(weights_label_of(a.model))
-    print(f"{a.model}: {lens}" + (f"  [{label}]" if label else "") + f"  (loaded in {time.perf_counter() - t0:.1f} s; "
+    label = weights_text(weights_label_of(a.model)) or UNLABELLED
+    print(f"{a.model}: {lens}  [{label}]  (loaded in {time.perf_counter() - t0:.1f} s; "
           f"eigen-solves of {len(lens.weights.layers)} unique layers on {a.threads or os.cpu_count()} threads)",
           flush=True)
     spec = lens.spectra(k=1, threads=a.threads or os.cpu_count() or 1)

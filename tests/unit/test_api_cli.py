@@ -140,6 +140,7 @@ def test_powerlens_command_inspect_and_step_help(minilm_path, twin):
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in r.stdout.splitlines() if re.match(r"\s+\d+\s+\d+\s", ln)]
     assert len(rows) == 6 and "Lens(bert" in r.stdout and "\r" not in r.stdout + r.stderr
+    assert "not a run's model folder, so neither labelled trained nor random" in r.stdout.splitlines()[0]
     r = subprocess.run(exe + ["inspect", twin[1]["path"], "--csv", str(twin[0] / "t.csv")], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "Lens(gpt2" in r.stdout and "[random weights]" in r.stdout, r.stderr[-2000:]

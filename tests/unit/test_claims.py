@@ -256,10 +256,10 @@ def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
     other = pd.DataFrame({"layer": range(12), "rho_sig": "no", "variant": "seed2", **keys})
     main = judge(dyn)
     assert main.set_index("claim").loc["C7", "verdict"] == "reproduced"
-    out, table, agree = robustness(main, judge, dyn, pd.concat(same), pd.DataFrame(), {"BERT": ["m"]})
-    assert agree[("C7", "BERT")] == "2 of 2 agree" and out.set_index("claim").loc["C7", "verdict"] == "reproduced"
-    out, table, agree = robustness(main, judge, dyn, pd.concat(same + [other]), pd.DataFrame(), {"BERT": ["m"]})
+    out, table, agree = robustness(main, judge, dyn, pd.concat(same), pd.DataFrame(), {"BERT (trained)": ["m"]})
+    assert agree[("C7", "BERT (trained)")] == "2 of 2 agree" and out.set_index("claim").loc["C7", "verdict"] == "reproduced"
+    out, table, agree = robustness(main, judge, dyn, pd.concat(same + [other]), pd.DataFrame(), {"BERT (trained)": ["m"]})
     row = out.set_index("claim").loc["C7"]
-    assert agree[("C7", "BERT")] == "2 of 3 agree" and row["verdict"] == "inconclusive"
+    assert agree[("C7", "BERT (trained)")] == "2 of 3 agree" and row["verdict"] == "inconclusive"
     assert "changes with the Monte Carlo seed" in row["failed part"] and "seed 2: not reproduced" in row["failed part"]
     assert pd.isna(table.set_index("claim").loc["C1", "seed 2"])  # the law's claim: a model-mode variant is no evidence

@@ -12,7 +12,7 @@ import pandas as pd
 from powerlens.analysis.claims import count, n_saturated, share_significant, theory_verdicts
 from powerlens.core.fmt import DASH, fmt_num, weights_text  # noqa: F401  (the one number format, re-exported)
 from powerlens.core.io import atomic_path, write_text
-from powerlens.models.sources import source_text
+from powerlens.models.sources import revision_text, source_text
 
 MISSING_DEFAULT = "the quantity is not defined for this row"
 
@@ -135,7 +135,7 @@ def models_table(weights_meta: list[dict], labels: dict[str, str] | None = None,
                   or man.get("package") or man.get("path") or m["source"])
         rows.append({
             "model": labels.get(m["model"], m["model"]), "key": m["model"], "hub id / origin": origin,
-            "revision": (m.get("resolved_revision") or "-")[:12],
+            "revision": revision_text(m["source"], m.get("resolved_revision")),
             "params (M)": m["n_params"] / 1e6,
             "d_model": m["d_model"], "layers": m["n_layers"], "heads": m["n_heads"],
             "shared weights": "yes" if m["shared_weights"] else "no",
@@ -320,13 +320,24 @@ def continuations_table(per_model: list[pd.DataFrame], labels: dict[str, str] | 
         return pd.DataFrame([{c: "-" for c in cols} | {"model": "no causal LM with a token target in this run"}],
                             columns=cols)
     df = pd.concat(frames, ignore_index=True)
+    if (df["weights"] != "random weights").any():  # trained models only: a twin's text is noise (twins table)
+        df = df[df["weights"] != "random weights"]
     df["model"] = df["model"].map(lambda m: labels.get(m, m))
     df["weights"] = df["weights"].map(weights_text)
     for c in ("prompt", "rank-1 (last layer O')", "activation addition (matched norm)"):
         # generated text is data: newlines and control characters shown as escapes (write_table escapes the
-        # Markdown form's pipes)
-        df[c] = df[c].astype(str).map(lambda t: json.dumps(t, ensure_ascii=False)[1:-1])
+        # Markdown form's pipes); nothing generated but whitespace is said in words, never a blank cell
+        df[c] = df[c].astype(str).map(lambda t: json.dumps(t, ensure_ascii=False)[1:-1] if t.strip() else
+                                      f"{CONTINUATION_BLANK} ({json.dumps(t)})")
     return df[cols].reset_index(drop=True)
+
+
+#: What a continuation cell says when the model generated only whitespace or an end-of-text token.
+CONTINUATION_BLANK = "(only whitespace or end of text)"
+CONTINUATIONS_NOTE = (f"{CONTINUATION_BLANK}: the greedy continuation holds no visible character (its exact "
+                      "text in JSON quotes). \ufffd stands for bytes that are not a whole UTF-8 character (a "
+                      "byte-level token cut inside one). Random-weight twins' continuations are left out when the "
+                      "run has a trained causal LM.")
 
 
 def quantization_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None = None) -> pd.DataFrame:

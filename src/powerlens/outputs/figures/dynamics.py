@@ -119,7 +119,8 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 
             ax.text(0.02, (0.14 if long_run else 0.03) + 0.08 * k, text, transform=ax.transAxes, fontsize=6.5, color=c,
                     bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1})
         ax.axhline(0.5, color="0.3", lw=0.8, ls=":")
-        ax.set_ylim(0, 1.02)
+        ax.set_ylim(-0.08 - 0.08 * (len(notes) + long_run), 1.02)  # a band below 0 for the notes: no point hidden
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 1])
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=8))

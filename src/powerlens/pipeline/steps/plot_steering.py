@@ -21,7 +21,7 @@ def plot_steering(*, csv: list[str], labels: dict, fig: str, table: str, continu
 
     from powerlens.outputs.figures import fig_steering
     from powerlens.outputs.plotting import draw_split
-    from powerlens.outputs.tables import STEERING_MISSING, steering_table, write_table
+    from powerlens.outputs.tables import CONTINUATIONS_NOTE, STEERING_MISSING, steering_table, write_table
     from powerlens.outputs.tables import continuations_table as cont_table
 
     df = pd.concat([pd.read_csv(p) for p in csv], ignore_index=True)
@@ -35,7 +35,7 @@ def plot_steering(*, csv: list[str], labels: dict, fig: str, table: str, continu
         write_table(c, continuations_table, caption="Greedy continuations of fixed prompts with the last layer "
                     "steered towards a token's unembedding direction (rank-1 edit of O, and activation addition "
                     "at the same site with the same mean norm of change), per kappa: does the model start saying "
-                    "the target?")
+                    "the target? " + CONTINUATIONS_NOTE)
     return t
 
 
