@@ -9,9 +9,9 @@ DASH = "-"
 
 
 def fmt_num(x) -> str:
-    """The one number format of every table and claim text: 3 significant digits, plain between 1e-3 and
-    1000 in magnitude ("0.0431", "256"), scientific outside ("2.91e-04", "1.14e+04"); integers as they are; a
-    missing value (NaN, None) as a dash."""
+    """The one number format of every table and claim text: 3 significant digits, plain between 0.01 and
+    1000 in magnitude ("0.0431", "256"), scientific outside ("1.00e-03", "2.91e-04", "1.14e+04": never "0.001"
+    beside "6.00e-04"); integers as they are; a missing value (NaN, None) as a dash."""
     if x is None:
         return DASH
     if isinstance(x, (bool, np.bool_)):
@@ -25,7 +25,7 @@ def fmt_num(x) -> str:
         return f"{x:g}"
     if x == round(x) and abs(x) < 1e5:
         return str(int(x))
-    return f"{x:.3g}" if 1e-3 <= abs(x) < 1000 else f"{x:.2e}"
+    return f"{x:.3g}" if 1e-2 <= abs(x) < 1000 else f"{x:.2e}"
 
 
 def weights_text(label: str) -> str:
@@ -35,5 +35,8 @@ def weights_text(label: str) -> str:
 
 
 def sci(x: float) -> str:
-    """A tolerance as written in the spec: 1e-9, 1e-3 (no zero-padded exponent, unlike format "g")."""
-    return f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e+")
+    """A tolerance as written in the spec: 1e-9, 2.5e-3 (3 significant digits at most, no trailing zeros and no
+    zero-padded exponent, unlike format "g")."""
+    mant, exp = f"{x:.2e}".split("e")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}e{int(exp)}"

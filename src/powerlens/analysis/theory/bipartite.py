@@ -195,8 +195,8 @@ def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.nda
         predicted=float("nan"), measured=cls["spectral_radius"],
         criterion=f"Newton-refined equilibrium (one law step moves it by < {sci(lin.RESIDUAL)}); unstable if the "
         f"spectral radius of one step's Jacobian (tangent space) > 1 + {sci(lin.RADIUS_TOL)}, stable < 1 - "
-        f"{sci(lin.RADIUS_TOL)}; degenerate (not tested) if max |score| < {lin.UNIFORM_SCORE:g}; check: groups no "
-        f"longer antipodal (|cos| < 1 - {tol:g}) within {steps} steps", passed=bool(tested),
+        f"{sci(lin.RADIUS_TOL)}; degenerate (not tested) if max |score| < {sci(lin.UNIFORM_SCORE)}; check: groups no "
+        f"longer antipodal (|cos| < 1 - {sci(tol)}) within {steps} steps", passed=bool(tested),
         detail={"d": d, "heads": H, "sharpness": s, "score_at_equilibrium": typical_score(eq["X"], lw, H),
                 "qk_scale": qk, "runs": runs, "broke": broke, "break_rate": broke / runs,
                 "fixed_point_residual": eq["residual"], "equilibrium_found": eq["found"],
