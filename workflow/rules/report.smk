@@ -108,6 +108,11 @@ rule speed:
         step_shell("speed")
 
 
+#: Every figure a claim section may show (the claims' FIG column): inputs, so none is older than its data.
+ARTICLE_FIGURES = ("fig_gamma", "fig_rho", "fig_gap", "fig_spectra", "fig_theory", "fig_steering",
+                   "fig_albert_consensus", "fig_albert_rotation")
+
+
 rule article:
     """replication.html and replication.pdf: the answer to "which claims hold, and how sure are we", every
     number drawn from the run's tables, figures and provenance (read back before writing)."""
@@ -117,7 +122,7 @@ rule article:
         robustness=f"paper_tables/{RUN}/table_robustness.csv",
         provenance=rules.provenance.output.manifest,
         speed=rules.speed.output.table_csv,
-        figures=[f"figures/{RUN}/{f}.png" for f in ("fig_gamma", "fig_rho", "fig_gap", "fig_spectra", "fig_theory", "fig_steering")],
+        figures=[f"figures/{RUN}/{f}.png" for f in ARTICLE_FIGURES],
     output:
         html=report(results("replication.html"), caption="../report/replication.rst", category="0 Replication"),
         pdf=results("replication.pdf"),

@@ -54,8 +54,11 @@ def code_line(run: Run) -> list:
     code = prov.get("code") or {}
     if not code.get("commit"):
         return ["powerlens ", json_value(run.provenance, run.root, ["versions", "powerlens"]), " (no git checkout)"]
-    return ["commit ", json_value(run.provenance, run.root, ["code", "commit"]),
-            " (uncommitted changes: ", json_value(run.provenance, run.root, ["code", "uncommitted_changes"]), ")"]
+    out = ["commit ", json_value(run.provenance, run.root, ["code", "commit"]),
+           " (uncommitted changes: ", json_value(run.provenance, run.root, ["code", "uncommitted_changes"]), ")"]
+    if code.get("requirements_lock_sha256"):
+        out += ["; requirements.lock sha256 ", json_value(run.provenance, run.root, ["code", "requirements_lock_sha256"])]
+    return out
 
 
 def abstract(run: Run) -> list:
@@ -169,12 +172,16 @@ def reproducibility(run: Run, command: str = "") -> list:
                                     json_value(run.provenance, run.root, ["blas", i, "version"]), " on ",
                                     json_value(run.provenance, run.root, ["blas", i, "architecture"])], "")]
             for i in range(len(prov.get("blas", [])))]
+    mach = []
+    if prov.get("machine"):
+        mach = [[([k], ""), ([json_value(run.provenance, run.root, ["machine", k])], "")]
+                for k in ("cpu", "logical_cpus", "platform")]
     return [("h", 2, ["Reproducibility"]),
             ("p", ["Every output of this run is rebuilt by the workflow from the config whose sha256 is given "
                    "above; the run's provenance.json records each model's revision and weight sha256, the seeds and "
                    "the thread counts. The command (from the repository root; any --cores gives the same outputs): "]),
             ("code", command or "snakemake --cores N"),
-            ("table", ["software", "version"], rows + blas)]
+            ("table", ["machine and software", "version"], mach + rows + blas)]
 
 
 

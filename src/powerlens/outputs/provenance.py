@@ -40,9 +40,33 @@ def code_revision() -> dict[str, Any]:
             return {"commit": None}
         dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10)
-        return {"commit": commit.stdout.strip(), "uncommitted_changes": bool(dirty.stdout.strip())}
+        top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        lock = Path(top) / "requirements.lock" if top else None
+        return {"commit": commit.stdout.strip(), "uncommitted_changes": bool(dirty.stdout.strip()),
+                "requirements_lock_sha256": (sha256_file(lock) if lock and lock.is_file() else None)}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None}
+
+
+def sha256_file(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def machine() -> dict[str, Any]:
+    """The CPU the run's steps ran on (model name, logical CPUs) and the platform."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform()}
 
 
 def blas() -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
             kind = tgt.split(":")[0]
             if kind not in targets:
                 targets.append(kind)
-            pu |= _steering_curves(left, right, gt, f"C{targets.index(kind)}", has_p)
+            pu |= _steering_curves(left, right, gt, f"C{targets.index(kind)}", has_p, below=targets.index(kind) % 2 == 1)
         _steering_axes(left, right, _name(labels, weights, m), has_p)
     hs, ls = _steering_legend(targets, pu)
     fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the same "
@@ -38,12 +38,15 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
     return save(fig, stem, dpi)
 
 
-def _kappa_labels(ax, x, y, kappas, c) -> None:
-    for xi, yi, k in zip(x, y, kappas):
-        ax.annotate(f"{k:g}", (xi, yi), textcoords="offset points", xytext=(0, 4), fontsize=6, color=c, ha="center")
+def _kappa_labels(ax, x, y, kappas, c, below: bool = False) -> None:
+    """kappa beside each point: one target above its points, the next below (labels of two targets never sit on
+    one another), alternately left and right of neighbouring points."""
+    for i, (xi, yi, k) in enumerate(zip(x, y, kappas)):
+        ax.annotate(f"{k:g}", (xi, yi), textcoords="offset points", xytext=(-5 if i % 2 else 5, -10 if below else 4),
+                    fontsize=6, color=c, ha="right" if i % 2 else "left")
 
 
-def _steering_curves(left, right, gt: pd.DataFrame, c: str, has_p: bool) -> bool:
+def _steering_curves(left, right, gt: pd.DataFrame, c: str, has_p: bool, below: bool = False) -> bool:
     """One target's curves (colour ``c``); True where a norm follows W_O (the p * u curve is drawn)."""
     r1 = gt[gt["method"].str.startswith("rank-1")]
     aa = gt[gt["method"].str.startswith("activation")]
@@ -51,18 +54,18 @@ def _steering_curves(left, right, gt: pd.DataFrame, c: str, has_p: bool) -> bool
     r1, aa = r1[r1["kappa"] > 0], aa[aa["kappa"] > 0]
     x1 = r1["change_norm_model"]
     left.plot(x1, r1["cos_after_layer_model"], "-o", ms=3.5, color=c)
-    _kappa_labels(left, x1, r1["cos_after_layer_model"], r1["kappa"], c)
+    _kappa_labels(left, x1, r1["cos_after_layer_model"], r1["kappa"], c, below)
     left.plot(r1["change_norm_attention_only"], r1["cos_after_layer_attention_only"], "--", color=c)
     left.plot(aa["change_norm_model"], aa["cos_after_layer_model"], ":s", ms=3, color=c)
     pu = "cos_pu_after_layer_model" in r1 and bool(r1["cos_pu_after_layer_model"].notna().any())
     if pu:  # a norm follows W_O (Gemma 3): what the residual stream receives points along p * u
-        left.plot(x1, r1["cos_pu_after_layer_model"], "-.^", ms=3, color=c)
+        left.plot(x1, r1["cos_pu_after_layer_model"], "-.^", ms=5.5, mfc="white", mew=1.0, color=c)
         cap = float(r1["post_norm_cap"].iloc[0])
         left.axvline(cap, color="0.5", lw=0.8, ls=(0, (1, 3)))
         left.text(cap, 0.95, " cap", fontsize=7, color="0.4", va="top")
     if has_p and r1["p_target"].notna().any():
         right.plot(x1, r1["p_target"], "-o", ms=3.5, color=c)
-        _kappa_labels(right, x1, r1["p_target"], r1["kappa"], c)
+        _kappa_labels(right, x1, r1["p_target"], r1["kappa"], c, below)
         right.plot(aa["change_norm_model"], aa["p_target"], ":s", ms=3, color=c)
         if len(r0) and np.isfinite(r0["p_target"].iloc[0]):
             right.axhline(float(r0["p_target"].iloc[0]), color="0.55", lw=0.9, ls=(0, (4, 2)))
@@ -97,7 +100,7 @@ def _steering_legend(targets: list[str], pu: bool) -> tuple[list, list[str]]:
     ls += ["rank-1 change of W_O, real forward pass (numbers: kappa)", "rank-1 change, attention-only law",
            "activation addition, same site and norm of change", "unsteered model (kappa = 0)"]
     if pu:
-        hs.append(Line2D([], [], color="0.3", ls="-.", marker="^", ms=3))
+        hs.append(Line2D([], [], color="0.3", ls="-.", marker="^", ms=5.5, mfc="white"))
         ls.append("rank-1: alignment with p * u (post-attention norm gain p; dotted: its cap)")
     return hs, ls
 

@@ -47,7 +47,8 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
             seeds.add(rec["seed"])
     doc = {
         "run": cfg["run"], "config": cfg, "config_sha256": provenance.config_hash(cfg),
-        "versions": provenance.versions(), "code": provenance.code_revision(), "blas": provenance.blas(),
+        "versions": provenance.versions(), "code": provenance.code_revision(), "machine": provenance.machine(),
+        "blas": provenance.blas(),
         "models": models,
         "seed": cfg.get("seed"), "seeds_recorded": sorted(seeds), "threads_per_output": threads,
         "devices": sorted(devices), "start_time": min(times) if times else None,
