@@ -27,7 +27,7 @@ from pathlib import Path
 
 repo = Path(sys.argv[1])
 for mod in ("powerlens", "torch", "transformers", "snakemake", "snakemake_executor_plugin_slurm", "gguf",
-            "accelerate", "pytest", "hypothesis", "playwright"):
+            "accelerate", "pytest", "hypothesis", "playwright", "typst", "pypdf"):
     assert importlib.util.find_spec(mod), f"{mod} is not importable after set-up"
 models = re.search(r"^MODEL_PACKAGES :=((?:.*\\\n)*.*)$", (repo / "Makefile").read_text(), re.M).group(1)
 models = models.replace("\\\n", " ").split()

@@ -37,6 +37,8 @@ def speed(*, config: dict, labels: dict, meta: list[str], bench_spectra: list[st
               "targets": 0} for d, b in zip(dyn, bench_dynamics)]
     for p, b in zip(steering, bench_steering):
         s = pd.read_csv(p)
+        if not len(s) or s["n_tokens"].isna().all():  # no steering setting ran: nothing to bound
+            continue
         jobs.append({"model": str(s["model"].iloc[0]), "rule": "steering", "benchmark": b,
                      "tokens": int(s["n_tokens"].max()), "targets": int(s["target"].nunique())})
     for j in jobs:
