@@ -18,9 +18,10 @@ HEAVY = {"spectra": "spectra", "dynamics_model": "dynamics (model)",
 
 #: What the bound counts and leaves out (table_speed's caption, the article's methods).
 COUNTED = ("counted: the forward passes' matrix products, the attention-only law's attention matrices, the "
-           "Monte Carlo null's projections, one eigen-solve per unique layer; not counted: attention scores, "
-           "norms, the LM head over the vocabulary, greedy continuations, imports, file reading and writing "
-           "(so a ratio near 1 is out of reach)")
+           "Monte Carlo null's projections at its first null_draws directions, one eigen-solve per unique layer; "
+           "not counted: the Monte Carlo extension's further draws where a test is undecided (up to its cap), "
+           "the robustness variants, attention scores, norms, the LM head over the vocabulary, greedy "
+           "continuations, imports, file reading and writing (so a ratio near 1 is out of reach)")
 
 
 def matmul_peak(threads: int) -> dict[str, float]:
