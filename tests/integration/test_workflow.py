@@ -149,7 +149,7 @@ def test_dynamics_and_theory_outputs(test_run):
         man = json.loads((test_run / f"results/test/{m}/manifest.json").read_text())
         head = has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True))
         assert sj["checksum_after"] == checksum(load_model(man, head=head))
-    for f in ("fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation", "fig_theory", "fig_steering"):
+    for f in ("fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation", "fig_theory", "fig_steering"):
         assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000
     # greedy continuations: the causal LMs with a token target at every kappa; none for encoders
     c = pd.read_csv(test_run / "results/test/tiny-gemma3/steering_continuations.csv", keep_default_na=False)
@@ -160,7 +160,7 @@ def test_dynamics_and_theory_outputs(test_run):
     assert (ct["model"] == "tiny-gemma3").sum() == 3  # one token target x three kappas x one prompt
 
 
-FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_albert_consensus", "fig_albert_rotation",
+FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation",
            "fig_theory", "fig_steering"]
 TABLES = ["table_claim_verdicts", "table_claims", "table_claims_twins", "table_robustness", "table_models", "table_spectra",
           "table_alignment", "table_theory", "table_steering", "table_continuations", "table_quantization", "table_speed"]

@@ -289,6 +289,7 @@ def get_final_output():
         tables("table_spectra"),
         figures("fig_gamma"),
         figures("fig_rho"),
+        figures("fig_tilt"),
         figures("fig_albert_consensus"),
         figures("fig_albert_rotation"),
         tables("table_alignment"),

@@ -37,7 +37,7 @@ ALBERT_LISTED = (shared_weight_models(random_weights=False), shared_weight_model
 
 
 rule plot_dynamics:
-    """fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation and table_alignment."""
+    """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation and table_alignment."""
     input:
         csv=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
         npz=expand(rules.dynamics.output.npz, model=MODELS, mode=MODES),
@@ -45,6 +45,7 @@ rule plot_dynamics:
     output:
         **figure_outputs("fig_gamma", "4 Dynamics", key="gamma"),
         **figure_outputs("fig_rho", "4 Dynamics", key="rho"),
+        **figure_outputs("fig_tilt", "4 Dynamics", key="tilt"),
         **figure_outputs("fig_albert_consensus", "4 Dynamics", key="consensus", listed=ALBERT_LISTED),
         **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation", listed=ALBERT_LISTED),
         **table_outputs("table_alignment", "4 Dynamics", key="table"),
@@ -55,6 +56,7 @@ rule plot_dynamics:
         labels=labels_json(),
         gamma=stem_of("gamma"),
         rho=stem_of("rho"),
+        tilt=stem_of("tilt"),
         consensus=stem_of("consensus"),
         rotation=stem_of("rotation"),
         table=stem_of("table"),

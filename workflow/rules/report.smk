@@ -109,7 +109,7 @@ rule speed:
 
 
 #: Every figure a claim section may show (the claims' FIG column): inputs, so none is older than its data.
-ARTICLE_FIGURES = ("fig_gamma", "fig_rho", "fig_gap", "fig_spectra", "fig_theory", "fig_steering",
+ARTICLE_FIGURES = ("fig_gamma", "fig_rho", "fig_tilt", "fig_gap", "fig_spectra", "fig_theory", "fig_steering",
                    "fig_albert_consensus", "fig_albert_rotation")
 
 

@@ -60,7 +60,8 @@ def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
     """Display name of an architecture's family (its adapter's), with the weights of its trained models when
     they all share one kind: "BERT (trained)", "Llama (trained, 4-bit)"; a family of twins only: "BERT"."""
     fam = getattr(ADAPTERS.get(arch), "family", arch)
-    q = {lab.split(" (")[0] for lab in (weights_labels or []) if lab.startswith("trained")}
+    q = {lab.split(" (")[0].replace("trained weights", "trained") for lab in (weights_labels or [])
+         if lab.startswith("trained")}
     return f"{fam} ({q.pop()})" if len(q) == 1 and all(lab.startswith("trained") for lab in weights_labels) else fam
 
 

@@ -46,9 +46,9 @@ def verdict(state: str, measured: str, null: str, failed: str, undecided: str = 
     return Verdict(False, measured, null, undecided or failed, inconclusive=True, flip=flip)
 
 
-FIG = {"C1": "fig_gamma, table_alignment", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (d)",
+FIG = {"C1": "fig_tilt, table_alignment", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (d)",
        "C5": "fig_spectra, fig_albert_consensus, fig_albert_rotation", "C6": "fig_gamma", "C7": "fig_rho",
-       "C8": "fig_gap", "C9": "fig_steering", "C10": "table_alignment (sublayer counts)"}
+       "C8": "fig_gap", "C9": "fig_steering", "C10": "fig_tilt (sublayers), table_alignment"}
 
 
 TEXT = {

@@ -7,9 +7,9 @@ what tells models apart.
 from __future__ import annotations
 
 from powerlens.outputs.figures.spectra import fig_spectra, fig_gap
-from powerlens.outputs.figures.dynamics import fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation, rotation_runs, dynamics_figures
+from powerlens.outputs.figures.dynamics import fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation, rotation_runs, dynamics_figures
 from powerlens.outputs.figures.theory import fig_theory
 from powerlens.outputs.figures.steering import fig_steering
 
-__all__ = ['fig_spectra', 'fig_gap', 'fig_gamma', 'fig_rho', 'fig_albert_consensus', 'fig_albert_rotation',
+__all__ = ['fig_spectra', 'fig_gap', 'fig_gamma', 'fig_rho', 'fig_tilt', 'fig_albert_consensus', 'fig_albert_rotation',
            'rotation_runs', 'dynamics_figures', 'fig_theory', 'fig_steering']

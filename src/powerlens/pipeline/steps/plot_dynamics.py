@@ -1,4 +1,4 @@
-"""Draw fig_gamma, fig_rho, fig_albert_consensus, fig_albert_rotation and write table_alignment."""
+"""Draw fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation and write table_alignment."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ OPTIONS = (
     Option("labels", "param:labels", kind="json", help="JSON {model: display label}"),
     Option("fig-gamma", "param:gamma", help="path of fig_gamma without suffix"),
     Option("fig-rho", "param:rho", help="path of fig_rho without suffix"),
+    Option("fig-tilt", "param:tilt", help="path of fig_tilt without suffix"),
     Option("fig-albert-consensus", "param:consensus", help="path of fig_albert_consensus without suffix"),
     Option("fig-albert-rotation", "param:rotation", help="path of fig_albert_rotation without suffix"),
     Option("table-alignment", "param:table", help="path of table_alignment without suffix"),
@@ -20,11 +21,11 @@ OPTIONS = (
 
 
 def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: dict, fig_gamma: str, fig_rho: str,
-                  fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha: float, dpi: int):
+                  fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha: float, dpi: int):
     from powerlens.outputs.figures import dynamics_figures
 
     return dynamics_figures(csv, npz, meta, labels, alpha=alpha, dpi=dpi,
-                            stems={"fig_gamma": fig_gamma, "fig_rho": fig_rho,
+                            stems={"fig_gamma": fig_gamma, "fig_rho": fig_rho, "fig_tilt": fig_tilt,
                                    "fig_albert_consensus": fig_albert_consensus,
                                    "fig_albert_rotation": fig_albert_rotation, "table_alignment": table_alignment})
 
