@@ -24,12 +24,23 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int =
         g = df[(df["model"] == m) & (df["kappa"] >= 0)]
         left, right = axes[j]
         has_p = bool(g["p_target"].notna().any())
+        real = g[g["method"].str.startswith("rank-1") & (g["kappa"] > 0)]["cos_after_layer_model"]
+        inset = None
+        if len(real) and float(real.max()) < 0.25:  # the real pass hugs 0 on a 0-1 axis: shown again, zoomed
+            inset = left.inset_axes([0.5, 0.42, 0.47, 0.5])
         for tgt, gt in g.groupby("target", sort=False):
             kind = tgt.split(":")[0]
             if kind not in targets:
                 targets.append(kind)
-            pu |= _steering_curves(left, right, gt, f"C{targets.index(kind)}", has_p, below=targets.index(kind) % 2 == 1)
+            c, below = f"C{targets.index(kind)}", targets.index(kind) % 2 == 1
+            pu |= _steering_curves(left, right, gt, c, has_p, below=below)
+            if inset is not None:
+                _real_pass(inset, gt, c, below)
         _steering_axes(left, right, _name(labels, weights, m), has_p)
+        if inset is not None:
+            inset.set_xscale("log")
+            inset.set_title("real forward pass, zoomed", fontsize=7)
+            inset.tick_params(labelsize=6)
     hs, ls = _steering_legend(targets, pu)
     fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the same "
                  "site, over the norm of the change there (one point per kappa > 0)", y=1.0, fontsize=9)
@@ -72,6 +83,18 @@ def _steering_curves(left, right, gt: pd.DataFrame, c: str, has_p: bool, below: 
     return pu
 
 
+def _real_pass(ax, gt: pd.DataFrame, c: str, below: bool) -> None:
+    """The real forward pass's curves alone (rank-1 with kappa labels, activation addition, p * u)."""
+    r1 = gt[gt["method"].str.startswith("rank-1") & (gt["kappa"] > 0)]
+    aa = gt[gt["method"].str.startswith("activation") & (gt["kappa"] > 0)]
+    ax.plot(r1["change_norm_model"], r1["cos_after_layer_model"], "-o", ms=3.5, color=c)
+    _kappa_labels(ax, r1["change_norm_model"], r1["cos_after_layer_model"], r1["kappa"], c, below)
+    ax.plot(aa["change_norm_model"], aa["cos_after_layer_model"], ":s", ms=3, color=c)
+    if "cos_pu_after_layer_model" in r1 and r1["cos_pu_after_layer_model"].notna().any():
+        ax.plot(r1["change_norm_model"], r1["cos_pu_after_layer_model"], "-.^", ms=5.5, mfc="white", mew=1.0,
+                color=c)
+
+
 def _steering_axes(left, right, name: str, has_p: bool) -> None:
     for ax in (left, right):
         ax.set_xscale("log")
@@ -84,12 +107,9 @@ def _steering_axes(left, right, name: str, has_p: bool) -> None:
         right.set_yscale("log")
         right.set_ylabel("mean P(target token)")
     else:
-        right.text(0.5, 0.5, "no LM head (an encoder): vector alignment only", ha="center", va="center",
-                   transform=right.transAxes, fontsize=8)
-        right.set_xticks([])
-        right.set_yticks([])
-        right.set_xlabel("")
-        right.grid(False)
+        right.text(0.5, 0.5, "no LM head (an encoder): no target-token probability;\nvector alignment only (left)",
+                   ha="center", va="center", transform=right.transAxes, fontsize=8, color="0.35")
+        right.set_axis_off()  # no empty frame: there is nothing to plot
 
 
 def _steering_legend(targets: list[str], pu: bool) -> tuple[list, list[str]]:
