@@ -72,9 +72,21 @@ def abstract(run: Run) -> list:
                    f"{judged} and on synthetic layers, ",
                    n["reproduced"], " verdict cells read reproduced, ", n["not reproduced"], " not reproduced and ",
                    n["inconclusive"], " inconclusive (docs/paper.md section 4c: a verdict inside the Monte Carlo "
-                   "error or the rounding is inconclusive). The paper's full text is not available: each claim is "
+                   "error or the rounding is inconclusive). ", *_which(run, src), "The paper's full text is not "
+                   "available: each claim is "
                    "compared with its statement in the spec, never with the paper's numbers. Random-weight twins "
                    "are never evidence for a claim; they appear beside the trained models as a control."])]
+
+
+def _which(run: Run, src: str) -> list:
+    """Which claims read reproduced and which inconclusive, and where: "Reproduced: C2 (synthetic layers)."."""
+    df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
+    cols = [c for c in df.columns if c not in ("claim", "statement", "not judged in this run")]
+    out = []
+    for word in ("reproduced", "inconclusive"):
+        cells = [(r["claim"], c) for _, r in df.iterrows() for c in cols if verdict_word(r[c]) == word]
+        out.append(f"{word.capitalize()}: " + (", ".join(f"{k} ({c})" for k, c in cells) or "none") + ". ")
+    return out
 
 
 def verdict_table(run: Run) -> list:
