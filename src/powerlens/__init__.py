@@ -14,7 +14,8 @@ Where things are (each subpackage's docstring lists its modules):
                 weights, attention, verify: from a config entry to extracted, proven matrices
     analysis/   spectra, alignment, nulls, stats, dynamics, theory, steering, quantization, claims: the science
     outputs/    tables, figures, plotting, provenance: what a reader sees
-    pipeline/   config, targets, resources, steps, commands/: the workflow's steps and their options
+    pipeline/   config, config_text, report_check, targets, resources, speed, steps/: the workflow's steps
+                and their options (each step declares its options once)
     api, cli    the public Python API (Lens) and the ``powerlens`` command, over all of the above
 
 Imports go one way, top to bottom (api/cli -> pipeline -> outputs -> analysis -> models -> core), with no

@@ -5,8 +5,9 @@
     report_check  a report only of outputs up to date for the config and code (Snakemake's --summary)
     targets     steering targets checked from the tokenizer alone, before any model-heavy job
     resources   Snakemake mem_mb / runtime fitted from measured benchmarks, plus the corpus' own costs
-    steps       each pipeline step: read inputs, call the analysis, write outputs
-    commands/   one module per step: its command-line options (``powerlens <step>``, ``scripts/<step>.py``)
+    speed       each heavy job's wall time beside its arithmetic lower bound (table_speed, the benchmark)
+    steps/      one module per step: its options (``powerlens <step>``, ``scripts/<step>.py``, the rule's
+                shell line) and its function: read inputs, call the analysis, write outputs
 
 Imports from every layer below it; only the entry points (:mod:`powerlens.api`, :mod:`powerlens.cli`)
 import it.

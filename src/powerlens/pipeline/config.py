@@ -30,7 +30,6 @@ SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.
 
 
 @functools.lru_cache(maxsize=1)
-@functools.lru_cache(maxsize=1)
 def schema() -> dict:
     """The config schema, parsed once per process (libyaml's loader where installed): read, never changed."""
     import yaml

@@ -40,7 +40,10 @@ class Gemma3Adapter(LlamaAdapter):
         return (1.0 + norm.weight.detach().float()).clone()  # as Gemma3RMSNorm forms it, in float32
 
     def _gains(self, layer):
-        assert layer.input_layernorm.eps == layer.self_attn.q_norm.eps == layer.post_attention_layernorm.eps
+        eps = {layer.input_layernorm.eps, layer.self_attn.q_norm.eps, layer.post_attention_layernorm.eps}
+        if len(eps) != 1:  # one eps for the three norms is what the extraction writes (never an assert: -O)
+            raise PowerlensError(f"Gemma 3 layer whose norms have different eps ({sorted(eps)}): not supported",
+                                 "report it with the checkpoint's config.json (rms_norm_eps)")
         return (self._one_plus(layer.input_layernorm), self._one_plus(layer.post_attention_layernorm),
                 float(layer.input_layernorm.eps))
 
