@@ -29,8 +29,6 @@ from powerlens.analysis.claims.criteria import (
     TWIN_SENTENCE,
     Verdict,
     count,
-    _depth,
-    _f,
     albert_size,
     c1,
     c4,
@@ -229,7 +227,7 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-__all__ = ['Verdict', 'FIG', 'TEXT', 'TWIN_SENTENCE', '_f', '_depth', 'share_significant', 'n_saturated', 'count', 'REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'c1', 'c5', 'c6',
+__all__ = ['Verdict', 'FIG', 'TEXT', 'TWIN_SENTENCE', 'share_significant', 'n_saturated', 'count', 'REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'c1', 'c5', 'c6',
            'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'VIEW_MISSING',
            'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
            'Criterion', 'CRITERIA', 'evaluate', 'family_of', 'combine', 'families', 'row']

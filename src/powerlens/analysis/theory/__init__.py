@@ -26,14 +26,14 @@ values move from the full-attention prediction.
 
 from __future__ import annotations
 
-from powerlens.analysis.theory.synthetic import (_t, prescribed_matrix, synthetic_layer, step_matrix, leading_pair,
+from powerlens.analysis.theory.synthetic import (prescribed_matrix, synthetic_layer, step_matrix, leading_pair,
                                                  iterate, line_distance, plane_distance, fit_rate, Result,
                                                  clustered_starts, experiment_real, experiment_complex)
 from powerlens.analysis.theory.bipartite import (bipartite_state, STALL_STEPS, STALL_MOVED, bipartite_equilibrium,
-                                                 antipodal, typical_score, broken_runs, experiment_c4_sweep, _c4_cell,
-                                                 _c4_positive_control, c4_verdict)
+                                                 antipodal, typical_score, broken_runs, experiment_c4_sweep,
+                                                 c4_verdict)
 
-__all__ = ['_t', 'prescribed_matrix', 'synthetic_layer', 'step_matrix', 'leading_pair', 'iterate', 'line_distance',
+__all__ = ['prescribed_matrix', 'synthetic_layer', 'step_matrix', 'leading_pair', 'iterate', 'line_distance',
            'plane_distance', 'fit_rate', 'Result', 'clustered_starts', 'experiment_real', 'experiment_complex',
            'bipartite_state', 'STALL_STEPS', 'STALL_MOVED', 'bipartite_equilibrium', 'antipodal', 'typical_score',
-           'broken_runs', 'experiment_c4_sweep', '_c4_cell', '_c4_positive_control', 'c4_verdict']
+           'broken_runs', 'experiment_c4_sweep', 'c4_verdict']
