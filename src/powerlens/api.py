@@ -35,9 +35,10 @@ from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_generated_json
 from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
+from powerlens.models.archs import has_lm_head
 from powerlens.models.sources import TWIN_MARKER, check_model_dir, fetch_hf, from_pretrained_checked, has_tokenizer
 from powerlens.pipeline.config import check_options, schema_defaults
-from powerlens.pipeline.targets import check_targets, has_lm_head
+from powerlens.pipeline.targets import check_targets
 
 
 def arch_of(model_or_config) -> str:

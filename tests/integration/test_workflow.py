@@ -143,11 +143,11 @@ def test_dynamics_and_theory_outputs(test_run):
         # the recorded checksum is that of the weights on disk, loaded afresh (the step refuses a changed one)
         import transformers
 
-        from powerlens.analysis.steering import checksum, has_lm_head
+        from powerlens.analysis.steering import checksum, config_has_lm_head
         from powerlens.models.sources import load_model
 
         man = json.loads((test_run / f"results/test/{m}/manifest.json").read_text())
-        head = has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True))
+        head = config_has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True))
         assert sj["checksum_after"] == checksum(load_model(man, head=head))
     for f in ("fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation", "fig_theory", "fig_steering"):
         assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000

@@ -156,6 +156,16 @@ GGUF_ARCHS = {"SmolLM2-135M-Instruct.Q4_1.gguf": "smollm2-135m", "gemma-3-270m-q
 ALL_TWINS: dict[str, ArchConfig] = {**PAPER_MODELS, **TINY_MODELS, **DECODER_MODELS}
 
 
+#: Class-name pieces of a checkpoint with a language-model head (config.json's ``architectures``).
+HEAD_MARKERS = ("LMHead", "ForCausalLM", "ForMaskedLM", "ForPreTraining")
+
+
+def has_lm_head(architectures: list[str] | None) -> bool:
+    """Whether a checkpoint's ``architectures`` (config.json, or a model's class names) include a
+    language-model head: the one test the steering targets, the steering step and the API use."""
+    return any(k in a for a in (architectures or []) for k in HEAD_MARKERS)
+
+
 def twin_config(name: str) -> ArchConfig:
     try:
         return ALL_TWINS[name]

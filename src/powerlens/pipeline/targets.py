@@ -19,17 +19,9 @@ from typing import Any
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import get_adapter
-from powerlens.models.archs import twin_config
+from powerlens.models.archs import has_lm_head, twin_config
 from powerlens.models.sources import source_folder
 from powerlens.models.sources.twin import kind_of, twin_core
-
-HEAD_MARKERS = ("LMHead", "ForCausalLM", "ForMaskedLM", "ForPreTraining")
-
-
-def has_lm_head(architectures: list[str] | None) -> bool:
-    """Whether a checkpoint's ``architectures`` (config.json) include a language-model head."""
-    return any(k in a for a in (architectures or []) for k in HEAD_MARKERS)
-
 
 def check_targets(name: str, targets: list[dict], tokenizer, head: bool) -> list[dict[str, Any]]:
     """Each target with the token id it stands for (``None`` for random ones); PowerlensError otherwise.

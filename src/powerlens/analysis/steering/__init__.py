@@ -42,14 +42,14 @@ from __future__ import annotations
 from powerlens.analysis.steering.algebra import (DELTA, INVERSE_ITERATIONS, rank1_z, kappa_bound, EXACT_LSTSQ,
                                                  bound_note, principal_eig, principal_check)
 from powerlens.analysis.steering.edits import (checksum, output_projection, rank1_output_edit, last_call_edit,
-                                               target_vector, has_lm_head)
-from powerlens.analysis.steering.measure import (_mean_abs_cos, _first, measure_model)
+                                               target_vector, config_has_lm_head)
+from powerlens.analysis.steering.measure import measure_model
 from powerlens.analysis.steering.law import (SHARED_EDITS, edits_every_depth, edited_depths, intervention_sites,
                                              attention_only_prefix, LawCache, attention_only_steering)
 from powerlens.analysis.steering.experiment import (CONTINUATION_COLUMNS, run_steering, greedy_continuations)
 
 __all__ = ['DELTA', 'INVERSE_ITERATIONS', 'rank1_z', 'kappa_bound', 'EXACT_LSTSQ', 'bound_note', 'principal_eig',
            'principal_check', 'checksum', 'output_projection', 'rank1_output_edit', 'last_call_edit', 'target_vector',
-           'has_lm_head', '_mean_abs_cos', '_first', 'measure_model', 'SHARED_EDITS', 'edits_every_depth',
+           'config_has_lm_head', 'measure_model', 'SHARED_EDITS', 'edits_every_depth',
            'edited_depths', 'intervention_sites', 'attention_only_prefix', 'LawCache', 'attention_only_steering',
            'CONTINUATION_COLUMNS', 'run_steering', 'greedy_continuations']

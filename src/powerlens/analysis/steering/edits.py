@@ -11,6 +11,7 @@ import torch
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import get_adapter
+from powerlens.models.archs import has_lm_head
 
 
 def checksum(module: torch.nn.Module) -> str:
@@ -99,7 +100,7 @@ def target_vector(model, tokenizer, arch: str, kind: str, token: str | None = No
     return u / np.linalg.norm(u), tid
 
 
-def has_lm_head(model_config) -> bool:
-    arch = " ".join(getattr(model_config, "architectures", None) or [])
-    return any(k in arch for k in ("LMHead", "ForCausalLM", "ForMaskedLM", "ForPreTraining"))
+def config_has_lm_head(model_config) -> bool:
+    """:func:`powerlens.models.archs.has_lm_head` of a transformers config."""
+    return has_lm_head(getattr(model_config, "architectures", None))
 

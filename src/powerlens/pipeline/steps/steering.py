@@ -58,7 +58,7 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     import transformers
 
     cfg = transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True, trust_remote_code=False)
-    head = st.has_lm_head(cfg)
+    head = st.config_has_lm_head(cfg)
     model = load_model(man, dtype=torch.float32, head=head).to(device)
     tok = load_tokenizer(man)
     prompts = read_prompts(prompts_path)[:max_prompts]

@@ -8,7 +8,8 @@ from powerlens.core.io import read_generated_json, read_json, write_json
 from powerlens.models.sources import load_tokenizer
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
-from powerlens.pipeline.targets import check_targets, has_lm_head, tokenizer_on_disk
+from powerlens.models.archs import has_lm_head
+from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
 OPTIONS = (
     Option("name", "wildcard:model", help="model key in the config"),
