@@ -25,8 +25,9 @@ from powerlens.models.sources import check_claimed_size, source_folder
 from powerlens.pipeline.config_text import check_config_values, check_no_duplicate_keys
 from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
-#: The config schema (a file of the repository, beside the rules that validate against it).
-SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+#: The config schema, a file of the package (the workflow's workflow/schemas/config.schema.yaml links to it), so
+#: an installed powerlens finds it without a checkout.
+SCHEMA = Path(__file__).resolve().parent / "config.schema.yaml"
 
 
 @functools.lru_cache(maxsize=1)
