@@ -39,7 +39,9 @@ def prepared_twin(tmp_path_factory):
     def make(twin_of: str, seed: int = 3):
         if (twin_of, seed) not in cache:
             from powerlens.models.archs import twin_config
-            from powerlens.pipeline.steps import extract, fetch_model, spectra
+            from powerlens.pipeline.steps.extract import extract
+            from powerlens.pipeline.steps.fetch_model import fetch_model
+            from powerlens.pipeline.steps.spectra import spectra
 
             d = tmp_path_factory.mktemp(twin_of)
             entry = {"arch": twin_config(twin_of).arch, "source": "random", "twin_of": twin_of, "seed": seed}

@@ -7,7 +7,8 @@ import yaml
 
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_json
-from powerlens.pipeline.steps import fetch_model, write_lock
+from powerlens.pipeline.steps.fetch_model import fetch_model
+from powerlens.pipeline.steps.write_lock import write_lock
 
 from ..hub_server import Hub
 

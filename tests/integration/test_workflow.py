@@ -534,7 +534,7 @@ def test_local_model_saved_again_reruns_its_chain(tmp_path):
     from powerlens.core.errors import PowerlensError
     from powerlens.core.io import read_json
     from powerlens.models.sources import load_model
-    from powerlens.pipeline.steps import fetch_model
+    from powerlens.pipeline.steps.fetch_model import fetch_model
 
     rec = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 0},
                       tmp_path / "src.json")

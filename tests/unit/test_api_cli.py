@@ -41,7 +41,7 @@ def test_lens_reads_arch_from_config_and_matches_the_pipelines_spectra(twin):
 
 
 def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
-    from powerlens.pipeline.steps import dynamics
+    from powerlens.pipeline.steps.dynamics import dynamics
 
     d, rec = twin
     prompts = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g."]

@@ -51,7 +51,7 @@ def test_long_prompts_are_truncated_and_counted():
 def test_truncated_safetensors_refused(tmp_path):
     from powerlens.core.errors import PowerlensError
     from powerlens.models.sources import load_model
-    from powerlens.pipeline.steps import fetch_model
+    from powerlens.pipeline.steps.fetch_model import fetch_model
 
     rec = fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     st = Path(rec["path"]) / "model.safetensors"
@@ -96,7 +96,7 @@ def test_model_folder_with_its_own_code_is_refused_even_when_stdin_says_yes(tmp_
                                                               "AutoModel": "code.EvilModel"}}))
     (src / "code.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     (src / "model.safetensors").write_bytes(b"")
-    code = ("from powerlens.pipeline.steps import fetch_model; "
+    code = ("from powerlens.pipeline.steps.fetch_model import fetch_model; "
             f"fetch_model('evil', {{'arch': 'bert', 'source': 'local', 'path': {str(src)!r}}}, "
             f"{str(tmp_path / 'm.json')!r})")
     r = subprocess.run([sys.executable, "-c", code], input="y\ny\ny\n", capture_output=True, text=True,
@@ -143,7 +143,9 @@ def test_hostile_description_renders_as_text_in_the_report():
 def test_impossible_tolerance_is_named_as_such(tmp_path):
     """A tolerance below float32 round-off is the config's problem, not the adapter's."""
     from powerlens.core.errors import PowerlensError
-    from powerlens.pipeline.steps import check_extraction, extract, fetch_model
+    from powerlens.pipeline.steps.check_extraction import check_extraction
+    from powerlens.pipeline.steps.extract import extract
+    from powerlens.pipeline.steps.fetch_model import fetch_model
 
     rec = fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)
@@ -157,7 +159,7 @@ def test_impossible_tolerance_is_named_as_such(tmp_path):
 def test_unknown_model_type_and_bad_lock_file_get_the_projects_message(tmp_path):
     from powerlens.core.errors import PowerlensError
     from powerlens.models.sources import load_model
-    from powerlens.pipeline.steps import fetch_model
+    from powerlens.pipeline.steps.fetch_model import fetch_model
 
     folder = tmp_path / "m"
     folder.mkdir()
@@ -207,7 +209,7 @@ def test_steering_target_mistakes_are_named_from_the_tokenizer_alone(minilm_path
 
 def test_steering_targets_step_after_the_fetch(tmp_path):
     """Hub and GGUF models: the check runs on the fetched tokenizer, writes the token ids, exits 2 when bad."""
-    from powerlens.pipeline.steps import fetch_model
+    from powerlens.pipeline.steps.fetch_model import fetch_model
 
     fetch_model("t", {"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}, tmp_path / "m.json")
     good = json.dumps([{"kind": "unembedding", "token": "e"}])
@@ -227,7 +229,9 @@ def test_steering_targets_step_after_the_fetch(tmp_path):
 
 # ---- generated files that are truncated: the project's message, the step that rebuilds them (item 8) -----
 def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path):
-    from powerlens.pipeline.steps import extract, fetch_model, spectra
+    from powerlens.pipeline.steps.extract import extract
+    from powerlens.pipeline.steps.fetch_model import fetch_model
+    from powerlens.pipeline.steps.spectra import spectra
 
     fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     extract(tmp_path / "m.json", tmp_path / "w.safetensors", tmp_path / "w.json", threads=1)

@@ -18,7 +18,7 @@ def twin(request, prepared_twin):
 def test_api_and_step_give_one_table(twin, mode, tmp_path):
     import powerlens
     from powerlens.pipeline.config import schema_defaults
-    from powerlens.pipeline.steps import dynamics
+    from powerlens.pipeline.steps.dynamics import dynamics
 
     d, rec = twin
     (tmp_path / "p.txt").write_text("\n".join(PROMPTS) + "\n")

@@ -58,7 +58,7 @@ def test_nan_in_one_layers_weights_is_refused_at_load_naming_the_weight(saved_be
 def test_a_nan_extraction_error_is_never_a_pass(monkeypatch, prepared_twin, tmp_path):
     """Python's max([9.5e-07, nan]) is 9.5e-07: the proof must look at every layer's error."""
     from powerlens.models import verify
-    from powerlens.pipeline.steps import check_extraction
+    from powerlens.pipeline.steps.check_extraction import check_extraction
 
     d, _ = prepared_twin("tiny-bert")
     monkeypatch.setattr(verify, "reconstruction_errors", lambda *a, **k: [9.5e-07, float("nan")])

@@ -9,7 +9,7 @@ import torch
 from powerlens.models import sources
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_json
-from powerlens.pipeline.steps import fetch_model
+from powerlens.pipeline.steps.fetch_model import fetch_model
 
 
 def test_twin_is_deterministic_and_labelled(tmp_path):

@@ -120,7 +120,7 @@ def test_head_spectra_match_full_head_matrices():
 
 def test_step_is_deterministic_and_shared_layers_solved_once(tmp_path):
     from powerlens.models.adapters import ADAPTERS
-    from powerlens.pipeline.steps import spectra
+    from powerlens.pipeline.steps.spectra import spectra
 
     from ..conftest import build_tiny
 

@@ -150,7 +150,10 @@ def test_split_target_token_is_refused():
 
 
 def test_steering_step_baseline_on_same_tokens(tmp_path):
-    from powerlens.pipeline.steps import extract, fetch_model, spectra, steering
+    from powerlens.pipeline.steps.extract import extract
+    from powerlens.pipeline.steps.fetch_model import fetch_model
+    from powerlens.pipeline.steps.spectra import spectra
+    from powerlens.pipeline.steps.steering import steering
 
     from ..conftest import REPO
 

@@ -4,7 +4,9 @@ Each module declares its options once (``OPTIONS``, :class:`powerlens.pipeline.o
 function (``STEP``) and prints a summary (``show``). From the declaration come ``powerlens <step>`` and
 ``scripts/<step>.py`` (the same command), the Snakemake rule's shell line and flags
 (``workflow/rules/common.smk``: ``step_shell``, ``step_flags``) and the benchmark's command lines. Every step
-can be run by hand (``python scripts/extract.py --help``) or its function imported in a test.
+can be run by hand (``python scripts/extract.py --help``) or its function imported from its module
+(``from powerlens.pipeline.steps.extract import extract``): this package re-exports none, so no function
+shadows the submodule of the same name.
 """
 
 from __future__ import annotations
@@ -12,26 +14,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from powerlens.pipeline.steps.check_extraction import check_extraction
-from powerlens.pipeline.steps.dynamics import dynamics
-from powerlens.pipeline.steps.extract import extract
-from powerlens.pipeline.steps.fetch_model import fetch_model
-from powerlens.pipeline.steps.provenance import MODELLING_CHOICES, provenance_manifest
-from powerlens.pipeline.steps.quantization import quantization
-from powerlens.pipeline.steps.spectra import spectra
-from powerlens.pipeline.steps.steering import steering
-from powerlens.pipeline.steps.steering_targets import check_steering_targets
-from powerlens.pipeline.steps.theory import theory
-from powerlens.pipeline.steps.write_lock import write_lock
-
 #: The pipeline's steps, in the order a run meets them (module names here; commands with "-").
 STEPS = ("fetch_model", "steering_targets", "write_lock", "extract", "check_extraction", "spectra", "dynamics",
          "steering", "quantization", "theory", "table_models", "plot_spectra", "plot_dynamics", "plot_steering",
          "plot_theory", "table_quantization", "claims", "provenance", "speed", "article")
 
-__all__ = ["STEPS", "step_module", "MODELLING_CHOICES", "check_extraction", "check_steering_targets", "dynamics",
-           "extract", "fetch_model", "provenance_manifest", "quantization", "spectra", "steering", "theory",
-           "write_lock"]
+__all__ = ["STEPS", "step_module"]
 
 
 def step_module(name: str) -> ModuleType:
