@@ -108,7 +108,7 @@ def test_c4_sweep_verdict_is_one_function():
         assert r.detail["broke"] == round(r.detail["break_rate"] * 8)
     dicts = [{**dataclasses.asdict(r), "rel_error": r.rel_error} for r in res]
     v = th.c4_verdict(dicts, 0.05)
-    t = theory_table(dicts, 0.05)
+    t = theory_table(dicts, alpha=0.05)
     row = t[t["case"] == "C4 verdict"].iloc[0]
     c4 = claims.c4(dicts, 0.05)
     assert row["notes"] == v["measured"] == c4.measured and c4.ok == v["ok"]

@@ -178,7 +178,7 @@ def spectra_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None =
     return pd.DataFrame(rows)
 
 
-def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, alpha: float) -> pd.DataFrame:
     """``table_alignment``: per model and mode, over the model's own depth: gamma, rho and the tilt against the
     Monte Carlo null of random subspaces (null median and 95th percentile; layers significant after Holm),
     the same against M = I + F's and F~'s leads, secondary token/prompt-level tests, the non-leading
@@ -235,7 +235,7 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, alph
     return pd.DataFrame(rows)
 
 
-def theory_table(results: list[dict], alpha: float = 0.05) -> pd.DataFrame:
+def theory_table(results: list[dict], *, alpha: float) -> pd.DataFrame:
     """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, the row's
     own check, notes; then one row per claim (C2, C3, C4) with its verdict from
     :func:`powerlens.analysis.claims.theory_verdicts`, the function table_claims takes it from (so they cannot disagree)."""

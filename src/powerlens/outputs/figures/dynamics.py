@@ -60,7 +60,7 @@ def _marks(ax, g, stat: str, above: float, alpha: float, color: str, mode: str) 
                    label=f"{mode}: saturated (half or more of the draws tie)")
 
 
-def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150, alpha: float = 0.05):
+def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float):
     """gamma_t vs layer for every layer-varying model, both modes, against the Monte Carlo null (its median and
     95th percentile as thin lines), with the significance marks of fig_rho."""
     style()
@@ -92,7 +92,7 @@ def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 15
     return save(fig, stem, dpi)
 
 
-def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 0.05, dpi: int = 150):
+def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float):
     """rho_t vs layer (fraction of tokens whose alignment increases), 0.5 line, the Monte Carlo null's median
     and 95th percentile as thin lines, significance marks as the claims count them; each panel says at how
     many layers the null's 95th percentile reaches 1 (there rho = 1 cannot be significant)."""
@@ -238,7 +238,7 @@ def rotation_runs(csvs: list, npzs: list, shared: dict, labels: dict, weights: d
     return runs
 
 
-def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, alpha: float = 0.05, dpi: int = 150):
+def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float):
     """The tilt a(t+1) - a(t) towards each layer's v_1 (C1 in the attention-only law; C10 in the real forward
     pass split at the sublayers), one panel per model: the law's tilt and the real pass's attention and FFN
     sublayer tilts, each with the random-direction null's 95th percentile as a thin line and F's other
@@ -284,16 +284,16 @@ def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha
     df = pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True)
     df["shared"] = df["model"].map(shared)
     weights = dict(zip(df["model"], df["weights"]))
-    draw_split(lambda d, s: fig_gamma(d, labels, weights, s, dpi, alpha), df, weights, stems["fig_gamma"], dpi,
+    draw_split(lambda d, s: fig_gamma(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_gamma"], dpi,
                "fig_gamma")
-    draw_split(lambda d, s: fig_rho(d, labels, weights, s, alpha, dpi), df, weights, stems["fig_rho"], dpi, "fig_rho")
-    draw_split(lambda d, s: fig_tilt(d, labels, weights, s, alpha, dpi), df, weights, stems["fig_tilt"], dpi,
+    draw_split(lambda d, s: fig_rho(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_rho"], dpi, "fig_rho")
+    draw_split(lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_tilt"], dpi,
                "fig_tilt")
     draw_split(lambda d, s: fig_albert_consensus(d, labels, weights, s, dpi), df, weights,
                stems["fig_albert_consensus"], dpi, "fig_albert_consensus")
     draw_split(lambda d, s: fig_albert_rotation(d, s, dpi), rotation_runs(csvs, npzs, shared, labels, weights),
                weights, stems["fig_albert_rotation"], dpi, "fig_albert_rotation")
-    t = alignment_table(df, labels, alpha)
+    t = alignment_table(df, labels, alpha=alpha)
     write_table(t, stems["table_alignment"], caption="Alignment of tokens with each layer's leading eigenvector: "
                 "gamma vs null models; rho > 0.5 and the tilt decided against the Monte Carlo null of random "
                 "directions after Holm (sign tests only as secondary columns).",

@@ -32,7 +32,7 @@ def plot_theory(*, fig: str, table: str, dpi: int, alpha: float, **cases: str):
     rate = next(r["predicted"] for r in docs["real"]["results"] if r["attention"] == "full")
     angle = next(r["predicted"] for r in docs["complex"]["results"] if r["quantity"].startswith("angle"))
     fig_theory(arrs["real"], arrs["complex"], arrs["bipartite"], {"rate": rate, "angle": angle}, fig, dpi)
-    t = theory_table([r for c in CASES for r in docs[c]["results"]], alpha)
+    t = theory_table([r for c in CASES for r in docs[c]["results"]], alpha=alpha)
     write_table(t, table, caption="Theory checks on synthetic layers (prediction under full attention; "
                 "softmax rows show how far random W_Q, W_K move the measured values). \"check\" is each row's own "
                 "criterion; the rows \"C2 verdict\", \"C3 verdict\" and \"C4 verdict\" are the claims' verdicts, "
