@@ -39,6 +39,13 @@ class Gemma3Adapter(LlamaAdapter):
     def _one_plus(norm) -> "torch.Tensor":
         return (1.0 + norm.weight.detach().float()).clone()  # as Gemma3RMSNorm forms it, in float32
 
+    def head_logits(self, model, h):
+        import torch
+
+        logits = model.lm_head(h)
+        cap = getattr(model.config, "final_logit_softcapping", None)  # Gemma 3: cap * tanh(logits / cap)
+        return logits if cap is None else torch.tanh(logits / cap) * cap
+
     def _gains(self, layer):
         eps = {layer.input_layernorm.eps, layer.self_attn.q_norm.eps, layer.post_attention_layernorm.eps}
         if len(eps) != 1:  # one eps for the three norms is what the extraction writes (never an assert: -O)

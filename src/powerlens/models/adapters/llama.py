@@ -70,11 +70,7 @@ class LlamaAdapter(Adapter):
         return self.base(model).norm
 
     def head_logits(self, model, h):
-        import torch
-
-        logits = model.lm_head(h)
-        cap = getattr(model.config, "final_logit_softcapping", None)  # Gemma: cap * tanh(logits / cap)
-        return logits if cap is None else torch.tanh(logits / cap) * cap
+        return model.lm_head(h)
 
     def _attn_size(self, k):
         h, H = k["hidden_size"], k["num_attention_heads"]
