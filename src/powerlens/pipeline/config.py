@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.resources
 import json
 import shlex
 import sys
@@ -25,9 +26,9 @@ from powerlens.models.sources import check_claimed_size, source_folder
 from powerlens.pipeline.config_text import check_config_values, check_no_duplicate_keys
 from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
-#: The config schema, a file of the package (the workflow's workflow/schemas/config.schema.yaml links to it), so
-#: an installed powerlens finds it without a checkout.
-SCHEMA = Path(__file__).resolve().parent / "config.schema.yaml"
+#: The config schema, package data read through importlib.resources (the workflow's
+#: workflow/schemas/config.schema.yaml links to it), so an installed powerlens finds it without a checkout.
+SCHEMA = importlib.resources.files("powerlens.pipeline") / "config.schema.yaml"
 
 
 @functools.lru_cache(maxsize=1)
@@ -313,7 +314,8 @@ def validate_config(config: dict, configfiles: list[str] = ()) -> None:
             check_no_duplicate_keys(f)
     check_config_values(config)
     try:
-        validate(config, schema=str(SCHEMA))
+        with importlib.resources.as_file(SCHEMA) as path:  # the file itself in a normal install
+            validate(config, schema=str(path))
     except WorkflowError as e:
         v = e.__context__  # the jsonschema ValidationError validate() caught
         if not hasattr(v, "absolute_path"):
