@@ -68,7 +68,7 @@ def run(cmd, env=None, must_pass=True):
 
 #: The benchmark's steps: (name printed, step module, its resources rule name, wildcards, naive baseline)
 STEPS = [("fetch (build twin)", "fetch_model", "fetch_model", {}, None),
-         ("extract", "extract", "extract_weights", {}, None),
+         ("extract", "extract", "extract", {}, None),
          ("check", "check_extraction", "check_extraction", {}, "check"),
          ("spectra", "spectra", "spectra", {}, "spectra"),
          ("dynamics model", "dynamics", "dynamics_model", {"mode": "model"}, "model"),
@@ -76,27 +76,12 @@ STEPS = [("fetch (build twin)", "fetch_model", "fetch_model", {}, None),
          ("steering", "steering", "steering", {}, "steering")]
 
 
-def rule_benchmarks() -> dict[str, str]:
-    """Step module -> the benchmark path pattern of the rule that runs it, read from the workflow's rules (the
-    rule whose shell line is ``step_shell("<step>")``), so the files land where Snakemake would put them."""
-    import re
-
-    out = {}
-    for f in sorted((REPO / "workflow/rules").glob("*.smk")):
-        for block in re.split(r"(?m)^(?=rule \w+:)", f.read_text()):
-            step = re.search(r'step_shell\("(\w+)"\)', block)
-            bench = re.search(r'benchmark:\s*f"benchmarks/\{RUN\}/([^"]+)"', block)
-            if step and bench:
-                out[step.group(1)] = bench.group(1).replace("{{", "{").replace("}}", "}")
-    return out
-
-
 def step_command(step: str, values: dict, cfg: dict) -> list[str]:
     """A step's command line from its declared options (the rule's shell line is made from the same)."""
     from powerlens.pipeline.options import command
     from powerlens.pipeline.steps import step_module
 
-    return command(str(REPO / "scripts" / f"{step}.py"), step_module(step).OPTIONS, values, cfg, sys.executable)
+    return command(step, step_module(step).OPTIONS, values, cfg, sys.executable)
 
 
 def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict) -> float:
@@ -125,10 +110,13 @@ def write_bench_config(bench_dir: Path, twins, corpus: Path, shared_edit: str) -
                                    "steering": {"shared_edit": shared_edit}, "models": models}))
 
 
-def write_bench_file(bench_dir: Path, pattern: str, twin: str, wildcards: dict, r: dict) -> None:
-    """One step's figures where the rule's ``benchmark:`` file would be, in its columns (s, max_rss in MB,
-    cpu_time), for scripts/fit_resources.py."""
-    f = bench_dir / pattern.format(model=twin, **wildcards)
+def write_bench_file(bench_dir: Path, step: str, twin: str, wildcards: dict, r: dict) -> None:
+    """One step's figures where the rule's ``benchmark:`` file would be (the step's declared path,
+    :func:`powerlens.pipeline.steps.job_file`), in its columns (s, max_rss in MB, cpu_time), for
+    scripts/fit_resources.py."""
+    from powerlens.pipeline.steps import job_file
+
+    f = bench_dir / job_file(step, "benchmark", model=twin, **wildcards)
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(f"s\tmax_rss\tcpu_time\n{r['wall_s']:.2f}\t{r['peak_rss_gb'] * 1000:.2f}\t{r['cpu_s']:.2f}\n")
 
@@ -239,7 +227,7 @@ def bench_twin(twin: str, a, cfg: dict, corpus: Path, n_prompts: int, tokens: di
     """Every chosen step on one twin (and its naive baseline), each step's figures beside its lower bound."""
     w = Path(a.work) / twin
     w.mkdir(parents=True, exist_ok=True)
-    values, patterns, rows = step_values(twin, w, corpus, cfg, a.threads), rule_benchmarks(), []
+    values, rows = step_values(twin, w, corpus, cfg, a.threads), []
     for name, step, rule, wildcards, naive_step in STEPS:
         if not (name.split()[0] in a.steps or name in a.steps) or wildcards.get("mode", a.modes[0]) not in a.modes:
             continue
@@ -251,7 +239,7 @@ def bench_twin(twin: str, a, cfg: dict, corpus: Path, n_prompts: int, tokens: di
         if naive_step and not a.no_naive:
             row.update(naive_row(naive_step, name, cmd, twin, w, corpus, a, cfg["steering"]["shared_edit"], n_prompts))
         rows.append(row)
-        write_bench_file(Path(a.bench_dir), patterns[step], twin, wildcards, r)
+        write_bench_file(Path(a.bench_dir), step, twin, wildcards, r)
         print(json.dumps(row), flush=True)
     for f in w.glob("twin/*.safetensors"):
         f.unlink()

@@ -19,8 +19,6 @@ from powerlens.cli import run_guarded
 
 REPO = Path(__file__).resolve().parents[1]
 
-RULE_DIRS = {"fetch_model": "fetch_model", "extract_weights": "extract_weights",
-             "check_extraction": "check_extraction", "spectra": "spectra", "steering": "steering"}
 COLUMNS = ["run", "rule", "model", "model_of", "params", "mem_term", "time_term", "s", "max_rss_mb", "cpu_time"]
 
 
@@ -59,7 +57,8 @@ def retime(df, config_path: Path, rule: str):
 def collect(bench_dir: Path, config_path: Path) -> list[dict]:
     import pandas as pd
 
-    from powerlens.pipeline.resources import job_terms, size_of_entry
+    from powerlens.pipeline.resources import JOB_KINDS, job_terms, size_of_entry
+    from powerlens.pipeline.steps import job_file
 
     cfg, prompts = load_run_config(config_path)
     rows = []
@@ -67,9 +66,8 @@ def collect(bench_dir: Path, config_path: Path) -> list[dict]:
         if m["source"] != "random":  # twins only: measured models whose exact architecture is a paper model's
             continue
         terms = job_terms(cfg, name, prompts)
-        files = {rule: bench_dir / d / f"{name}.tsv" for rule, d in RULE_DIRS.items()}
-        for mode in ("model", "attention-only"):
-            files[f"dynamics_{mode}"] = bench_dir / "dynamics" / f"{name}-{mode}.tsv"
+        files = {rule: bench_dir / job_file(step, "benchmark", model=name, **wc)  # where the rule writes it
+                 for rule, (step, wc) in JOB_KINDS.items()}
         for rule, f in files.items():
             if not f.is_file():
                 continue

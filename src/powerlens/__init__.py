@@ -1,8 +1,8 @@
 """powerlens: transformer layers read as power-method steps.
 
 Replicates and extends Li & Altafini, "Analogies between Transformer Layers and Power Method"
-(arXiv 2605.25619). All logic lives in this package; ``scripts/`` holds thin command-line wrappers (the same
-sub-commands as the ``powerlens`` command) and the Snakemake workflow wires them together.
+(arXiv 2605.25619). All logic lives in this package; the Snakemake workflow runs each step as ``python -m powerlens <step>``
+(the ``powerlens`` command), one rule per step, named as the step.
 
 The Python API (:mod:`powerlens.api`): ``Lens.from_pretrained(path_or_hub_id)`` or ``Lens(model, tokenizer)``,
 then ``.weights``, ``.F(layer)``, ``.spectra()``, ``.dynamics(prompts)`` and ``with .steer(token, kappa):``.

@@ -1,12 +1,13 @@
 """The powerlens command: a quick look at one model, and every pipeline step as a sub-command.
 
     powerlens inspect PATH_OR_HUB_ID        # leading eigenpair of F = W_O W_V per layer, as a table
-    powerlens spectra --help                 # the step the workflow runs (scripts/spectra.py is the same)
+    powerlens spectra --help                 # the step the workflow's rule spectra runs (python -m powerlens spectra)
 
-Each step's options are declared once, in powerlens.pipeline.steps.<step> (OPTIONS); scripts/<step>.py (what the Snakemake
-rules call) runs the same sub-command. A step's options have no defaults of their own: the workflow passes
-every one from the config, whose defaults live in workflow/schemas/config.schema.yaml. A user error prints
-"ERROR: <problem>" and "  fix: <what to do>" and exits with status 2, never a traceback.
+Each step's options are declared once, in powerlens.pipeline.steps.<step> (OPTIONS); the sub-command, the rule
+and the module share the step's name. A step's options have no defaults of their own: the workflow passes every
+one from the config, whose defaults live in the config schema (src/powerlens/pipeline/config.schema.yaml). A
+step's command imports that step's module only. A user error prints "ERROR: <problem>" and "  fix: <what to
+do>" and exits with status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def inspect_model(a) -> None:
 
 class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """Descriptions as written, and an optional flag's default shown after its help. A step's options are all
-    required: their defaults live in the config schema (workflow/schemas/config.schema.yaml) only."""
+    required: their defaults live in the config schema (src/powerlens/pipeline/config.schema.yaml) only."""
 
     def _get_help_string(self, action):
         if action.required or action.default is None or "default" in (action.help or ""):
@@ -110,7 +111,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaults
         return super()._get_help_string(action)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser: ``inspect`` and every step, or, with ``only`` (a step's name), that step alone, so
+    running a step imports its module and no other."""
     ap = argparse.ArgumentParser(
         prog="powerlens", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"powerlens {__version__}")
@@ -129,10 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=inspect_model)
     from powerlens.pipeline.steps import STEPS, step_module
 
-    for name in STEPS:
+    for name in STEPS if only is None else (only,):
         mod = step_module(name)
         doc = (mod.__doc__ or "").strip()
-        p = sub.add_parser(name.replace("_", "-"), help=doc.split("\n\n")[0].replace("\n", " "), description=doc,
+        p = sub.add_parser(name, help=doc.split("\n\n")[0].replace("\n", " "), description=doc,
                            formatter_class=_Formatter)
         add_arguments(p, mod.OPTIONS)
         p.set_defaults(func=functools.partial(run_step, mod))
@@ -146,7 +149,10 @@ def run_step(mod, a: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    a = build_parser().parse_args(argv)
+    from powerlens.pipeline.steps import STEPS
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    a = build_parser(argv[0] if argv and argv[0] in STEPS else None).parse_args(argv)
     quiet_third_party_bars()
     run_guarded(a.func, a)
 

@@ -65,8 +65,8 @@ def test_end_to_end_outputs(test_run):
         assert check["checks"]["float64"]["max_abs_error"] < 1e-10
         meta = json.loads((res / m / "weights.json").read_text())
         assert meta["weights_label"] == "random weights" and meta["random_weights"] is True
-        assert (test_run / f"logs/test/extract_weights/{m}.log").exists()
-        assert (test_run / f"benchmarks/test/extract_weights/{m}.tsv").exists()
+        assert (test_run / f"logs/test/extract/{m}.log").exists()
+        assert (test_run / f"benchmarks/test/extract/{m}.tsv").exists()
     assert json.loads((res / "tiny-albert/extraction_check.json").read_text())["albert_single_F"]
     lock = yaml.safe_load((res / "models.lock.yaml").read_text())
     assert set(lock["models"]) == {"tiny-albert", "tiny-bert", "tiny-gpt2", "tiny-gpt-neo", "tiny-gemma3"}
@@ -396,7 +396,7 @@ def test_new_steering_targets_rerun_steering_only(test_run, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     planned = planned_jobs(r.stdout + r.stderr)
     assert planned.get("steering") == 1, planned  # only tiny-gpt2's
-    assert not {"fetch_model", "extract_weights", "spectra", "dynamics"} & set(planned), planned
+    assert not {"fetch_model", "extract", "spectra", "dynamics"} & set(planned), planned
 
 
 def test_new_label_reruns_only_what_shows_it(test_run, tmp_path):
@@ -423,7 +423,7 @@ def test_paper_config_plans_all_13_checkpoints(tmp_path):
     assert "Using workflow specific profile" in out  # workflow/profiles/default, found through profiles/
     assert out.count("mem_mb=") >= 13 * 4 and out.count("runtime=") >= 13 * 4
     planned = planned_jobs(out)
-    assert all(planned[rule] == 13 for rule in ("fetch_model", "extract_weights", "check_extraction")), planned
+    assert all(planned[rule] == 13 for rule in ("fetch_model", "extract", "check_extraction")), planned
 
 
 def test_building_the_dag_never_imports_torch(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 slurm, local, log = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-LOCAL_RULES = {"fetch_model", "lock_models", "provenance", "all"}
+LOCAL_RULES = {"fetch_model", "write_lock", "provenance", "all"}
 text = log.read_text()
 submitted = re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", text)
 stats = text[text.index("Job stats"):]

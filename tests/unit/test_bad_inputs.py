@@ -16,8 +16,9 @@ SCRIPTS = REPO / "scripts"
 
 
 def cli(script, *args):
-    return subprocess.run([sys.executable, str(SCRIPTS / script), *map(str, args)], capture_output=True, text=True,
-                          timeout=300)
+    """A step as its rule runs it: ``python -m powerlens <step>`` (``script`` is the step's name + .py)."""
+    return subprocess.run([sys.executable, "-m", "powerlens", script.removesuffix(".py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_fetch_missing_local_path_exits_2_with_fix(tmp_path):
@@ -242,8 +243,8 @@ def test_truncated_intermediate_files_name_the_step_that_rebuilds_them(tmp_path)
     st.write_bytes(st.read_bytes()[: st.stat().st_size // 2])
     r = cli("spectra.py", "--tensors", st, "--meta", tmp_path / "w.json", "--out-npz", tmp_path / "x.npz",
             "--out-csv", tmp_path / "x.csv", "--top-k", 8, "--threads", 1, "--seed", 0)
-    assert r.returncode == 2 and "written by the extract_weights step" in r.stderr, r.stderr[-2000:]
-    assert "--forcerun extract_weights" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "written by the extract step" in r.stderr, r.stderr[-2000:]
+    assert "--forcerun extract" in r.stderr and "Traceback" not in r.stderr
     npz = tmp_path / "s.npz"
     npz.write_bytes(npz.read_bytes()[:200])
     from powerlens.core.errors import PowerlensError

@@ -79,7 +79,7 @@ def test_fitted_resources_cover_every_measured_job():
 
 def test_every_heavy_rule_uses_the_fitted_resources():
     text = "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
-    for rule in ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics", "steering"):
+    for rule in ("fetch_model", "extract", "check_extraction", "spectra", "dynamics", "steering"):
         assert f'mem_mb=fitted("{rule}", "mem_mb")' in text and f'runtime=fitted("{rule}", "runtime")' in text
     assert yaml.safe_load(FITTED.read_text())["fitted_on"]["rows"] == len(pd.read_csv(MEASURED, sep="\t"))
 

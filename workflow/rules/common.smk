@@ -8,7 +8,7 @@ import time
 from powerlens.pipeline.config import check_targets_on_disk, model_arch, steering_targets, validate_config
 from powerlens.pipeline.report_check import check_report_fresh, is_report_request
 from powerlens.pipeline.options import config_flags, shell_line
-from powerlens.pipeline.steps import step_module
+from powerlens.pipeline.steps import job_path, step_module
 from powerlens.core.corpus import read_prompts
 from powerlens.pipeline.resources import check_plan, job_requests, load_coefficients
 from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, source_files
@@ -65,7 +65,6 @@ if is_report_request(sys.argv[1:]):
 
 RUN = config["run"]
 MODELS = list(config["models"])
-SCRIPTS = os.path.join(workflow.basedir, "scripts")
 ENV = "../envs/powerlens.yaml"
 
 
@@ -161,8 +160,20 @@ def figure_outputs(name, category, key, twins=True, listed=(True, True)):
 
 def step_shell(step):
     """A rule's shell line, made from the step's declared options (powerlens.pipeline.steps.<step>.OPTIONS):
-    its script with every input, output, wildcard, param and thread count, then params.flags, then the log."""
-    return shell_line(step_module(step).OPTIONS)
+    `python -m powerlens <step>` with every input, output, wildcard, param and thread count, then
+    params.flags, then the log. The rule has the step's name (tests/unit/test_step_names.py)."""
+    return shell_line(step, step_module(step).OPTIONS)
+
+
+def step_log(step):
+    """The step's log path pattern (powerlens.pipeline.steps.job_path: logs/<run>/<step>/<job>.log)."""
+    return job_path(step, "log", RUN)
+
+
+def step_benchmark(step):
+    """The step's benchmark path pattern (benchmarks/<run>/<step>/<job>.tsv), where scripts/bench.py and the
+    speed step look for it."""
+    return job_path(step, "benchmark", RUN)
 
 
 def step_flags(step):
@@ -212,7 +223,7 @@ def model_entry_json(wildcards):
 
 
 # steering targets whose tokenizer is on disk (twins, local folders, packages, fetched models) are checked now;
-# the others right after their fetch, before extraction (rule check_steering_targets)
+# the others right after their fetch, before extraction (rule steering_targets)
 try:
     TARGETS_CHECKED_AT_FETCH = check_targets_on_disk(config, lambda m: results(f"{m}/manifest.json"))
 except PowerlensError as e:

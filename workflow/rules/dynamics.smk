@@ -5,8 +5,8 @@ rule dynamics:
     """Per-token alignments with each layer's leading eigenvector; gamma_t, rho_t, sign tests, nulls."""
     input:
         manifest=rules.fetch_model.output.manifest,
-        tensors=rules.extract_weights.output.tensors,
-        meta=rules.extract_weights.output.meta,
+        tensors=rules.extract.output.tensors,
+        meta=rules.extract.output.meta,
         spectra=rules.spectra.output.npz,
         prompts=PROMPTS,
     output:
@@ -16,12 +16,11 @@ rule dynamics:
         robustness=results("{model}/dynamics-{mode}-robustness.csv"),
     params:
         flags=step_flags("dynamics"),
-        script=os.path.join(SCRIPTS, "dynamics.py"),
         py=PY,
     log:
-        f"logs/{RUN}/dynamics/{{model}}-{{mode}}.log",
+        step_log("dynamics"),
     benchmark:
-        f"benchmarks/{RUN}/dynamics/{{model}}-{{mode}}.tsv"
+        step_benchmark("dynamics")
     threads: 2
     resources:
         mem_mb=fitted("dynamics", "mem_mb"),
@@ -41,7 +40,7 @@ rule plot_dynamics:
     input:
         csv=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
         npz=expand(rules.dynamics.output.npz, model=MODELS, mode=MODES),
-        meta=expand(rules.extract_weights.output.meta, model=MODELS),
+        meta=expand(rules.extract.output.meta, model=MODELS),
     output:
         **figure_outputs("fig_gamma", "4 Dynamics", key="gamma"),
         **figure_outputs("fig_rho", "4 Dynamics", key="rho"),
@@ -51,7 +50,6 @@ rule plot_dynamics:
         **table_outputs("table_alignment", "4 Dynamics", key="table"),
     params:
         flags=step_flags("plot_dynamics"),
-        script=os.path.join(SCRIPTS, "plot_dynamics.py"),
         py=PY,
         labels=labels_json(),
         gamma=stem_of("gamma"),
@@ -61,9 +59,9 @@ rule plot_dynamics:
         rotation=stem_of("rotation"),
         table=stem_of("table"),
     log:
-        f"logs/{RUN}/plot_dynamics.log",
+        step_log("plot_dynamics"),
     benchmark:
-        f"benchmarks/{RUN}/plot_dynamics.tsv"
+        step_benchmark("plot_dynamics")
     threads: 1
     resources:
         mem_mb=3000,

@@ -11,12 +11,11 @@ rule fetch_model:
     params:
         flags=step_flags("fetch_model"),
         entry=model_entry_json,
-        script=os.path.join(SCRIPTS, "fetch_model.py"),
         py=PY,
     log:
-        f"logs/{RUN}/fetch_model/{{model}}.log",
+        step_log("fetch_model"),
     benchmark:
-        f"benchmarks/{RUN}/fetch_model/{{model}}.tsv"
+        step_benchmark("fetch_model")
     threads: 1
     resources:
         mem_mb=fitted("fetch_model", "mem_mb"),
@@ -28,7 +27,7 @@ rule fetch_model:
         step_shell("fetch_model")
 
 
-rule extract_weights:
+rule extract:
     """W_Q, W_K, W_V, W_O, biases, LayerNorm, scale, masks and F = W_O W_V of every layer."""
     input:
         manifest=rules.fetch_model.output.manifest,
@@ -37,16 +36,15 @@ rule extract_weights:
         tensors=results("{model}/weights.safetensors"),
         meta=results("{model}/weights.json"),
     params:
-        script=os.path.join(SCRIPTS, "extract.py"),
         py=PY,
     log:
-        f"logs/{RUN}/extract_weights/{{model}}.log",
+        step_log("extract"),
     benchmark:
-        f"benchmarks/{RUN}/extract_weights/{{model}}.tsv"
+        step_benchmark("extract")
     threads: 2
     resources:
-        mem_mb=fitted("extract_weights", "mem_mb"),
-        runtime=fitted("extract_weights", "runtime"),
+        mem_mb=fitted("extract", "mem_mb"),
+        runtime=fitted("extract", "runtime"),
     conda:
         ENV
     shell:
@@ -57,18 +55,17 @@ rule check_extraction:
     """Rebuild each attention sublayer from the extracted matrices; compare with the real module."""
     input:
         manifest=rules.fetch_model.output.manifest,
-        tensors=rules.extract_weights.output.tensors,
-        meta=rules.extract_weights.output.meta,
+        tensors=rules.extract.output.tensors,
+        meta=rules.extract.output.meta,
     output:
         check=results("{model}/extraction_check.json"),
     params:
         flags=step_flags("check_extraction"),
-        script=os.path.join(SCRIPTS, "check_extraction.py"),
         py=PY,
     log:
-        f"logs/{RUN}/check_extraction/{{model}}.log",
+        step_log("check_extraction"),
     benchmark:
-        f"benchmarks/{RUN}/check_extraction/{{model}}.tsv"
+        step_benchmark("check_extraction")
     threads: 2
     resources:
         mem_mb=fitted("check_extraction", "mem_mb"),
@@ -79,19 +76,18 @@ rule check_extraction:
         step_shell("check_extraction")
 
 
-rule lock_models:
+rule write_lock:
     """models.lock.yaml: resolved revisions and file sha256s of this run (pin a later run with lock_file)."""
     input:
         manifests=expand(rules.fetch_model.output.manifest, model=MODELS),
     output:
         lock=results("models.lock.yaml"),
     params:
-        script=os.path.join(SCRIPTS, "write_lock.py"),
         py=PY,
     log:
-        f"logs/{RUN}/lock_models.log",
+        step_log("write_lock"),
     benchmark:
-        f"benchmarks/{RUN}/lock_models.tsv"
+        step_benchmark("write_lock")
     threads: 1
     resources:
         mem_mb=500,
@@ -103,7 +99,7 @@ rule lock_models:
         step_shell("write_lock")
 
 
-rule check_steering_targets:
+rule steering_targets:
     """Steering targets of a model whose tokenizer arrives with its fetch (hub, GGUF), checked before
     extraction: single vocabulary entry, LM head for unembedding targets; token ids written."""
     input:
@@ -112,10 +108,11 @@ rule check_steering_targets:
         json=results("{model}/steering_targets.json"),
     params:
         targets=steering_targets_json,
-        script=os.path.join(SCRIPTS, "steering_targets.py"),
         py=PY,
     log:
-        f"logs/{RUN}/check_steering_targets/{{model}}.log",
+        step_log("steering_targets"),
+    benchmark:
+        step_benchmark("steering_targets")
     threads: 1
     resources:
         mem_mb=1000,

@@ -16,12 +16,11 @@ rule quantization:
         dynamics=results("{model}/quantization-dynamics.csv"),
     params:
         flags=step_flags("quantization"),
-        script=os.path.join(SCRIPTS, "quantization.py"),
         py=PY,
     log:
-        f"logs/{RUN}/quantization/{{model}}.log",
+        step_log("quantization"),
     benchmark:
-        f"benchmarks/{RUN}/quantization/{{model}}.tsv"
+        step_benchmark("quantization")
     threads: 2
     resources:
         mem_mb=lambda wc: fitted("dynamics", "mem_mb")(SimpleNamespace(model=wc.model, mode="model")),
@@ -41,14 +40,13 @@ rule table_quantization:
     output:
         **table_outputs("table_quantization", "3 Spectra", key="table"),
     params:
-        script=os.path.join(SCRIPTS, "table_quantization.py"),
         py=PY,
         labels=labels_json(),
         table=stem_of("table"),
     log:
-        f"logs/{RUN}/table_quantization.log",
+        step_log("table_quantization"),
     benchmark:
-        f"benchmarks/{RUN}/table_quantization.tsv"
+        step_benchmark("table_quantization")
     threads: 1
     resources:
         mem_mb=500,

@@ -5,7 +5,7 @@ rule claims:
     """table_claim_verdicts (one row per claim, one column per trained family), table_claims (each claim's
     criterion from config `claims:`, measurement, null and verdict) and table_claims_twins (random weights)."""
     input:
-        meta=expand(rules.extract_weights.output.meta, model=MODELS),
+        meta=expand(rules.extract.output.meta, model=MODELS),
         spectra=expand(rules.spectra.output.csv, model=MODELS),
         dynamics=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
         theory=expand(rules.theory.output.json, case=THEORY_CASES),
@@ -18,7 +18,6 @@ rule claims:
         **table_outputs("table_claims", "1 Claims", key="table"),
         **table_outputs("table_claims_twins", TWINS_CATEGORY, key="twins"),
     params:
-        script=os.path.join(SCRIPTS, "claims.py"),
         py=PY,
         criteria=claims_criteria_json(),
         labels=labels_json(),
@@ -27,9 +26,9 @@ rule claims:
         twins=stem_of("twins"),
         robust=stem_of("robust"),
     log:
-        f"logs/{RUN}/claims.log",
+        step_log("claims"),
     benchmark:
-        f"benchmarks/{RUN}/claims.tsv"
+        step_benchmark("claims")
     threads: 1
     resources:
         mem_mb=1000,
@@ -58,13 +57,12 @@ rule provenance:
             category="7 Provenance",
         ),
     params:
-        script=os.path.join(SCRIPTS, "provenance.py"),
         py=PY,
         config=params_json(config),
     log:
-        f"logs/{RUN}/provenance.log",
+        step_log("provenance"),
     benchmark:
-        f"benchmarks/{RUN}/provenance.tsv"
+        step_benchmark("provenance")
     threads: 1
     resources:
         mem_mb=500,
@@ -81,7 +79,7 @@ rule speed:
     matrix-product peak measured here, and the ratio. The benchmark files are ancient(): a job re-run with
     the same outputs (a forced rerun) leaves the table as it is; `--forcerun speed` times it again."""
     input:
-        meta=expand(rules.extract_weights.output.meta, model=MODELS),
+        meta=expand(rules.extract.output.meta, model=MODELS),
         bench_spectra=ancient(expand(rules.spectra.benchmark, model=MODELS)),
         dynamics=expand(rules.dynamics.output.json, model=MODELS, mode=MODES),
         bench_dynamics=ancient(expand(rules.dynamics.benchmark, model=MODELS, mode=MODES)),
@@ -90,15 +88,14 @@ rule speed:
     output:
         **table_outputs("table_speed", "7 Provenance", key="table"),
     params:
-        script=os.path.join(SCRIPTS, "speed.py"),
         py=PY,
         config=params_json({k: config[k] for k in ("models", "dynamics", "steering")}),
         labels=labels_json(),
         stem=stem_of("table"),
     log:
-        f"logs/{RUN}/speed.log",
+        step_log("speed"),
     benchmark:
-        f"benchmarks/{RUN}/speed.tsv"
+        step_benchmark("speed")
     threads: 2
     resources:
         mem_mb=1500,
@@ -128,15 +125,14 @@ rule article:
         html=report(results("replication.html"), caption="../report/replication.rst", category="0 Replication"),
         pdf=results("replication.pdf"),
     params:
-        script=os.path.join(SCRIPTS, "article.py"),
         py=PY,
         flags=step_flags("article"),
         index=output_index,
         command=run_command(),
     log:
-        f"logs/{RUN}/article.log",
+        step_log("article"),
     benchmark:
-        f"benchmarks/{RUN}/article.tsv"
+        step_benchmark("article")
     threads: 1
     resources:
         mem_mb=1000,

@@ -4,19 +4,18 @@
 rule spectra:
     """All eigenvalues, top-k eigenvectors (canonical phase), leading plane, per-head and I + F views."""
     input:
-        tensors=rules.extract_weights.output.tensors,
-        meta=rules.extract_weights.output.meta,
+        tensors=rules.extract.output.tensors,
+        meta=rules.extract.output.meta,
     output:
         npz=results("{model}/spectra.npz"),
         csv=results("{model}/spectra.csv"),
     params:
         flags=step_flags("spectra"),
-        script=os.path.join(SCRIPTS, "spectra.py"),
         py=PY,
     log:
-        f"logs/{RUN}/spectra/{{model}}.log",
+        step_log("spectra"),
     benchmark:
-        f"benchmarks/{RUN}/spectra/{{model}}.tsv"
+        step_benchmark("spectra")
     threads: 2
     resources:
         mem_mb=fitted("spectra", "mem_mb"),
@@ -38,16 +37,15 @@ rule plot_spectra:
         **table_outputs("table_spectra", "3 Spectra", key="table"),
     params:
         flags=step_flags("plot_spectra"),
-        script=os.path.join(SCRIPTS, "plot_spectra.py"),
         py=PY,
         labels=labels_json(),
         fig_spectra=stem_of("spectra"),
         fig_gap=stem_of("gap"),
         table=stem_of("table"),
     log:
-        f"logs/{RUN}/plot_spectra.log",
+        step_log("plot_spectra"),
     benchmark:
-        f"benchmarks/{RUN}/plot_spectra.tsv"
+        step_benchmark("plot_spectra")
     threads: 1
     resources:
         mem_mb=2000,

@@ -5,8 +5,8 @@ rule steering:
     """Kappa sweep per target: principal-eigenvector check, alignment with u, target-token probability, KL."""
     input:
         manifest=rules.fetch_model.output.manifest,
-        tensors=rules.extract_weights.output.tensors,
-        meta=rules.extract_weights.output.meta,
+        tensors=rules.extract.output.tensors,
+        meta=rules.extract.output.meta,
         spectra=rules.spectra.output.npz,
         prompts=PROMPTS,
     output:
@@ -15,13 +15,12 @@ rule steering:
         continuations=results("{model}/steering_continuations.csv"),
     params:
         flags=step_flags("steering"),
-        script=os.path.join(SCRIPTS, "steering.py"),
         py=PY,
         targets=steering_targets_json,
     log:
-        f"logs/{RUN}/steering/{{model}}.log",
+        step_log("steering"),
     benchmark:
-        f"benchmarks/{RUN}/steering/{{model}}.tsv"
+        step_benchmark("steering")
     threads: 2
     resources:
         mem_mb=fitted("steering", "mem_mb"),
@@ -44,16 +43,15 @@ rule plot_steering:
         **table_outputs("table_continuations", "6 Steering", key="continuations"),
     params:
         flags=step_flags("plot_steering"),
-        script=os.path.join(SCRIPTS, "plot_steering.py"),
         py=PY,
         labels=labels_json(),
         fig=stem_of("fig"),
         table=stem_of("table"),
         continuations=stem_of("continuations"),
     log:
-        f"logs/{RUN}/plot_steering.log",
+        step_log("plot_steering"),
     benchmark:
-        f"benchmarks/{RUN}/plot_steering.tsv"
+        step_benchmark("plot_steering")
     threads: 1
     resources:
         mem_mb=1500,

@@ -4,19 +4,18 @@
 rule table_models:
     """table_models: id, revision, parameters, d, layers, heads, shared weights, source, weights label."""
     input:
-        metas=expand(rules.extract_weights.output.meta, model=MODELS),
+        metas=expand(rules.extract.output.meta, model=MODELS),
         manifests=expand(rules.fetch_model.output.manifest, model=MODELS),
     output:
         **table_outputs("table_models", "2 Models", key="table"),
     params:
-        script=os.path.join(SCRIPTS, "table_models.py"),
         py=PY,
         stem=stem_of("table"),
         labels=labels_json(),
     log:
-        f"logs/{RUN}/table_models.log",
+        step_log("table_models"),
     benchmark:
-        f"benchmarks/{RUN}/table_models.tsv"
+        step_benchmark("table_models")
     threads: 1
     resources:
         mem_mb=500,

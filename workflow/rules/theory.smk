@@ -8,12 +8,11 @@ rule theory:
         npz=results("theory/{case}.npz"),
     params:
         flags=step_flags("theory"),
-        script=os.path.join(SCRIPTS, "theory.py"),
         py=PY,
     log:
-        f"logs/{RUN}/theory/{{case}}.log",
+        step_log("theory"),
     benchmark:
-        f"benchmarks/{RUN}/theory/{{case}}.tsv"
+        step_benchmark("theory")
     threads: 1
     resources:
         mem_mb=1500,
@@ -38,14 +37,13 @@ rule plot_theory:
         **table_outputs("table_theory", "5 Theory", key="table"),
     params:
         flags=step_flags("plot_theory"),
-        script=os.path.join(SCRIPTS, "plot_theory.py"),
         py=PY,
         fig=stem_of("fig"),
         table=stem_of("table"),
     log:
-        f"logs/{RUN}/plot_theory.log",
+        step_log("plot_theory"),
     benchmark:
-        f"benchmarks/{RUN}/plot_theory.tsv"
+        step_benchmark("plot_theory")
     threads: 1
     resources:
         mem_mb=1500,

@@ -196,10 +196,10 @@ class ModelWeights:
         layer's tensors, never the whole model's (the file's keys are still checked at once)."""
         from safetensors import safe_open
 
-        with reading_generated(json_path, "extract_weights"):
+        with reading_generated(json_path, "extract"):
             meta = read_json(json_path)
         # only the tensors a LayerWeights holds (the stored float64 F is for users; F is recomputed)
-        with reading_generated(st_path, "extract_weights"):
+        with reading_generated(st_path, "extract"):
             with safe_open(str(st_path), framework="pt") as f:
                 keys = set(f.keys())
                 tensors = {} if lazy else {k: f.get_tensor(k) for k in keys
@@ -247,6 +247,6 @@ class _LazyLayers(Sequence):
         from safetensors import safe_open
 
         u = range(len(self))[u]
-        with reading_generated(self.st_path, "extract_weights"):
+        with reading_generated(self.st_path, "extract"):
             with safe_open(str(self.st_path), framework="pt") as f:
                 return _layer_from(u, self.metas[u], f.get_tensor)

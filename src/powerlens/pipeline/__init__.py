@@ -6,7 +6,7 @@
     targets     steering targets checked from the tokenizer alone, before any model-heavy job
     resources   Snakemake mem_mb / runtime fitted from measured benchmarks, plus the corpus' own costs
     speed       each heavy job's wall time beside its arithmetic lower bound (table_speed, the benchmark)
-    steps/      one module per step: its options (``powerlens <step>``, ``scripts/<step>.py``, the rule's
+    steps/      one module per step: its options (``powerlens <step>``, the rule's
                 shell line) and its function: read inputs, call the analysis, write outputs
 
 Imports from every layer below it; only the entry points (:mod:`powerlens.api`, :mod:`powerlens.cli`)

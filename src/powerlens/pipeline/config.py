@@ -334,13 +334,13 @@ def steering_targets(config: dict, name: str) -> list[dict]:
 def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
     """Check the steering targets of every model whose tokenizer is on disk already (twins, local folders,
     packages, models fetched earlier; ``manifest_of(name)`` is the path of its manifest). Returns the models
-    whose targets can only be known from their fetch (rule check_steering_targets), decided from the config
+    whose targets can only be known from their fetch (rule steering_targets), decided from the config
     entry alone: the same list before and after the fetch."""
     later = []
     for name, m in config["models"].items():
         found = tokenizer_on_disk(m, None)
         if found is None:
-            # known only after the fetch: these go through check_steering_targets on every run, fetched or not,
+            # known only after the fetch: these go through steering_targets on every run, fetched or not,
             # so that extraction's inputs never change between a first run and a rerun (which would redo it)
             later.append(name)
             found = tokenizer_on_disk(None, manifest_of(name))

@@ -1,7 +1,6 @@
 """Each step's options, declared once (``OPTIONS`` in its module under :mod:`powerlens.pipeline.steps`).
 
-From one declaration come the step's command line (:func:`add_arguments`, ``powerlens <step>`` and
-``scripts/<step>.py``), the keyword arguments of its function (:func:`step_kwargs`), the Snakemake rule's
+From one declaration come the step's command line (:func:`add_arguments`, ``powerlens <step>``), the keyword arguments of its function (:func:`step_kwargs`), the Snakemake rule's
 shell line (:func:`shell_line`) and its config-derived flags (:func:`config_flags`), and the benchmark's
 command lines (:func:`command`). Defaults live in the config schema only: every option is required on the
 command line, and the rule passes each from the config path the declaration names.
@@ -164,10 +163,10 @@ def config_flags(options: tuple[Option, ...], config: dict) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def shell_line(options: tuple[Option, ...]) -> str:
-    """A rule's shell line: its interpreter and script (``params.py``, ``params.script``), every input, output,
-    wildcard, param and thread count where the declaration says, then ``params.flags``, the log last."""
-    words = ["{params.py:q} {params.script:q}"]
+def shell_line(step: str, options: tuple[Option, ...]) -> str:
+    """A rule's shell line: ``python -m powerlens <step>`` (the interpreter is ``params.py``), every input,
+    output, wildcard, param and thread count where the declaration says, then ``params.flags``, the log last."""
+    words = [f"{{params.py:q}} -m powerlens {step}"]
     for o in options:
         where, _, key = o.source.partition(":")
         fmt = {"input": f"{{input.{key}:q}}", "output": f"{{output.{key}:q}}", "wildcard": f"{{wildcards.{key}:q}}",
@@ -179,11 +178,12 @@ def shell_line(options: tuple[Option, ...]) -> str:
     return " ".join(words) + " > {log:q} 2>&1"
 
 
-def command(script: str, options: tuple[Option, ...], values: dict[str, Any], config: dict,
+def command(step: str, options: tuple[Option, ...], values: dict[str, Any], config: dict,
             python: str = "python") -> list[str]:
-    """A step's command line outside Snakemake (the benchmark): ``values`` by flag for inputs, outputs,
-    wildcards, params and threads; the config-derived flags from ``config``."""
-    words = [python, script]
+    """A step's command line outside Snakemake (the benchmark), the rule's own (``python -m powerlens <step>``):
+    ``values`` by flag for inputs, outputs, wildcards, params and threads; the config-derived flags from
+    ``config``."""
+    words = [python, "-m", "powerlens", step]
     for o in options:
         if o.source.startswith("config:"):
             words += o.render(config_value(config, o.source.split(":", 1)[1]))

@@ -8,7 +8,7 @@ benchmark files (``max_rss`` in MB, ``s`` in seconds) from twin runs:
 rule               memory term                  time term
 =================  ===========================  ==============================================================
 fetch_model        params                       params
-extract_weights    params                       params
+extract            params                       params
 check_extraction   params                       params
 spectra            d_model**2 * (n_unique + 10) n_unique_layers * d_model**3   (one eigen-solve per layer)
 dynamics (model)   params                       forward_params * tokens        (FLOPs / 2 of the forward pass)
@@ -62,8 +62,13 @@ LONG_RUN = {"runtime_s_per_step_batch": 0.003, "mem_mb_per_step": 0.0052}
 #: much, the 2-norm's SVD 13.4 s, about 10 d^3).
 STEERING_COSTS = {"law_float64": 2.5, "eig_d3": 13.0, "lstsq_d3": 13.0, "svd_d3": 10.0}
 
-RULES = ("fetch_model", "extract_weights", "check_extraction", "spectra", "dynamics_model",
-         "dynamics_attention-only", "steering")
+#: The fitted entries of workflow/resources.yaml: each is a step's name (the rule's), dynamics' one per mode
+#: (its ``mode`` wildcard after the name), with the step and wildcards whose benchmark files it is fitted to.
+JOB_KINDS = {"fetch_model": ("fetch_model", {}), "extract": ("extract", {}),
+             "check_extraction": ("check_extraction", {}), "spectra": ("spectra", {}),
+             "dynamics_model": ("dynamics", {"mode": "model"}),
+             "dynamics_attention-only": ("dynamics", {"mode": "attention-only"}), "steering": ("steering", {})}
+RULES = tuple(JOB_KINDS)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ asked of a checkpoint without an LM head. :func:`check_targets` finds each of th
 ``tokenizers.Tokenizer`` (the fast tokenizer's own backend, so its ids are the ones the steering step gets
 from transformers). The workflow runs it when it builds its DAG, for every model whose tokenizer
 :func:`tokenizer_on_disk` finds (twins, local folders, packages, anything fetched before); the
-``check_steering_targets`` step runs it right after the fetch for the rest (hub and GGUF models on their
+``steering_targets`` step runs it right after the fetch for the rest (hub and GGUF models on their
 first run), before extraction starts.
 """
 
