@@ -30,7 +30,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from powerlens.analysis.spectra import model_spectra, spectra_arrays
+from powerlens.analysis.spectra import layer_matrices, model_spectra, spectra_arrays
 from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_generated_json
@@ -230,7 +230,7 @@ class Lens:
         k = defaults["spectra"]["top_k"] if k is None else k
         seed = defaults["seed"] if seed is None else seed
         w = self.weights
-        specs = model_spectra(w, k=k, threads=threads, seed=seed)
+        specs = model_spectra(layer_matrices(w), n_heads=w.n_heads, k=k, threads=threads, seed=seed)
         rows = [{"layer": u, **s.summary()} for u, s in enumerate(specs)]
         return Spectra(specs, list(w.layer_map), pd.DataFrame(rows))
 

@@ -438,6 +438,49 @@ def test_building_the_dag_never_imports_torch(tmp_path):
     assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 7
 
 
+#: The steps that run torch (the models, the attention law of the theory checks, the matrix-product peak of the
+#: speed table) and those that also load transformers models; every other step imports neither.
+TORCH_STEPS = {"fetch_model", "steering_targets", "extract", "check_extraction", "dynamics", "steering",
+               "quantization", "theory", "speed"}
+TRANSFORMERS_STEPS = TORCH_STEPS - {"theory", "speed"}
+
+
+def _blocked(tmp_path, *names) -> str:
+    for name in names:
+        (tmp_path / "blocked" / name).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "blocked" / name / "__init__.py").write_text(f'raise ImportError("{name} imported")\n')
+    return str(tmp_path / "blocked")
+
+
+def test_steps_that_need_neither_torch_nor_transformers_load_neither(test_run, tmp_path):
+    """Each step's first job of the test run, run again by its own command line (from `snakemake -n -p
+    --forceall`) in a copy of the run with a `torch` and a `transformers` that raise on import: the spectra,
+    the claims, the tables, the figures, the article and the bookkeeping steps pass; theory and speed pass with
+    transformers blocked alone."""
+    from powerlens.pipeline.steps import STEPS
+
+    run = copied_run(test_run, tmp_path)
+    r = smk("-n", "-p", "--forceall", "--configfile", str(REPO / "config/test.yaml"), cwd=run)
+    first = {}
+    for ln in (r.stdout + r.stderr).splitlines():
+        if ln.startswith("Shell command:") and " -m powerlens " in ln:
+            step = ln.split(" -m powerlens ")[1].split()[0]
+            first.setdefault(step, ln.removeprefix("Shell command:").strip().rsplit(" > ", 1)[0])
+    assert set(STEPS) - TRANSFORMERS_STEPS <= set(first), set(STEPS) - set(first)  # every step checked here runs
+    both, tf_only = _blocked(tmp_path, "torch", "transformers"), _blocked(tmp_path / "tf", "transformers")
+    for step, cmd in sorted(first.items()):
+        if step in TRANSFORMERS_STEPS:
+            continue
+        path = tf_only if step in TORCH_STEPS else both
+        p = subprocess.run(cmd, shell=True, cwd=run, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": path})
+        assert p.returncode == 0 and "imported" not in p.stderr, (step, p.stderr[-1500:])
+    # the blocking works (a control): the extract step, which loads the model, stops on it
+    p = subprocess.run(first["extract"], shell=True, cwd=run, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": both})
+    assert p.returncode != 0 and "torch imported" in p.stderr, p.stderr[-1500:]
+
+
 def test_lint_is_clean(tmp_path):
     r = smk("--lint", cwd=REPO)
     assert r.returncode == 0 and "good condition" in r.stdout + r.stderr, r.stdout + r.stderr

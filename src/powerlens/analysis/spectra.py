@@ -254,8 +254,55 @@ def layer_spectrum(F: np.ndarray, k: int, W_V: np.ndarray | None = None, W_O: np
                     folded_vec=fvec, eig_r1=e1, eig_r2=e2)
 
 
-def model_spectra(weights, *, k: int, threads: int, seed: int) -> list[Spectrum]:
-    """Spectra of every unique layer of a :class:`~powerlens.models.weights.ModelWeights` (shared layers once).
+@dataclass(frozen=True)
+class LayerMatrices:
+    """What the spectra of one unique layer read, as float64 numpy arrays: ``F`` (d, d), ``V`` = W_V with each
+    key-value group repeated for its query heads (H d_head, d), ``W_O`` (d, H d_head), and for pre-norm models
+    the gains of the norm-folded F~ = diag(post_gain) F diag(gain) (None otherwise)."""
+
+    F: np.ndarray  # (d, d)
+    V: np.ndarray  # (H dh, d)
+    W_O: np.ndarray  # (d, H dh)
+    gain: np.ndarray | None = None  # (d,)
+    post_gain: np.ndarray | None = None  # (d,)
+
+
+def layer_matrices(weights) -> list[LayerMatrices]:
+    """The spectra's inputs of a :class:`~powerlens.models.weights.ModelWeights` (torch tensors, as the adapters
+    extract them): F computed as the extract step computes the F it stores."""
+    prenorm = weights.norm == "pre"
+    out = []
+    for lw in weights.layers:
+        g, p = lw.folded_gains()
+        out.append(LayerMatrices(F=lw.F.numpy(), V=lw.v_per_head().double().numpy(), W_O=lw.W_O.double().numpy(),
+                                 gain=g.double().numpy() if prenorm else None,
+                                 post_gain=p.double().numpy() if prenorm and p is not None else None))
+    return out
+
+
+def read_layer_matrices(st_path, meta: dict) -> list[LayerMatrices]:
+    """The spectra's inputs from the extract step's ``weights.safetensors`` (its stored float64 F, the weights
+    it holds) and its ``weights.json`` (``meta``), with numpy alone: no torch."""
+    from safetensors.numpy import load_file
+
+    t = load_file(str(st_path))
+    prenorm = meta["norm"] == "pre"
+    out = []
+    for u, lm in enumerate(meta["layers"]):
+        W_V = t[f"layers.{u}.W_V"]  # (H_kv dh, d)
+        g = int(lm.get("groups", 1))
+        if g > 1:  # each key-value group's rows repeated for its query heads, as LayerWeights.v_per_head
+            W_V = np.repeat(W_V.reshape(-1, int(lm["d_head"]), W_V.shape[1]), g, axis=0).reshape(-1, W_V.shape[1])
+        post = t.get(f"layers.{u}.post_w")
+        out.append(LayerMatrices(F=np.array(t[f"layers.{u}.F"], dtype=np.float64), V=W_V.astype(np.float64), W_O=t[f"layers.{u}.W_O"].astype(
+            np.float64), gain=t[f"layers.{u}.ln_w"].astype(np.float64) if prenorm else None,
+            post_gain=post.astype(np.float64) if prenorm and post is not None else None))
+    return out
+
+
+def model_spectra(layers: list[LayerMatrices], *, n_heads: int, k: int, threads: int, seed: int) -> list[Spectrum]:
+    """Spectra of every unique layer (:func:`layer_matrices` of extracted weights, or
+    :func:`read_layer_matrices` of the extract step's file; shared layers once).
 
     Layers are solved in parallel on up to ``threads`` Python threads (LAPACK releases the GIL), each
     LAPACK call on ``threads // workers`` BLAS threads: many layers use one BLAS thread per layer (the
@@ -263,22 +310,17 @@ def model_spectra(weights, *, k: int, threads: int, seed: int) -> list[Spectrum]
     """
     from threadpoolctl import threadpool_limits
 
-    workers = max(1, min(threads, len(weights.layers)))
+    workers = max(1, min(threads, len(layers)))
     blas = max(1, threads // workers)
 
-    prenorm = weights.norm == "pre"
-
     def one(u):
-        lw = weights.layers[u]
-        g, p = lw.folded_gains()
-        return layer_spectrum(lw.F.numpy(), k, lw.v_per_head().double().numpy(), lw.W_O.double().numpy(),
-                              weights.n_heads, rng=np.random.default_rng([seed, 11, u]),
-                              gain=g.double().numpy() if prenorm else None,
-                              post_gain=p.double().numpy() if prenorm and p is not None else None)
+        m = layers[u]
+        return layer_spectrum(m.F, k, m.V, m.W_O, n_heads, rng=np.random.default_rng([seed, 11, u]), gain=m.gain,
+                              post_gain=m.post_gain)
 
     with threadpool_limits(blas):
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(one, range(len(weights.layers))))
+            return list(pool.map(one, range(len(layers))))
 
 
 def spectra_arrays(specs: list[Spectrum], layer_map: list[int]) -> dict[str, np.ndarray]:

@@ -29,14 +29,16 @@ def fixed_mmap_threshold(nbytes: int = 128 * 1024) -> bool:
         return False
 
 
-def set_threads(n: int) -> int:
+def set_threads(n: int, torch: bool = True) -> int:
     """Fix the thread count of torch and BLAS for this process (the rule's ``threads``), and the allocator's
-    mmap threshold (:func:`fixed_mmap_threshold`); every step calls this first."""
-    import torch
-
+    mmap threshold (:func:`fixed_mmap_threshold`); every step calls this first. ``torch=False``: a step that
+    never runs torch (spectra) leaves it unimported; BLAS (numpy, scipy) is fixed all the same."""
     fixed_mmap_threshold()
     n = max(1, int(n))
-    torch.set_num_threads(n)
+    if torch:
+        import torch as _torch
+
+        _torch.set_num_threads(n)
     try:
         from threadpoolctl import threadpool_limits
 

@@ -198,7 +198,8 @@ class ModelWeights:
 
         with reading_generated(json_path, "extract"):
             meta = read_json(json_path)
-        # only the tensors a LayerWeights holds (the stored float64 F is for users; F is recomputed)
+        # only the tensors a LayerWeights holds (the stored float64 F is the spectra step's: the same bits as
+        # LayerWeights.F recomputes, checked by tests/unit/test_spectra_inputs.py)
         with reading_generated(st_path, "extract"):
             with safe_open(str(st_path), framework="pt") as f:
                 keys = set(f.keys())

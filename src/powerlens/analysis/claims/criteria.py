@@ -11,7 +11,7 @@ import pandas as pd
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.claims import flip as fl
 from powerlens.core.fmt import fmt_num
-from powerlens.analysis.theory.synthetic import C2_REL_TOL, C3_ANGLE_TOL, C3_DIST_TOL
+from powerlens.analysis.theory.verdicts import C2_REL_TOL, C3_ANGLE_TOL, C3_DIST_TOL
 from powerlens.models.archs import PAPER_MODELS
 
 
@@ -333,7 +333,7 @@ def c4(theory: list[dict], alpha: float) -> Verdict | None:
     """Unstable bipartite equilibria (by linearisation) more frequent with several heads than with one, over the
     non-degenerate cells with an equilibrium (one-sided Fisher over cells), and a positive control classified
     unstable: :func:`powerlens.analysis.theory.c4_verdict`, the one place table_theory takes it from too."""
-    from powerlens.analysis.theory import c4_verdict
+    from powerlens.analysis.theory.verdicts import c4_verdict
 
     v = c4_verdict(theory, alpha)
     if v is None:

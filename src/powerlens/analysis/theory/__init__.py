@@ -26,14 +26,24 @@ values move from the full-attention prediction.
 
 from __future__ import annotations
 
-from powerlens.analysis.theory.synthetic import (prescribed_matrix, synthetic_layer, step_matrix, leading_pair,
-                                                 iterate, line_distance, plane_distance, fit_rate, Result,
-                                                 clustered_starts, experiment_real, experiment_complex)
-from powerlens.analysis.theory.bipartite import (bipartite_state, STALL_STEPS, STALL_MOVED, bipartite_equilibrium,
-                                                 antipodal, typical_score, broken_runs, experiment_c4_sweep,
-                                                 c4_verdict)
+import importlib
 
-__all__ = ['prescribed_matrix', 'synthetic_layer', 'step_matrix', 'leading_pair', 'iterate', 'line_distance',
-           'plane_distance', 'fit_rate', 'Result', 'clustered_starts', 'experiment_real', 'experiment_complex',
-           'bipartite_state', 'STALL_STEPS', 'STALL_MOVED', 'bipartite_equilibrium', 'antipodal', 'typical_score',
-           'broken_runs', 'experiment_c4_sweep', 'c4_verdict']
+#: Where each public name lives. The package imports none of them until one is asked for (PEP 562), so the
+#: claims, tables and figures read the verdicts (:mod:`.verdicts`, numpy and scipy only) without importing
+#: the attention law's torch.
+_WHERE = {
+    **dict.fromkeys(["prescribed_matrix", "synthetic_layer", "step_matrix", "leading_pair", "iterate",
+                     "line_distance", "plane_distance", "fit_rate", "Result", "clustered_starts", "experiment_real",
+                     "experiment_complex"], "synthetic"),
+    **dict.fromkeys(["bipartite_state", "STALL_STEPS", "STALL_MOVED", "bipartite_equilibrium", "antipodal",
+                     "typical_score", "broken_runs", "experiment_c4_sweep"], "bipartite"),
+    **dict.fromkeys(["c4_verdict", "C2_REL_TOL", "C3_DIST_TOL", "C3_ANGLE_TOL"], "verdicts"),
+}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)

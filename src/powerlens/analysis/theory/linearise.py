@@ -21,16 +21,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from powerlens.analysis.theory.verdicts import NEUTRAL, RESIDUAL, STABLE, UNSTABLE  # noqa: F401 (lin.UNSTABLE, ...)
 from powerlens.models.attention import attention_output, law_attention, law_norm, visible_keys
 from powerlens.models.weights import LayerWeights
 
-RESIDUAL = 1e-9  # an equilibrium: one full law step moves it by less than this (max abs)
 # Newton goes on to this (or until no step lowers the residual): float64 rounding leaves about 1e-12 at d 32, so
 # `found` has three orders of margin on either side (measured: found cells 4e-16..8e-12, the others >= 7e-3)
 NEWTON_TARGET = 1e-13
 RADIUS_TOL = 1e-6  # a spectral radius this close to 1 (relative) is neutral
 UNIFORM_SCORE = 1e-8  # max |score| below this at the equilibrium: uniform attention, heads cannot matter
-UNSTABLE, STABLE, NEUTRAL = "unstable", "stable", "neutral"
 
 
 def law_step(lw: LayerWeights, n_heads: int, residual: bool, causal: bool = False):

@@ -10,13 +10,10 @@ import numpy as np
 import torch
 
 from powerlens.analysis.spectra import sort_order
+from powerlens.analysis.theory.verdicts import C2_REL_TOL, C3_ANGLE_TOL, C3_DIST_TOL
 from powerlens.core.fmt import sci
 from powerlens.models.attention import attention_only_step, attention_output, visible_keys
 from powerlens.models.weights import LayerWeights
-
-
-#: The synthetic checks' tolerances (C2: the rate's relative error; C3: the distance to the plane, the angle).
-C2_REL_TOL, C3_DIST_TOL, C3_ANGLE_TOL = 0.05, 1e-6, 1e-3
 
 def _t(a) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a), dtype=torch.float64)

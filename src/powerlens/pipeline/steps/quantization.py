@@ -50,7 +50,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
 
     from powerlens.analysis import quantization as qz
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
-    from powerlens.analysis.spectra import model_spectra, spectra_arrays
+    from powerlens.analysis.spectra import layer_matrices, model_spectra, spectra_arrays
 
     threads = set_threads(threads)
     torch.manual_seed(seed)
@@ -76,7 +76,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
         model = load_model(man, dtype=torch.float32)
         counts[qtype] = qz.quantize_model(model, adapter, qtype)
         w = adapter.extract(model)
-        specs = model_spectra(w, k=top_k, threads=threads, seed=seed)
+        specs = model_spectra(layer_matrices(w), n_heads=w.n_heads, k=top_k, threads=threads, seed=seed)
         arrays = spectra_arrays(specs, w.layer_map)
         dyn_q = analyse(lambda m=model: m, adapter, tok, prompts, arrays, lambda: w, depth=w.n_layers,
                         d_model=w.d_model, options=opts).table

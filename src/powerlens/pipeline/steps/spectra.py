@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from powerlens.core.io import write_csv, write_npz
+from powerlens.core.io import read_json, reading_generated, write_csv, write_npz
 from powerlens.core.runtime import set_threads
 from powerlens.pipeline.options import Option
 
@@ -26,21 +26,25 @@ OPTIONS = (
 
 def spectra(weights_st: str | Path, weights_json: str | Path, *, out_npz: str | Path, out_csv: str | Path,
             top_k: int, threads: int, seed: int) -> "pd.DataFrame":
-    """Eigendecomposition of every unique layer matrix F (float64, CPU): arrays + one tidy row per depth."""
+    """Eigendecomposition of every unique layer matrix F (float64, CPU): arrays + one tidy row per depth. Reads
+    the extract step's stored F and weights with numpy alone (this step imports neither torch nor
+    transformers)."""
     import pandas as pd
 
-    from powerlens.analysis.spectra import model_spectra, spectra_arrays
-    from powerlens.models.weights import ModelWeights
+    from powerlens.analysis.spectra import model_spectra, read_layer_matrices, spectra_arrays
 
-    threads = set_threads(threads)
-    w = ModelWeights.load(weights_st, weights_json)
-    specs = model_spectra(w, k=top_k, threads=threads, seed=seed)
-    arrays = spectra_arrays(specs, w.layer_map)
+    threads = set_threads(threads, torch=False)
+    with reading_generated(weights_json, "extract"):
+        meta = read_json(weights_json)
+    with reading_generated(weights_st, "extract"):
+        layers = read_layer_matrices(weights_st, meta)
+    specs = model_spectra(layers, n_heads=meta["n_heads"], k=top_k, threads=threads, seed=seed)
+    arrays = spectra_arrays(specs, meta["layer_map"])
     write_npz(out_npz, arrays)
     rows = []
-    for t, u in enumerate(w.layer_map):
-        rows.append({"model": w.meta["model"], "layer": t, "unique_layer": u, **specs[u].summary(),
-                     "weights": w.meta["weights_label"]})
+    for t, u in enumerate(meta["layer_map"]):
+        rows.append({"model": meta["model"], "layer": t, "unique_layer": u, **specs[u].summary(),
+                     "weights": meta["weights_label"]})
     df = pd.DataFrame(rows)
     write_csv(out_csv, df)
     return df
