@@ -15,6 +15,8 @@
 #                      with A's --cores 2: the check that a change leaves the outputs byte-identical.
 #   FULL=1             run B over the whole config as well (both runs complete; about twice the time).
 #   KEEP=1             keep the two runs' folders (printed) instead of removing them.
+#   DECODERS=1         both offline configs (config/offline-decoders.yaml added: SmolLM2, Gemma 3), as `make
+#                      offline` runs them; with FULL=1 the figures (PNG and PDF) are compared byte for byte too.
 # Usage: bash tests/determinism/check_offline_twice.sh   (.ci/run calls it through `make test`)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,28 +47,33 @@ if [ -z "${FULL:-}" ]; then
   done
   for c in real complex bipartite; do targets_b+=("results/$RUN/theory/$c.json" "results/$RUN/theory/$c.npz"); done
 fi
+cfg_a=("$SRC_A/config/$RUN.yaml"); cfg_b=("$REPO/config/$RUN.yaml")
+if [ -n "${DECODERS:-}" ]; then cfg_a+=("$SRC_A/config/$RUN-decoders.yaml"); cfg_b+=("$REPO/config/$RUN-decoders.yaml"); fi
 start=$(date +%s)
 echo "[determinism] run A (whole offline config, from scratch) in $WORK/a"
-PYTHONPATH=$PYPATH_A timeout 2400 "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "$SRC_A/config/$RUN.yaml" \
+PYTHONPATH=$PYPATH_A timeout 2400 "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "${cfg_a[@]}" \
   --directory "$WORK/a" --cores 2 > "$WORK/a.log" 2>&1 || { tail -40 "$WORK/a.log"; exit 1; }
 mid=$(date +%s)
 # the expected verdicts (tests/expected_verdicts/, paper.md section 4c): a run whose verdicts differ fails
 "$PY" "$REPO/tests/determinism/compare_verdicts.py" "$WORK/a/paper_tables/$RUN/table_claim_verdicts.csv" \
-  "$REPO/tests/expected_verdicts/$RUN.csv"
+  "$REPO/tests/expected_verdicts/$RUN${DECODERS:++decoders}.csv"
 what_b="$TRAINED chain + theory"
 if [ -n "${FULL:-}" ]; then what_b="whole config"; fi
 echo "[determinism] run A took $((mid - start)) s; run B ($what_b, --cores $CORES_B) in $WORK/b"
-timeout 2400 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$REPO/config/$RUN.yaml" \
+timeout 2400 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "${cfg_b[@]}" \
   --directory "$WORK/b" --cores "$CORES_B" "${targets_b[@]}" > "$WORK/b.log" 2>&1 || { tail -40 "$WORK/b.log"; exit 1; }
 echo "[determinism] run B took $(( $(date +%s) - mid )) s"
-"$PY" - "$WORK/a" "$WORK/b" "$RUN" <<'PY'
+"$PY" - "$WORK/a" "$WORK/b" "$RUN" "${FULL:-}" <<'PY'
 import sys
 from pathlib import Path
 
 import numpy as np
 
-a, b, run = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-n_tab = n_arr = n_csv = 0
+a, b, run, full = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+n_tab = n_arr = n_csv = n_fig = 0
+for f in sorted((b / "figures" / run).glob("*")) if full else []:
+    assert f.read_bytes() == (a / f.relative_to(b)).read_bytes(), f"figure differs: {f.name}"
+    n_fig += 1
 for t in sorted((b / "paper_tables" / run).glob("*")) if (b / "paper_tables" / run).exists() else []:
     if t.name.startswith("table_speed."):  # wall times and the measured peak: the machine's, by design
         continue
@@ -89,8 +96,8 @@ for f in sorted((b / "results" / run / "theory").glob("*.json")):
     x, y = json.loads((a / f.relative_to(b)).read_text()), json.loads(f.read_text())
     assert x["results"] == y["results"], f"theory results differ: {f.name}"
 assert (a / "paper_tables" / run / "table_claims.csv").is_file(), "run A did not build table_claims"
-print(f"[determinism] PASSED: {n_tab} paper tables, {n_csv} per-model tables and {n_arr} array files of run B "
-      "identical to run A's")
+print(f"[determinism] PASSED: {n_tab} paper tables, {n_csv} per-model tables, {n_arr} array files and {n_fig} "
+      "figure files of run B identical to run A's")
 PY
 if [ -n "${BASE_REV:-}" ]; then git -C "$REPO" worktree remove --force "$WORK/base"; fi
 if [ -n "${KEEP:-}" ]; then echo "[determinism] runs kept in $WORK"; else rm -rf "$WORK"; fi
