@@ -54,7 +54,8 @@ run: setup              ## any config: make run CONFIG="config/mine.yaml [more.y
 paper: setup            ## the 13 paper checkpoints (needs the Hugging Face hub)
 	$(SNAKEMAKE) --cores 8
 
-test: setup             ## everything CI runs: set-up without a compiler, SLURM test, determinism, pytest
+test: setup             ## everything CI runs: ruff, set-up without a compiler, SLURM test, determinism, pytest
+	$(PY) -m ruff check .
 	bash tests/setup/check_no_compiler.sh
 	bash tests/slurm/run_slurm_test.sh
 	bash tests/determinism/check_offline_twice.sh
@@ -69,7 +70,8 @@ test-fast: setup        ## the default pytest suite only (unit + integration + c
 test-all: setup         ## also the slow checks
 	$(PY) -m pytest -m ""
 
-lint: setup
+lint: setup             ## ruff (rules in pyproject.toml) and Snakemake's own lint
+	$(PY) -m ruff check .
 	$(SNAKEMAKE) --lint
 
 clean:                  ## remove generated outputs (never the environment)

@@ -35,11 +35,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench_naive import machine_memory_gb, naive, naive_check_memory_gb, naive_dynamics, stats_difference
+
 from powerlens.pipeline.config import schema_defaults
 from powerlens.pipeline.speed import bound_s, matmul_peak
-
-from bench_naive import (machine_memory_gb, naive, naive_check_memory_gb, naive_dynamics,  # noqa: E402
-                         stats_difference)
 
 REPO = Path(__file__).resolve().parents[1]
 

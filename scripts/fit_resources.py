@@ -26,8 +26,8 @@ def load_run_config(config_path: Path) -> tuple[dict, list[str]]:
     """A run's config, validated as a run does (the schema's defaults filled in), and its prompts."""
     import yaml
 
-    from powerlens.pipeline.config import validate_config
     from powerlens.core.corpus import read_prompts
+    from powerlens.pipeline.config import validate_config
 
     cfg = yaml.safe_load(config_path.read_text())
     validate_config(cfg)
@@ -109,7 +109,8 @@ def main():
     coeffs = fit(df.to_dict("records"))
     doc = {
         "about": "Fitted by scripts/fit_resources.py from workflow/resources_measured.tsv (Snakemake benchmark "
-                 "files of twin runs). mem_mb = m1 * (a + b * mem_term) + m0; runtime_s = t1 * (a + b * time_term) + t0; "
+                 "files of twin runs). mem_mb = m1 * (a + b * mem_term) + m0; "
+                 "runtime_s = t1 * (a + b * time_term) + t0; "
                  "terms in powerlens.pipeline.resources. Do not edit by hand: rerun the script.",
         "fitted_on": {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, "
                       f"{__import__('os').cpu_count()} CPUs", "rows": int(len(df)), "runs": sorted(set(df["run"]))},

@@ -1,7 +1,8 @@
 """powerlens: transformer layers read as power-method steps.
 
 Replicates and extends Li & Altafini, "Analogies between Transformer Layers and Power Method"
-(arXiv 2605.25619). All logic lives in this package; the Snakemake workflow runs each step as ``python -m powerlens <step>``
+(arXiv 2605.25619). All logic lives in this package; the Snakemake workflow runs each step as ``python -m powerlens
+<step>``
 (the ``powerlens`` command), one rule per step, named as the step.
 
 The Python API (:mod:`powerlens.api`): ``Lens.from_pretrained(path_or_hub_id)`` or ``Lens(model, tokenizer)``,

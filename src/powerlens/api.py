@@ -123,7 +123,8 @@ def model_location(path_or_id) -> tuple[str, Path | str]:
         man = read_generated_json(p / "manifest.json", "fetch_model")  # a truncated file: a message, not a trace
         where = man.get("path") if isinstance(man, dict) else None
         if not isinstance(where, str) or not where or not Path(where).is_dir():
-            raise PowerlensError(f"{s!r}: its manifest.json names no weights folder that exists ({where!r})", "re-run the run's fetch step for this model "
+            raise PowerlensError(f"{s!r}: its manifest.json names no weights folder that exists ({where!r})",
+                                 "re-run the run's fetch step for this model "
                                  "(snakemake ... --forcerun fetch_model), then inspect again")
         return "path", Path(man["path"]).resolve()
     return "path", p.resolve()
@@ -264,8 +265,8 @@ class Lens:
         check_options("", seed=seed)
         defaults = schema_defaults()
         opts = {k: defaults["dynamics"][k] if v is None else v for k, v in given.items()}
-        opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed, extend=not self.random_weights,
-                               **opts)
+        opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed,
+                               extend=not self.random_weights, **opts)
         w = self.weights
         specs = self.spectra(seed=opts.seed)
         run = analyse(lambda: self.model, self.adapter, self.tokenizer, prompts,

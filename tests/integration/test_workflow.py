@@ -149,7 +149,8 @@ def test_dynamics_and_theory_outputs(test_run):
         man = json.loads((test_run / f"results/test/{m}/manifest.json").read_text())
         head = config_has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True))
         assert sj["checksum_after"] == checksum(load_model(man, head=head))
-    for f in ("fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation", "fig_theory", "fig_steering"):
+    for f in ("fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation", "fig_theory",
+              "fig_steering"):
         assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000
     # greedy continuations: the causal LMs with a token target at every kappa; none for encoders
     c = pd.read_csv(test_run / "results/test/tiny-gemma3/steering_continuations.csv", keep_default_na=False)
@@ -162,8 +163,9 @@ def test_dynamics_and_theory_outputs(test_run):
 
 FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation",
            "fig_theory", "fig_steering"]
-TABLES = ["table_claim_verdicts", "table_claims", "table_claims_twins", "table_robustness", "table_models", "table_spectra",
-          "table_alignment", "table_theory", "table_steering", "table_continuations", "table_quantization", "table_speed"]
+TABLES = ["table_claim_verdicts", "table_claims", "table_claims_twins", "table_robustness", "table_models",
+          "table_spectra", "table_alignment", "table_theory", "table_steering", "table_continuations",
+          "table_quantization", "table_speed"]
 #: Figures that hold only a note in the test run (no trained ALBERT): written, not listed in the report.
 NOTE_ONLY = ["fig_albert_consensus", "fig_albert_rotation"]
 
@@ -513,8 +515,8 @@ def bad_config(tmp_path, case) -> Path:
 def test_bad_config_is_named_with_its_fix(tmp_path, case):
     """Each user error is found by the checks Snakemake runs while it builds the DAG (the same two calls as
     workflow/rules/common.smk, here in-process): a problem that names it and a fix."""
-    from powerlens.pipeline.config import check_targets_on_disk, validate_config
     from powerlens.core.errors import PowerlensError
+    from powerlens.pipeline.config import check_targets_on_disk, validate_config
 
     path = bad_config(tmp_path, case)
     cfg = yaml.safe_load(path.read_text())

@@ -20,7 +20,8 @@ for ln in stats.splitlines()[3:]:
     if parts and parts[0] == "total":
         break
 logs = list((slurm / ".snakemake/slurm_logs").rglob("*.log"))
-print(f"[slurm-test] non-local jobs planned: {planned}; submitted via sbatch: {len(submitted)}; slurm job logs: {len(logs)}")
+print(f"[slurm-test] non-local jobs planned: {planned}; submitted via sbatch: {len(submitted)}; "
+      f"slurm job logs: {len(logs)}")
 assert planned > 0 and len(submitted) == planned, (planned, len(submitted))
 assert len(logs) >= planned, (len(logs), planned)
 
@@ -35,11 +36,12 @@ for t in tables:
 
         keys = ["model", "step", "tokens", "arithmetic (GFLOP)", "weights"]
         x, y = pd.read_csv(t)[keys], pd.read_csv(slurm / "paper_tables" / run / t.name)[keys]
-        assert len(x) and x.equals(y), f"{t.name}: the jobs or their arithmetic differ between the SLURM and the local run"
+        assert len(x) and x.equals(y), f"{t.name}: the jobs or their arithmetic differ between SLURM and local"
         continue
     a, b = t.read_bytes(), (slurm / "paper_tables" / run / t.name).read_bytes()
     assert a == b, f"{t.name} differs between the SLURM and the local run"
-assert (local / f"paper_tables/{run}/table_models.csv").read_bytes() == (slurm / f"paper_tables/{run}/table_models.csv").read_bytes()
+models_csv = f"paper_tables/{run}/table_models.csv"
+assert (local / models_csv).read_bytes() == (slurm / models_csv).read_bytes()
 n = 0
 for f in sorted((local / "results" / run).rglob("*.npz")):
     g = slurm / f.relative_to(local)

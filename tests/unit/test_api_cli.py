@@ -194,8 +194,8 @@ def test_inspect_tells_paths_from_hub_ids(tmp_path, monkeypatch, twin):
 def test_a_target_after_configfile_is_refused_with_the_corrected_command(tmp_path, monkeypatch):
     import json
 
-    from powerlens.pipeline.config import check_configfiles_are_configs
     from powerlens.core.errors import PowerlensError
+    from powerlens.pipeline.config import check_configfiles_are_configs
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results/offline/m").mkdir(parents=True)

@@ -2,7 +2,6 @@
 data never becomes markup in the HTML or the Typst source; the PDF opens with a heading per claim."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -35,7 +34,8 @@ def run_dir(tmp_path):
     (tmp_path / "results/r").mkdir(parents=True)
     (tmp_path / "results/r/provenance.json").write_text(json.dumps(
         {"run": "r", "end_time": "2026-12-03T08:23:12+00:00", "config_sha256": "abc123",
-         "versions": {"powerlens": "0.1.0", "torch": "2.13.0"}, "code": {"commit": "f00d", "uncommitted_changes": False},
+         "versions": {"powerlens": "0.1.0", "torch": "2.13.0"},
+         "code": {"commit": "f00d", "uncommitted_changes": False},
          "blas": [{"internal_api": "openblas", "version": "0.3", "architecture": "x"}]}))
     (tmp_path / "figures/r").mkdir(parents=True)
     import matplotlib

@@ -31,8 +31,8 @@ def test_fetch_missing_local_path_exits_2_with_fix(tmp_path):
 
 
 def test_fetch_unknown_twin_exits_2(tmp_path):
-    r = cli("fetch_model.py", "--name", "x", "--entry", json.dumps({"arch": "bert", "source": "random",
-                                                                  "twin_of": "bert-huge"}), "--out", tmp_path / "m.json", "--lock", "")
+    entry = json.dumps({"arch": "bert", "source": "random", "twin_of": "bert-huge"})
+    r = cli("fetch_model.py", "--name", "x", "--entry", entry, "--out", tmp_path / "m.json", "--lock", "")
     assert r.returncode == 2 and "unknown twin_of: 'bert-huge'" in r.stderr and "fix:" in r.stderr
 
 

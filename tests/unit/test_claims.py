@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from powerlens.analysis import claims
-from powerlens.core.corpus import batches
 from powerlens.analysis.dynamics import layer_directions, layer_stats, null_sets, run_attention_only
 from powerlens.analysis.spectra import layer_spectrum, spectra_arrays
+from powerlens.core.corpus import batches
 from powerlens.models.weights import LayerWeights, ModelWeights
 
 from ..conftest import REPO
@@ -257,8 +257,10 @@ def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
     main = judge(dyn)
     assert main.set_index("claim").loc["C7", "verdict"] == "reproduced"
     out, table, agree = robustness(main, judge, dyn, pd.concat(same), pd.DataFrame(), {"BERT (trained)": ["m"]})
-    assert agree[("C7", "BERT (trained)")] == "2 of 2 agree" and out.set_index("claim").loc["C7", "verdict"] == "reproduced"
-    out, table, agree = robustness(main, judge, dyn, pd.concat(same + [other]), pd.DataFrame(), {"BERT (trained)": ["m"]})
+    assert agree[("C7", "BERT (trained)")] == "2 of 2 agree"
+    assert out.set_index("claim").loc["C7", "verdict"] == "reproduced"
+    fams = {"BERT (trained)": ["m"]}
+    out, table, agree = robustness(main, judge, dyn, pd.concat(same + [other]), pd.DataFrame(), fams)
     row = out.set_index("claim").loc["C7"]
     assert agree[("C7", "BERT (trained)")] == "2 of 3 agree" and row["verdict"] == "inconclusive"
     assert "changes with the Monte Carlo seed" in row["failed part"] and "seed 2: not reproduced" in row["failed part"]

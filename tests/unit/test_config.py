@@ -7,8 +7,8 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from powerlens.pipeline.config import check_models
 from powerlens.core.errors import PowerlensError
+from powerlens.pipeline.config import check_models
 
 from ..conftest import REPO
 

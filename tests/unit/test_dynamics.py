@@ -9,16 +9,23 @@ import pandas as pd
 import pytest
 import torch
 
-from powerlens.models.adapters import ADAPTERS
-from powerlens.models.attention import attention_only_step, layer_norm
-from powerlens.core.corpus import batches, read_prompts
-from powerlens.analysis.dynamics import (Accumulator, LayerDirections, layer_directions, layer_stats, null_sets,
-                                          run_attention_only, verdict_table)
+from powerlens.analysis.dynamics import (
+    Accumulator,
+    LayerDirections,
+    layer_directions,
+    layer_stats,
+    null_sets,
+    run_attention_only,
+    verdict_table,
+)
 from powerlens.analysis.dynamics.decided import decide_run
 from powerlens.analysis.dynamics.probes import States
 from powerlens.analysis.nulls import random_subspaces
-from powerlens.core.errors import PowerlensError
 from powerlens.analysis.spectra import layer_spectrum, spectra_arrays
+from powerlens.core.corpus import batches, read_prompts
+from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import ADAPTERS
+from powerlens.models.attention import attention_only_step, layer_norm
 from powerlens.models.weights import LayerWeights, ModelWeights
 
 from ..conftest import build_tiny

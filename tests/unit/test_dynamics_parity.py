@@ -38,6 +38,7 @@ def test_api_and_step_give_one_table(twin, mode, tmp_path):
     pd.testing.assert_frame_equal(got, step, check_exact=True)
     if mode == "attention-only":
         assert any(c.endswith("_nobias") for c in got.columns)  # the control ran in both
-        assert got["gamma_nobias"].notna().any()  # at the model's own depths (a twin's biases start at zero: its control equals the law)
+        # at the model's own depths (a twin's biases start at zero: its control equals the law)
+        assert got["gamma_nobias"].notna().any()
     written = pd.read_csv(tmp_path / "d.csv")
     assert len(written) == len(got) and set(step.columns) <= set(written.columns)

@@ -4,9 +4,9 @@ import pytest
 import torch
 import transformers
 
+from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS, get_adapter
 from powerlens.models.archs import ALL_TWINS, TINY_MODELS, count_params
-from powerlens.core.errors import PowerlensError
 from powerlens.models.verify import reconstruction_errors
 
 from ..conftest import build_tiny

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from powerlens.core.errors import PowerlensError
-from powerlens.models.sources.gguf import assemble, expected_sha256, locate, weights_label
 from powerlens.models.sources import fetch
+from powerlens.models.sources.gguf import assemble, expected_sha256, locate, weights_label
 
 FILE = "toy.gguf"
 CHUNKS = [b"GGUF" + bytes(range(60)), bytes(range(60, 130)), bytes(range(130, 200))]

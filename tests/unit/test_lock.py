@@ -23,6 +23,7 @@ TOOLS = {
     "accelerate": "transformers needs it to load GGUF checkpoints (source: gguf)",
     "tabulate": "pandas' DataFrame.to_markdown imports it (the tables' Markdown form)",
     "pytest": "the test runner (`make test`)",
+    "ruff": "the linter (`make lint`, `make test`, the pre-commit hook; rules in pyproject.toml)",
 }
 
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from powerlens.analysis import quantization as qz
-from powerlens.models.adapters import get_adapter
 from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import get_adapter
 
 from ..conftest import build_tiny
 

@@ -7,7 +7,6 @@ tracebacks, misleading messages, and the report's source names."""
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
 
@@ -278,8 +277,9 @@ def test_table_models_names_every_source_the_manifests_record():
 def test_broken_folders_give_messages_in_the_api_and_inspect(saved_bert, tmp_path):
     import struct
 
-    import powerlens
     from safetensors.torch import load_file, save_file
+
+    import powerlens
 
     d, _ = saved_bert
     st = load_file(d / "model.safetensors")

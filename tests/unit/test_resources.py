@@ -112,8 +112,8 @@ def test_long_shared_weight_runs_enter_time_and_memory():
 def test_stored_steering_terms_are_the_current_definition():
     """The steering rows of the runs whose configs ship with the repository carry the time term that
     powerlens.pipeline.resources computes today (scripts/fit_resources.py --retime after a change of the term)."""
-    from powerlens.pipeline.config import validate_config
     from powerlens.core.corpus import read_prompts
+    from powerlens.pipeline.config import validate_config
     from powerlens.pipeline.resources import job_terms
 
     df = pd.read_csv(MEASURED, sep="\t")

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
+from powerlens.analysis.spectra import layer_spectrum, null_eig_choice
 from powerlens.models.adapters import ADAPTERS
 from powerlens.models.archs import TINY_MODELS
 from powerlens.models.attention import attention_only_step
-from powerlens.analysis.spectra import layer_spectrum, null_eig_choice
 
 from ..conftest import build_tiny
 
@@ -55,8 +55,8 @@ def _steer(name, kappas, post_gain_seed=None):
     import transformers
 
     from powerlens.analysis import steering as st
-    from powerlens.models.adapters import get_adapter
     from powerlens.core.corpus import prompt_batches
+    from powerlens.models.adapters import get_adapter
     from powerlens.models.sources import byte_tokenizer
 
     spec = TINY_MODELS[name]

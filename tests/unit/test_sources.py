@@ -6,9 +6,9 @@ import time
 import pytest
 import torch
 
-from powerlens.models import sources
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_json
+from powerlens.models import sources
 from powerlens.pipeline.steps.fetch_model import fetch_model
 
 
@@ -115,8 +115,8 @@ def test_twins_tokenize_like_their_family(minilm_path):
     from transformers import AutoTokenizer
 
     from powerlens.core.corpus import read_prompts
-    from powerlens.pipeline.targets import tokenizer_on_disk
     from powerlens.models.sources.twin import twin_tokenizer
+    from powerlens.pipeline.targets import tokenizer_on_disk
 
     from ..conftest import REPO
 

@@ -166,7 +166,8 @@ def test_steering_step_baseline_on_same_tokens(tmp_path):
     df = steering(m, tmp_path / "w.safetensors", tmp_path / "w.json", spectra_npz=tmp_path / "s.npz",
                   prompts_path=REPO / "config/prompts.txt", out_csv=tmp_path / "st.csv", out_json=tmp_path / "st.json",
                   targets=[{"kind": "unembedding", "token": "e"}], kappas=[0, 8, 256],
-                  max_prompts=6, batch_size=16, max_tokens=64, shared_edit="every_depth", seed=0, device="cpu", threads=1,
+                  max_prompts=6, batch_size=16, max_tokens=64, shared_edit="every_depth", seed=0, device="cpu",
+                  threads=1,
                   out_continuations=None, continuation_prompts=[], continuation_tokens=12)
     sw = df[df["kappa"] >= 0]
     for kappa, g in sw.groupby("kappa"):
@@ -193,9 +194,9 @@ def test_replaying_the_last_layer_gives_the_full_passs_numbers(name, arch):
     (the model has its LM head: logits, p_target and KL are compared too)."""
     import transformers
 
+    from powerlens.core.corpus import batches
     from powerlens.models.adapters import get_adapter
     from powerlens.models.archs import TINY_MODELS
-    from powerlens.core.corpus import batches
 
     ad = get_adapter(arch)
     torch.manual_seed(0)
@@ -235,8 +236,8 @@ def test_replaying_the_last_layer_gives_the_full_passs_numbers(name, arch):
 def _law_inputs(name: str, arch: str, seed: int):
     """A tiny float64 model's extracted weights, three right-padded batches of random ids, their x(0), and
     the generator that drew them (for u)."""
-    from powerlens.models.adapters import ADAPTERS
     from powerlens.core.corpus import batches
+    from powerlens.models.adapters import ADAPTERS
 
     model = build_tiny(name, torch.float64)
     w = ADAPTERS[arch].extract(model)
@@ -320,9 +321,9 @@ def test_the_experiment_runs_without_files():
     greedy continuations for the token target of a causal LM."""
     import transformers
 
+    from powerlens.core.corpus import prompt_batches
     from powerlens.models.adapters import get_adapter
     from powerlens.models.archs import TINY_MODELS
-    from powerlens.core.corpus import prompt_batches
 
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(TINY_MODELS["tiny-gpt2"].hf_config()).eval()
@@ -352,9 +353,9 @@ def test_shared_layer_edited_at_its_last_depth_replays_the_last_depth():
     1e-6; the edit at every depth gives other numbers."""
     import transformers
 
+    from powerlens.core.corpus import batches
     from powerlens.models.adapters import get_adapter
     from powerlens.models.archs import TINY_MODELS
-    from powerlens.core.corpus import batches
 
     ad = get_adapter("albert")
     torch.manual_seed(0)

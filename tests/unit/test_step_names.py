@@ -3,6 +3,7 @@ resource entry all spell the step's name the same way. The workflow's rules are 
 objects (the Snakefile loaded with the test config, nothing run), not from the .smk text."""
 
 import re
+
 import pytest
 import yaml
 
@@ -15,8 +16,14 @@ from ..conftest import REPO
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory):
     from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import (ConfigSettings, DeploymentSettings, OutputSettings, ResourceSettings,
-                                          StorageSettings, WorkflowSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DeploymentSettings,
+        OutputSettings,
+        ResourceSettings,
+        StorageSettings,
+        WorkflowSettings,
+    )
 
     with SnakemakeApi(OutputSettings()) as api:
         w = api.workflow(snakefile=REPO / "Snakefile", resource_settings=ResourceSettings(),

@@ -13,7 +13,8 @@ one-sided, Holm across layers. Ties (paper.md section 4, revision 3): rho_t is a
 most draws tie with the lead (rho = 1); the old p = (1 + #{s(N_k) >= s(D)}) / (1 + R) counted every tie
 against the lead and could then never reject. The randomised tie-break is exactly calibrated with ties; the
 share of draws tied with the lead is reported, and where it is at least half the layer is "saturated" (the
-statistic cannot separate any direction there). For a random D the statistic is exchangeable with the R null draws, so the
+statistic cannot separate any direction there). For a random D the statistic is exchangeable with the R null draws, so
+the
 test is significant 5% of the time by construction, whatever the dependence between tokens.
 
 Random subspaces are drawn once per model (seeded) and shared by all layers, so the projections of a state

@@ -81,7 +81,8 @@ class Spectrum:
     residual_vec: np.ndarray  # (d,) complex128: its eigenvector
     rel_residual: float  # max over stored eigenpairs of ||F v - lambda v|| / ||F||_F
     head_eigvals: np.ndarray  # (H, d_head) complex128, each row sorted
-    residual_vec2: np.ndarray | None = None  # (d,) M = I + F: eigenvector of the next |1 + lambda| beyond the lead's pair
+    # (d,) M = I + F: eigenvector of the next |1 + lambda| beyond the lead's pair
+    residual_vec2: np.ndarray | None = None
     null_eig_index: int = -1  # index (in eigvals) of the random non-leading eigenvalue of the lead's type, -1 if none
     null_eig_vec: np.ndarray | None = None  # (d,) complex128: its eigenvector (zeros if none)
     folded_eigvals: np.ndarray | None = None  # (d,) eigenvalues of F~ = F diag(g) (pre-norm models), sorted
@@ -119,7 +120,8 @@ class Spectrum:
             "rel_residual": self.rel_residual,
             "residual_lambda_re": r.real, "residual_lambda_im": r.imag,
             "residual_leading_type": leading_type(r),
-            "residual_same_as_F": bool(self.residual_index == 0 or (typ == "complex pair" and self.residual_index == 1)),
+            "residual_same_as_F": bool(self.residual_index == 0
+                                       or (typ == "complex pair" and self.residual_index == 1)),
             "residual_ratio": res_sorted[1] / res_sorted[0] if res_sorted[0] > 0 else np.nan,
             "null_eig_index": self.null_eig_index,
             "null_eig_candidates": len(null_eig_candidates(ev)),
@@ -294,8 +296,9 @@ def read_layer_matrices(st_path, meta: dict) -> list[LayerMatrices]:
         if g > 1:  # each key-value group's rows repeated for its query heads, as LayerWeights.v_per_head
             W_V = np.repeat(W_V.reshape(-1, int(lm["d_head"]), W_V.shape[1]), g, axis=0).reshape(-1, W_V.shape[1])
         post = t.get(f"layers.{u}.post_w")
-        out.append(LayerMatrices(F=np.array(t[f"layers.{u}.F"], dtype=np.float64), V=W_V.astype(np.float64), W_O=t[f"layers.{u}.W_O"].astype(
-            np.float64), gain=t[f"layers.{u}.ln_w"].astype(np.float64) if prenorm else None,
+        out.append(LayerMatrices(F=np.array(t[f"layers.{u}.F"], dtype=np.float64), V=W_V.astype(np.float64),
+            W_O=t[f"layers.{u}.W_O"].astype(np.float64),
+            gain=t[f"layers.{u}.ln_w"].astype(np.float64) if prenorm else None,
             post_gain=post.astype(np.float64) if prenorm and post is not None else None))
     return out
 

@@ -108,7 +108,8 @@ PAPER_MODELS: dict[str, ArchConfig] = {
 # initializer_range (0.3) so attention patterns are far from uniform (a wrong W_Q or W_K shows).
 TINY_MODELS: dict[str, ArchConfig] = {
     "tiny-albert": ArchConfig("albert", {**_albert(32, 4, 64, 3), "vocab_size": 320,
-                                         "embedding_size": 16, "max_position_embeddings": 128, "initializer_range": 0.3}),
+                                         "embedding_size": 16, "max_position_embeddings": 128,
+                                         "initializer_range": 0.3}),
     "tiny-bert": ArchConfig("bert", {**_bert(32, 4, 64, 2), "vocab_size": 320,
                                      "max_position_embeddings": 128, "initializer_range": 0.3}),
     "tiny-gpt2": ArchConfig("gpt2", {**_gpt2(32, 2, 4), "vocab_size": 320, "n_positions": 128,

@@ -21,8 +21,8 @@ import copy
 import torch
 
 from powerlens.models.adapters import Adapter
-from powerlens.models.hooks import Site, no_kv_cache, site_io
 from powerlens.models.attention import sublayer
+from powerlens.models.hooks import Site, no_kv_cache, site_io
 from powerlens.models.weights import ModelWeights
 
 

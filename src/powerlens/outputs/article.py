@@ -57,7 +57,8 @@ def code_line(run: Run) -> list:
     out = ["commit ", json_value(run.provenance, run.root, ["code", "commit"]),
            " (uncommitted changes: ", json_value(run.provenance, run.root, ["code", "uncommitted_changes"]), ")"]
     if code.get("requirements_lock_sha256"):
-        out += ["; requirements.lock sha256 ", json_value(run.provenance, run.root, ["code", "requirements_lock_sha256"])]
+        lock = json_value(run.provenance, run.root, ["code", "requirements_lock_sha256"])
+        out += ["; requirements.lock sha256 ", lock]
     return out
 
 

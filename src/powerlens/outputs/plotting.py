@@ -9,10 +9,10 @@ import matplotlib
 import pandas as pd
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import seaborn as sns
 
-from powerlens.core.io import atomic_path  # noqa: E402
+from powerlens.core.io import atomic_path
 
 
 def style() -> None:

@@ -17,7 +17,8 @@ def _html_pieces(pieces) -> str:
 STYLE = """body{font:15px/1.5 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 .scroll{overflow-x:auto}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 6px;
 vertical-align:top}td.reproduced{background:#e3f4e1}td.not-reproduced{background:#fbe4e4}td.inconclusive{
-background:#fff1d6}dl{display:grid;grid-template-columns:9em 1fr;gap:.2em .8em}dt{font-weight:600}dd{margin:0}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}img{max-width:100%}figcaption{font-size:12px;
+background:#fff1d6}dl{display:grid;grid-template-columns:9em 1fr;gap:.2em
+.8em}dt{font-weight:600}dd{margin:0}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}img{max-width:100%}figcaption{font-size:12px;
 color:#555}"""
 
 

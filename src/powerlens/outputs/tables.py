@@ -238,7 +238,8 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
 def theory_table(results: list[dict], *, alpha: float) -> pd.DataFrame:
     """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, the row's
     own check, notes; then one row per claim (C2, C3, C4) with its verdict from
-    :func:`powerlens.analysis.claims.theory_verdicts`, the function table_claims takes it from (so they cannot disagree)."""
+    :func:`powerlens.analysis.claims.theory_verdicts`, the function table_claims takes it from (so they cannot
+    disagree)."""
     rows = []
     for r in results:
         det = r["detail"]

@@ -1,6 +1,7 @@
 """Each step's options, declared once (``OPTIONS`` in its module under :mod:`powerlens.pipeline.steps`).
 
-From one declaration come the step's command line (:func:`add_arguments`, ``powerlens <step>``), the keyword arguments of its function (:func:`step_kwargs`), the Snakemake rule's
+From one declaration come the step's command line (:func:`add_arguments`, ``powerlens <step>``), the keyword arguments
+of its function (:func:`step_kwargs`), the Snakemake rule's
 shell line (:func:`shell_line`) and its config-derived flags (:func:`config_flags`), and the benchmark's
 command lines (:func:`command`). Defaults live in the config schema only: every option is required on the
 command line, and the rule passes each from the config path the declaration names.

@@ -20,7 +20,8 @@ steering           params                       the step's multiply-adds (:func:
 token meets on its way through (ALBERT's layer once per depth), ``attention_params`` the four attention
 matrices of one layer. ``tokens`` is an upper bound from the corpus (UTF-8 bytes per prompt + 2 special
 tokens, capped at ``max_tokens``): exact for the byte-level tokenizer of the tiny test twins, about 4x above
-real tokenizers and the paper twins' stand-ins, so those get more time than they need. Fitted lines are scaled by a safety margin
+real tokenizers and the paper twins' stand-ins, so those get more time than they need. Fitted lines are scaled by a
+safety margin
 (:data:`MARGIN`) and stored in ``workflow/resources.yaml`` with the measurements they came from
 (``workflow/resources_measured.tsv``); ``scripts/fit_resources.py`` refits both. On top of the line, what it
 cannot see (:func:`job_requests`, the one place a job's request is made): the corpus' own costs in dynamics

@@ -23,6 +23,7 @@ from powerlens.models.archs import has_lm_head, twin_config
 from powerlens.models.sources import source_folder
 from powerlens.models.sources.twin import kind_of, twin_core
 
+
 def check_targets(name: str, targets: list[dict], tokenizer, head: bool) -> list[dict[str, Any]]:
     """Each target with the token id it stands for (``None`` for random ones); PowerlensError otherwise.
 

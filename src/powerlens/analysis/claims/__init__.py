@@ -28,7 +28,6 @@ from powerlens.analysis.claims.criteria import (
     TEXT,
     TWIN_SENTENCE,
     Verdict,
-    count,
     albert_size,
     c1,
     c4,
@@ -38,6 +37,7 @@ from powerlens.analysis.claims.criteria import (
     c8,
     c9,
     c10,
+    count,
     n_saturated,
     share_significant,
     theory_verdicts,
@@ -122,7 +122,8 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(claim="C5", applies=lambda f: [m for m in f.models if f.meta[m]["shared_weights"]
                                              and f.has(m, "attention-only")], judge=_c5,
               wording=lambda c: f"(a) final mean pairwise |cos| >= {c['C5_consensus_abs_cos']}; (b) alignment with "
-              f"M's span(v_1, v_2) or leading plane above the random-subspace null's q{c['C5_null_quantile'] * 100:.0f}; "
+              f"M's span(v_1, v_2) or leading plane above the random-subspace null's "
+              f"q{c['C5_null_quantile'] * 100:.0f}; "
               "(c) leading type: base/large real, xlarge/xxlarge complex (size from the configuration)"),
     Criterion(claim="C6", applies=lambda f: [m for m in f.layer_varying() if f.has(m, "model")],
               judge=lambda f, m: c6(f.dynamics(m, "model"), f.criteria),
@@ -227,7 +228,8 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-__all__ = ['Verdict', 'FIG', 'TEXT', 'TWIN_SENTENCE', 'share_significant', 'n_saturated', 'count', 'REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'c1', 'c5', 'c6',
-           'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'VIEW_MISSING',
-           'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
-           'Criterion', 'CRITERIA', 'evaluate', 'family_of', 'combine', 'families', 'row']
+__all__ = ['Verdict', 'FIG', 'TEXT', 'TWIN_SENTENCE', 'share_significant', 'n_saturated', 'count', 'REPRODUCED',
+           'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'c1', 'c5', 'c6', 'c7', 'c10', 'c8', 'c9', 'c4',
+           'theory_verdicts', 'albert_size', 'VIEW_MISSING', 'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view',
+           'verdict_class', 'verdict_column_class', 'Family', 'Criterion', 'CRITERIA', 'evaluate', 'family_of',
+           'combine', 'families', 'row']

@@ -10,8 +10,8 @@ import pandas as pd
 
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.claims import flip as fl
-from powerlens.core.fmt import fmt_num
 from powerlens.analysis.theory.verdicts import C2_REL_TOL, C3_ANGLE_TOL, C3_DIST_TOL
+from powerlens.core.fmt import fmt_num
 from powerlens.models.archs import PAPER_MODELS
 
 
@@ -322,7 +322,8 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
                                          ("below activation addition", not beats)) if bad])
     state = lambda bad: dc.NO if bad else dc.YES  # noqa: E731
     flip = fl.join([(fl.threshold(cos, crit["C9_alignment"], "min |cos|"), state(cos < crit["C9_alignment"])),
-                    ("u would have to " + ("stop being" if principal else "become") + " principal", state(not principal)),
+                    ("u would have to " + ("stop being" if principal else "become") + " principal",
+                     state(not principal)),
                     ("rank-1 would have to fall below activation addition" if beats else
                      "rank-1 would have to reach activation addition", state(not beats))],
                    dc.YES if ok else dc.NO)
@@ -361,7 +362,8 @@ def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Ve
             ok, f"distance {_f(b0['measured'])}; angle {b1['measured']:.4f} vs {b1['predicted']:.4f} rad "
             f"(difference {_f(abs(b1['measured'] - b1['predicted']))})", "analytic prediction",
             "; ".join(p for p, bad in (("plane distance", not b0["passed"]), ("angle", not b1["passed"])) if bad),
-            flip=fl.join([(fl.threshold(b0["measured"], C3_DIST_TOL, "distance", False), dc.YES if b0["passed"] else dc.NO),
+            flip=fl.join([(fl.threshold(b0["measured"], C3_DIST_TOL, "distance", False),
+                           dc.YES if b0["passed"] else dc.NO),
                           (fl.threshold(abs(b1["measured"] - b1["predicted"]), C3_ANGLE_TOL, "angle difference",
                                         False), dc.YES if b1["passed"] else dc.NO)], dc.YES if ok else dc.NO)))
     r = c4(theory, alpha)

@@ -20,7 +20,8 @@ def at_least(yes: int, undecided: int, of: int, need: float, what: str) -> str:
     """A count that must reach ``need`` (of ``of`` layers): how many layers would have to change."""
     k = max(0, math.ceil(need - 1e-12))  # the smallest passing count
     if yes >= k:
-        return f"{what}: {layers(yes - k + 1)} of the {yes} significant would have to lose significance (needs {k} of {of})"
+        return (f"{what}: {layers(yes - k + 1)} of the {yes} significant would have to lose significance "
+                f"(needs {k} of {of})")
     if yes + undecided < k:
         return f"{what}: {k - yes} more of the {of} layers would have to be significant (needs {k}, has {yes})"
     return f"{what}: {k - yes} of the {undecided} undecided layers deciding significant would make it pass (needs {k})"
@@ -32,7 +33,8 @@ def below(yes: int, undecided: int, of: int, limit: float, what: str) -> str:
     if yes + undecided < k:
         return f"{what}: {k - yes} more of the {of} layers would have to be significant (fails at {k})"
     if yes >= k:
-        return f"{what}: {layers(yes - k + 1)} of the {yes} significant would have to lose significance (passes under {k})"
+        return (f"{what}: {layers(yes - k + 1)} of the {yes} significant would have to lose significance "
+                f"(passes under {k})")
     return f"{what}: the {undecided} undecided layers decide it (fails at {k}, has {yes})"
 
 

@@ -92,6 +92,6 @@ def robustness(main: pd.DataFrame, evaluate_with: Callable[[pd.DataFrame], pd.Da
         rows.append(rec)
     order = ["claim", "family", MAIN] + sorted({k for x in rows for k in x} - {"claim", "family", MAIN, "agree"},
                                                key=lambda k: (not k.startswith("seed"), not k.startswith("third"), k))
-    table = pd.DataFrame(rows, columns=order + ["agree"]) if rows else pd.DataFrame([{"claim": "-", "family": "-", MAIN: "no trained "
-                                                           "model in this run has robustness variants"}])
+    none = [{"claim": "-", "family": "-", MAIN: "no trained model in this run has robustness variants"}]
+    table = pd.DataFrame(rows, columns=order + ["agree"]) if rows else pd.DataFrame(none)
     return main, table, agree

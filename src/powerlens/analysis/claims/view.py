@@ -7,7 +7,6 @@ import pandas as pd
 
 from powerlens.analysis.claims.criteria import INCONCLUSIVE, NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, TEXT
 
-
 VIEW_MISSING = {"synthetic layers": "the claim is about trained models, not synthetic layers"}
 
 

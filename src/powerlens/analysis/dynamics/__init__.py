@@ -36,13 +36,19 @@ null of the consensus subspace at the final step (claim C5).
 
 from __future__ import annotations
 
-from powerlens.analysis.dynamics.analyse import MODES, DynamicsOptions, DynamicsRun, analyse, verdict_table
 from powerlens.analysis.dynamics.accumulate import Accumulator, layer_io
+from powerlens.analysis.dynamics.analyse import MODES, DynamicsOptions, DynamicsRun, analyse, verdict_table
 from powerlens.analysis.dynamics.directions import LEADS, NAMED, LayerDirections, layer_directions
 from powerlens.analysis.dynamics.per_depth import layer_stats
-from powerlens.analysis.dynamics.runs import (null_sets, run_model_mode, bias_free, l2_law_diagnostics,
-                                              long_run_subset, run_attention_only)
+from powerlens.analysis.dynamics.runs import (
+                                              bias_free,
+                                              l2_law_diagnostics,
+                                              long_run_subset,
+                                              null_sets,
+                                              run_attention_only,
+                                              run_model_mode,
+)
 
-__all__ = ["analyse", "verdict_table", "DynamicsOptions", "DynamicsRun", "MODES", "Accumulator", "layer_io", "LEADS", "NAMED",
-           "LayerDirections", "layer_directions", "layer_stats", "null_sets", "run_model_mode",
-           "bias_free", "l2_law_diagnostics", "long_run_subset", "run_attention_only"]
+__all__ = ["analyse", "verdict_table", "DynamicsOptions", "DynamicsRun", "MODES", "Accumulator", "layer_io", "LEADS",
+           "NAMED", "LayerDirections", "layer_directions", "layer_stats", "null_sets", "run_model_mode", "bias_free",
+           "l2_law_diagnostics", "long_run_subset", "run_attention_only"]

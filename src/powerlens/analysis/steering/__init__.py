@@ -39,14 +39,35 @@ Modules: ``algebra`` (the rank-1 maths), ``edits`` (in-place edits and hooks, th
 
 from __future__ import annotations
 
-from powerlens.analysis.steering.algebra import (DELTA, INVERSE_ITERATIONS, rank1_z, kappa_bound, EXACT_LSTSQ,
-                                                 bound_note, principal_eig, principal_check)
-from powerlens.analysis.steering.edits import (checksum, output_projection, rank1_output_edit, last_call_edit,
-                                               target_vector, config_has_lm_head)
+from powerlens.analysis.steering.algebra import (
+                                                 DELTA,
+                                                 EXACT_LSTSQ,
+                                                 INVERSE_ITERATIONS,
+                                                 bound_note,
+                                                 kappa_bound,
+                                                 principal_check,
+                                                 principal_eig,
+                                                 rank1_z,
+)
+from powerlens.analysis.steering.edits import (
+                                                 checksum,
+                                                 config_has_lm_head,
+                                                 last_call_edit,
+                                                 output_projection,
+                                                 rank1_output_edit,
+                                                 target_vector,
+)
+from powerlens.analysis.steering.experiment import CONTINUATION_COLUMNS, greedy_continuations, run_steering
+from powerlens.analysis.steering.law import (
+                                                 SHARED_EDITS,
+                                                 LawCache,
+                                                 attention_only_prefix,
+                                                 attention_only_steering,
+                                                 edited_depths,
+                                                 edits_every_depth,
+                                                 intervention_sites,
+)
 from powerlens.analysis.steering.measure import measure_model
-from powerlens.analysis.steering.law import (SHARED_EDITS, edits_every_depth, edited_depths, intervention_sites,
-                                             attention_only_prefix, LawCache, attention_only_steering)
-from powerlens.analysis.steering.experiment import (CONTINUATION_COLUMNS, run_steering, greedy_continuations)
 
 __all__ = ['DELTA', 'INVERSE_ITERATIONS', 'rank1_z', 'kappa_bound', 'EXACT_LSTSQ', 'bound_note', 'principal_eig',
            'principal_check', 'checksum', 'output_projection', 'rank1_output_edit', 'last_call_edit', 'target_vector',

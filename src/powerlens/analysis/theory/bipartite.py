@@ -12,7 +12,6 @@ import torch
 from powerlens.analysis.theory import linearise as lin
 from powerlens.analysis.theory.synthetic import (
     Result,
-    iterate,
     leading_pair,
     prescribed_matrix,
     step_matrix,

@@ -6,7 +6,8 @@ step G (x <- N(x + attn(x)) with L2 normalisation N, or x <- N(attn(x)) without 
 bipartite, G(s w^T) = s g(w)^T with g(w) = N(mean_i s_i G(s w^T)_i), and an equilibrium is g(w) = sigma w:
 sigma = -1 is the same bipartite consensus with its groups swapped at every step. Newton (damped Gauss-Newton
 on the square system [g(w) - sigma w; (|w|^2 - 1) / 2], float64) refines the iterate to a fixed point, to the
-rounding floor; the equilibrium counts when one step of the *full* law moves it by less than :data:`RESIDUAL` (max |G(X) - sigma X|),
+rounding floor; the equilibrium counts when one step of the *full* law moves it by less than :data:`RESIDUAL` (max
+|G(X) - sigma X|),
 whatever the number of steps.
 
 Stability: the Jacobian of X -> sigma G(X) at the equilibrium, on the tangent space of the token spheres (each

@@ -15,6 +15,7 @@ from powerlens.core.fmt import sci
 from powerlens.models.attention import attention_only_step, attention_output, visible_keys
 from powerlens.models.weights import LayerWeights
 
+
 def _t(a) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a), dtype=torch.float64)
 
@@ -190,7 +191,8 @@ def experiment_complex(d, n_heads, n_tokens, steps, seed, residual=True, attenti
                     measured=float(dist[-1]), criterion=f"final distance < {sci(C3_DIST_TOL)} (full attention)",
                     passed=bool(dist[-1] < C3_DIST_TOL), detail={"mu1": complex(vals[0])})
     r_angle = Result(case="b: complex pair", attention=attention, quantity="angle per step (rad)", predicted=predicted,
-                     measured=measured_angle, criterion=f"|measured - arg(mu1)| < {sci(C3_ANGLE_TOL)} rad (full attention)",
+                     measured=measured_angle,
+                     criterion=f"|measured - arg(mu1)| < {sci(C3_ANGLE_TOL)} rad (full attention)",
                      passed=bool(abs(measured_angle - predicted) < C3_ANGLE_TOL),
                      detail={"mu1": complex(vals[0]), "angle_spread_last20": float(np.ptp(tail))})
     return r_dist, r_angle, {"dist": dist, "dtheta": dtheta.mean(axis=1), "coords": c[:, :6]}

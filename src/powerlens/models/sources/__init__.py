@@ -31,19 +31,27 @@ from typing import Callable, NamedTuple
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.sources import gguf, local, package
-from powerlens.models.sources.files import (check_claimed_size, check_model_dir, check_model_type, has_tokenizer,
-                                            from_pretrained_checked, model_files, now_utc, require_tokenizer,
-                                            verify_files)
+from powerlens.models.sources.files import (
+    check_claimed_size,
+    check_model_dir,
+    check_model_type,
+    from_pretrained_checked,
+    has_tokenizer,
+    model_files,
+    now_utc,
+    require_tokenizer,
+    verify_files,
+)
 from powerlens.models.sources.hub import HF_PATTERNS, check_hub_reachable, fetch_hf, hub_downloads_needed
 from powerlens.models.sources.loading import load_model, load_tokenizer
 from powerlens.models.sources.local import fetch_local
 from powerlens.models.sources.package import fetch_package
 from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_random, twin_tokenizer
 
-__all__ = ["SOURCES", "fetch", "source_files", "source_folder", "revision_text", "load_model", "load_tokenizer", "verify_files", "HF_PATTERNS",
-           "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf", "fetch_local", "fetch_package",
-           "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size", "check_model_dir",
-           "from_pretrained_checked", "has_tokenizer", "source_text"]
+__all__ = ["SOURCES", "fetch", "source_files", "source_folder", "revision_text", "load_model", "load_tokenizer",
+           "verify_files", "HF_PATTERNS", "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf",
+           "fetch_local", "fetch_package", "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size",
+           "check_model_dir", "from_pretrained_checked", "has_tokenizer", "source_text"]
 
 
 class Source(NamedTuple):

@@ -67,7 +67,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     torch.manual_seed(seed)
     prompts = read_prompts(prompts_path)
     man = read_generated_json(manifest_path, "fetch_model")
-    meta = read_generated_json(weights_json, "extract")  # n_layers, shared_weights: model mode needs no extracted tensor
+    # n_layers, shared_weights: model mode needs no extracted tensor
+    meta = read_generated_json(weights_json, "extract")
     tok = load_tokenizer(man)
     opts = DynamicsOptions(mode=mode, norm=norm, steps=steps, long_run_prompts=long_run_prompts,
                            batch_size=batch_size, batch_tokens=batch_tokens, max_tokens=max_tokens, dtype=dtype,

@@ -21,7 +21,8 @@ OPTIONS = (
 
 
 def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: dict, fig_gamma: str, fig_rho: str,
-                  fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha: float, dpi: int):
+                  fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha:
+                  float, dpi: int):
     from powerlens.outputs.figures import dynamics_figures
 
     return dynamics_figures(csv, npz, meta, labels, alpha=alpha, dpi=dpi,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from powerlens.core.io import read_generated_json, read_json, write_json
+from powerlens.models.archs import has_lm_head
 from powerlens.models.sources import load_tokenizer
 from powerlens.outputs import provenance
 from powerlens.pipeline.options import Option
-from powerlens.models.archs import has_lm_head
 from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
 OPTIONS = (
