@@ -57,13 +57,14 @@ def retime(df, config_path: Path, rule: str):
 def collect(bench_dir: Path, config_path: Path) -> list[dict]:
     import pandas as pd
 
+    from powerlens.models.sources import random_weights
     from powerlens.pipeline.resources import JOB_KINDS, job_terms, size_of_entry
     from powerlens.pipeline.steps import job_file
 
     cfg, prompts = load_run_config(config_path)
     rows = []
     for name, m in cfg["models"].items():
-        if m["source"] != "random":  # twins only: measured models whose exact architecture is a paper model's
+        if not random_weights(m):  # twins only: measured models whose exact architecture is a paper model's
             continue
         terms = job_terms(cfg, name, prompts)
         files = {rule: bench_dir / job_file(step, "benchmark", model=name, **wc)  # where the rule writes it

@@ -17,20 +17,25 @@ def twin(request, prepared_twin):
 @pytest.mark.parametrize("mode", ["model", "attention-only"])
 def test_api_and_step_give_one_table(twin, mode, tmp_path):
     import powerlens
+    from powerlens.cli import build_parser
     from powerlens.pipeline.config import schema_defaults
-    from powerlens.pipeline.steps.dynamics import dynamics
+    from powerlens.pipeline.options import command, step_kwargs
+    from powerlens.pipeline.steps import dynamics as step
 
     d, rec = twin
     (tmp_path / "p.txt").write_text("\n".join(PROMPTS) + "\n")
-    defaults = schema_defaults()
-    dyn = {**defaults["dynamics"], "steps": 12, "long_run_prompts": 2}  # past a tiny ALBERT's depth, on a sample
-    ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", spectra_npz=d / "s.npz",
-                   prompts_path=tmp_path / "p.txt", out_npz=tmp_path / "d.npz", out_csv=tmp_path / "d.csv",
-                   out_json=tmp_path / "d.json", mode=mode, null_draws=dyn["null_draws"], max_tokens=dyn["max_tokens"],
-                   batch_size=dyn["batch_size"], long_run_prompts=dyn["long_run_prompts"],
-                   batch_tokens=dyn["batch_tokens"], norm=dyn["norm"], steps=dyn["steps"], seed=defaults["seed"],
-                   device="cpu", dtype=dyn["dtype"], threads=1, control=dyn["bias_free_control"],
-                   alpha=dyn["alpha"], robustness=dyn["robustness"], out_robustness=tmp_path / "r.csv")
+    cfg = schema_defaults()  # a default config, but for a long run past a tiny ALBERT's depth on a sample
+    cfg["dynamics"].update(steps=12, long_run_prompts=2)
+    cfg["device"] = "cpu"
+    files = {"manifest": d / "m.json", "tensors": d / "w.safetensors", "meta": d / "w.json", "spectra": d / "s.npz",
+             "prompts": tmp_path / "p.txt", "out-npz": tmp_path / "d.npz", "out-csv": tmp_path / "d.csv",
+             "out-json": tmp_path / "d.json", "out-robustness": tmp_path / "r.csv", "mode": mode, "threads": 1}
+    # the step's keywords as its declared options make them from the config (the rule's own path: the command
+    # line rendered from OPTIONS, parsed back by the CLI)
+    words = command("dynamics", step.OPTIONS, files, cfg)[4:]
+    kw = step_kwargs(build_parser("dynamics").parse_args(["dynamics", *words]), step.OPTIONS)
+    assert {o.keyword for o in step.OPTIONS} == set(kw)
+    ref = step.STEP(**kw)
     lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
     got = lens.dynamics(PROMPTS, mode=mode, steps=12, long_run_prompts=2)  # every other option at its default
     step = ref.drop(columns=["model", "mode", "weights"])

@@ -84,3 +84,59 @@ def test_no_old_rule_name_is_left():
              for p in REPO.glob(pat)]
     hits = [(str(p.relative_to(REPO)), o) for p in files for o in old if o in p.read_text(errors="replace")]
     assert not hits, hits
+
+
+def _schema_node(path: str):
+    """The schema's node of a dotted config path, or None where the schema has no such key."""
+    from powerlens.pipeline.config import schema
+
+    node = schema()
+    for k in path.split("."):
+        node = (node.get("properties") or {}).get(k)
+        if node is None:
+            return None
+    return node
+
+
+def test_every_options_config_path_is_a_key_of_the_schema():
+    """Every option a rule fills from the config names a key the schema declares (so a renamed or misspelled
+    key fails here, not at the first run that reaches the step)."""
+    paths = [(step, o.flag, o.source.split(":", 1)[1]) for step in STEPS for o in step_module(step).OPTIONS
+             if o.source.startswith("config:")]
+    assert len(paths) > 30
+    missing = [p for p in paths if _schema_node(p[2]) is None]
+    assert not missing, missing
+    assert _schema_node("dynamics.alpah") is None and _schema_node("dynamics.alpha") is not None  # the walk can fail
+
+
+def test_every_step_renders_its_flags_from_a_validated_default_config():
+    import yaml
+
+    from powerlens.pipeline.config import validate_config
+    from powerlens.pipeline.options import config_flags
+
+    cfg = yaml.safe_load((REPO / "config/test.yaml").read_text())
+    validate_config(cfg)  # fills in the schema's defaults
+    for step in STEPS:
+        config_flags(step_module(step).OPTIONS, cfg)  # a KeyError here: an option reads a key no config has
+
+
+def test_what_differs_between_sources_is_read_from_their_registry(monkeypatch):
+    """A source added to SOURCES alone (here a copy of the twin source under a new name) is a random-weights
+    source, gets its architecture, its checks and its files' fix from its entry: nothing else tests the
+    source's name."""
+    from powerlens.models.sources import SOURCES, random_weights
+    from powerlens.models.sources.files import FILES_FIX, changed_files_fix
+    from powerlens.pipeline.config import model_arch
+
+    monkeypatch.setitem(SOURCES, "seeded", SOURCES["random"]._replace(files_fix="regenerate it"))
+    monkeypatch.setitem(FILES_FIX, "seeded", "regenerate it")
+    entry = {"source": "seeded", "arch": "bert", "twin_of": "tiny-bert"}
+    assert random_weights(entry) and not random_weights({"source": "package"})
+    assert model_arch("m", entry).arch == "bert"
+    assert changed_files_fix("seeded") == "regenerate it"
+    with pytest.raises(Exception, match="twin_of"):
+        SOURCES["seeded"].check("m", {**entry, "twin_of": "no-such-twin"})
+    bad = [p for p in (REPO / "src").rglob("*.py") if p.parent.name != "sources"
+           and re.search(r"""\[["']source["']\]\s*(==|!=|in\b)|get\(["']source["']\)\s*(==|!=|in\b)""", p.read_text())]
+    assert not bad, bad  # no test of a source's name outside the sources package

@@ -12,6 +12,7 @@ from powerlens.pipeline.steps import job_path, step_module
 from powerlens.core.corpus import read_prompts
 from powerlens.pipeline.resources import check_plan, job_requests, load_coefficients
 from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, source_files
+from powerlens.models.sources import random_weights as is_random
 from powerlens.core.errors import PowerlensError, user_errors_in_logs
 from powerlens.core.io import params_json
 
@@ -138,7 +139,7 @@ def shared_weight_models(random_weights):
     ALBERT figures hold only a note, written but not listed in the report as results."""
     for name, m in config["models"].items():
         arch = model_arch(name, m)
-        if arch is not None and arch.arch == "albert" and (m["source"] == "random") == random_weights:
+        if arch is not None and arch.arch == "albert" and is_random(m) == random_weights:
             return True
     return False
 

@@ -14,15 +14,14 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.resources
-import json
 import shlex
 import sys
 from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS
-from powerlens.models.archs import ALL_TWINS, GGUF_ARCHS, PAPER_MODELS, ArchConfig, twin_config
-from powerlens.models.sources import check_claimed_size, source_folder
+from powerlens.models.archs import ArchConfig
+from powerlens.models.sources import SOURCES
 from powerlens.pipeline.config_text import check_config_values, check_no_duplicate_keys
 from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
@@ -60,15 +59,14 @@ def schema_defaults() -> dict:
 
 
 def check_registered(config: dict) -> None:
-    """Each model's ``arch`` names an adapter and a twin's ``twin_of`` a known configuration: the registries
-    (``ADAPTERS``, ``ALL_TWINS``) are the one list of both, so adding an architecture edits no schema."""
+    """Each model's ``arch`` names an adapter, then its source's own checks (a twin's ``twin_of`` a known
+    configuration of that architecture, a local folder or a GGUF file that exists): the registries
+    (``ADAPTERS``, ``ALL_TWINS``, ``SOURCES``) are the one list of each, so adding one edits no schema."""
     for name, m in config["models"].items():
         if m["arch"] not in ADAPTERS:
             raise PowerlensError(f"config value models.{name}.arch: {m['arch']!r} is not a supported architecture",
                                  f"set `arch` to one of: {', '.join(sorted(ADAPTERS))}")
-        if m["source"] == "random" and m.get("twin_of") not in ALL_TWINS:
-            raise PowerlensError(f"config value models.{name}.twin_of: {m.get('twin_of')!r} is not a known "
-                                 "configuration", f"set `twin_of` to one of: {', '.join(ALL_TWINS)}")
+        SOURCES[m["source"]].check(name, m)
 
 
 def check_labels(config: dict) -> None:
@@ -113,57 +111,18 @@ def check_models(config: dict) -> None:
         if m is None:
             raise PowerlensError(f"quantization.models names {q!r}, which is not a model of this run",
                                  f"use model keys of this config: {', '.join(config['models'])}")
-        if m["source"] in ("random", "gguf"):
+        src = SOURCES[m["source"]]
+        if not src.full_precision:
             raise PowerlensError(
-                f"quantization.models: {q!r} has {'random' if m['source'] == 'random' else 'already quantized'} "
-                "weights", "list full-precision trained models (source hf, local or package)")
-    for name, m in config["models"].items():
-        if m["source"] == "random":
-            twin = twin_config(m["twin_of"])
-            if twin.arch != m["arch"]:
-                raise PowerlensError(
-                    f"models.{name}.arch is {m['arch']!r} but twin_of {m['twin_of']!r} is a {twin.arch!r} model",
-                    f"set models.{name}.arch: {twin.arch}",
-                )
-        if m["source"] == "gguf" and m.get("path") and not (Path(m["path"]).expanduser() / m["file"]).is_file():
-            raise PowerlensError(
-                f"models.{name}: GGUF file {Path(m['path']) / m['file']} does not exist",
-                "set `path` to the folder holding the GGUF and `file` to its name")
-        if m["source"] == "local" and not Path(m["path"]).expanduser().is_dir():
-            raise PowerlensError(
-                f"models.{name}.path: directory {m['path']} does not exist",
-                "point `path` at a folder made by `model.save_pretrained(...)` (config.json + *.safetensors)",
-            )
-        if m["source"] == "local":
-            check_claimed_size(Path(m["path"]).expanduser(), f"models.{name} ({m['path']})")
-
-
-def _arch_from_config_json(path: Path, arch: str) -> ArchConfig | None:
-    cfg = path / "config.json"
-    if not cfg.is_file():
-        return None
-    try:
-        kw = json.loads(cfg.read_text())
-        return ArchConfig(arch, kw)
-    except Exception:
-        return None
+                f"quantization.models: {q!r} has {'random' if src.random_weights else 'already quantized'} "
+                "weights", "list full-precision trained models (source " +
+                ", ".join(k for k, v in SOURCES.items() if v.full_precision) + ")")
 
 
 def model_arch(name: str, m: dict) -> ArchConfig | None:
-    """The architecture of a config entry without loading weights (paper table, twin table or config.json);
-    None when unknown before the fetch step (e.g. a hub model outside the paper's table)."""
-    arch = None
-    if m["source"] == "random":
-        arch = twin_config(m["twin_of"])
-    elif m["source"] == "hf":
-        arch = next((a for a in PAPER_MODELS.values() if a.hub_id == m.get("repo_id")), None)
-    elif m["source"] == "gguf":
-        arch = twin_config(GGUF_ARCHS[m["file"]]) if m.get("file") in GGUF_ARCHS else None
-    else:  # a folder on disk already (local, package)
-
-        folder = source_folder(m)
-        arch = _arch_from_config_json(folder.expanduser(), m["arch"]) if folder else None
-    return arch
+    """The architecture of a config entry without loading weights (paper table, twin table or config.json: its
+    source's ``arch``); None when unknown before the fetch step (e.g. a hub model outside the paper's table)."""
+    return SOURCES[m["source"]].arch(m)
 
 
 def _description(root: dict | None, schema_path) -> str:

