@@ -2,7 +2,7 @@
 
     >>> import powerlens
     >>> lens = powerlens.Lens.from_pretrained("path/to/saved/model")   # or a hub id, or Lens(model)
-    >>> lens.spectra().table                     # one row per unique layer: lambda_1, type, gap, ratio, ...
+    >>> lens.spectra().table                     # one row per depth (the spectra step's): lambda_1, type, gap, ...
     >>> lens.spectra()[3].eigvals[:4]            # layer 3's leading eigenvalues (sorted by modulus)
     >>> lens.dynamics(["The cat sat on the mat."])   # gamma_t, rho_t, tilt per layer, with the null
     >>> with lens.steer("water", kappa=16):     # rank-1 change of the last layer's W_O, undone on exit
@@ -23,6 +23,7 @@ eigenvalues are the same and whose right eigenvectors are the *left* eigenvector
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from powerlens.analysis.spectra import layer_matrices, model_spectra, spectra_arrays
+from powerlens.analysis.spectra import layer_matrices, model_spectra, spectra_arrays, spectra_table
 from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_generated_json
@@ -54,7 +55,8 @@ def arch_of(model_or_config) -> str:
 
 @dataclass
 class Spectra:
-    """The spectra of every unique layer of one model: ``table`` (a DataFrame, one row per unique layer),
+    """The spectra of every unique layer of one model: ``table`` (the spectra step's table,
+    :func:`~powerlens.analysis.spectra.spectra_table`: one row per depth, ``layer`` the depth, ``unique_layer``),
     ``layers[u]`` (a :class:`~powerlens.analysis.spectra.Spectrum`: eigvals sorted by modulus, eigenvectors with a
     canonical phase), ``layer_map`` (depth -> unique layer; ALBERT's layers are one)."""
 
@@ -143,6 +145,34 @@ def weights_label_of(path_or_id) -> str:
     return ""
 
 
+def layer_matrices_of(path_or_id, arch: str | None = None, revision: str | None = None):
+    """``(description, matrices, layer_map, n_heads)`` of a model for its spectra: the
+    :class:`~powerlens.analysis.spectra.LayerMatrices` of every unique layer (no norm gains) and depth ->
+    unique layer. A safetensors folder whose adapter names its W_V and W_O (:mod:`powerlens.models.direct`) is
+    read without building the model (numpy only); anything else (a hub id, an architecture without names, a
+    config.json that leaves out a default, bfloat16 weights) goes through :meth:`Lens.from_pretrained`.
+    ``description`` is what ``repr(Lens)`` says of it."""
+    from powerlens.analysis.spectra import LayerMatrices
+    from powerlens.models.direct import direct_value_output
+
+    kind, where = model_location(path_or_id)
+    if kind == "path":
+        check_model_dir(where, f"model {str(path_or_id)!r}")
+        cfg = json.loads((where / "config.json").read_text(encoding="utf-8"))
+        a = arch or arch_of(cfg)
+        got = direct_value_output(where, a, cfg)
+        if got is not None:
+            layers, layer_map, heads = got
+            mats = [LayerMatrices(F=W_O @ W_V, V=W_V, W_O=W_O) for W_V, W_O in layers]  # (d, d) float64
+            text = (f"Lens({a}, d_model={mats[0].F.shape[0]}, layers={len(layer_map)}, unique={len(mats)}, "
+                    f"heads={heads})")
+            return text, mats, layer_map, heads
+    lens = Lens.from_pretrained(path_or_id, arch=arch, revision=revision, head=False)
+    w = lens.weights
+    mats = [dataclasses.replace(m, gain=None, post_gain=None) for m in layer_matrices(w)]
+    return repr(lens), mats, list(w.layer_map), w.n_heads
+
+
 class Lens:
     """One transformers model (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3) read as power-method steps."""
 
@@ -218,8 +248,6 @@ class Lens:
     def spectra(self, k: int | None = None, threads: int = 1, seed: int | None = None) -> Spectra:
         """Eigenvalues (float64, sorted by modulus) and the k leading eigenvectors of every unique F (``k`` and
         ``seed``: the config schema's ``spectra.top_k`` and ``seed`` unless given)."""
-        import pandas as pd
-
         check_options("", seed=seed)  # the pipeline's bounds, with its wording
         d = self.weights.d_model
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d):
@@ -232,8 +260,7 @@ class Lens:
         seed = defaults["seed"] if seed is None else seed
         w = self.weights
         specs = model_spectra(layer_matrices(w), n_heads=w.n_heads, k=k, threads=threads, seed=seed)
-        rows = [{"layer": u, **s.summary()} for u, s in enumerate(specs)]
-        return Spectra(specs, list(w.layer_map), pd.DataFrame(rows))
+        return Spectra(specs, list(w.layer_map), spectra_table(specs, w.layer_map))
 
     def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int | None = None,
                  batch_size: int | None = None, steps: int | None = None, null_draws: int | None = None,

@@ -475,11 +475,13 @@ def test_steps_that_need_neither_torch_nor_transformers_load_neither(test_run, t
             continue
         path = tf_only if step in TORCH_STEPS else both
         p = subprocess.run(cmd, shell=True, cwd=run, capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "PYTHONPATH": path})
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [path, os.environ.get(
+                               "PYTHONPATH")]))})
         assert p.returncode == 0 and "imported" not in p.stderr, (step, p.stderr[-1500:])
     # the blocking works (a control): the extract step, which loads the model, stops on it
     p = subprocess.run(first["extract"], shell=True, cwd=run, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": both})
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [both, os.environ.get(
+                           "PYTHONPATH")]))})
     assert p.returncode != 0 and "torch imported" in p.stderr, p.stderr[-1500:]
 
 

@@ -1,6 +1,7 @@
 """The public Python API (powerlens.Lens) and the `powerlens` command: same numbers as the pipeline steps,
 the README's example as printed, every flag explained."""
 
+import os
 import re
 import subprocess
 import sys
@@ -287,3 +288,33 @@ def test_architectures_live_in_their_adapters():
     hits = [f"{p.name}:{i}" for p in sorted((REPO / "src/powerlens").rglob("*.py")) if adapters not in p.parents
             for i, ln in enumerate(p.read_text().splitlines(), 1) if re.search(r"\barch (==|in)\b", ln)]
     assert hits == []
+
+
+def test_inspect_reads_a_safetensors_folder_without_torch_and_prints_the_same_table(minilm_path, tmp_path,
+                                                                                    monkeypatch):
+    """`powerlens inspect` of MiniLM's package folder reads W_V and W_O from its safetensors by the names the BERT
+    adapter declares (a subprocess in which importing torch or transformers raises), and its table is the one
+    the built model gives (the transformers path, forced here): the same rows, types and numbers."""
+    import pandas as pd
+
+    import powerlens.models.direct as direct
+    from powerlens.cli import main
+
+    blocked = tmp_path / "blocked"
+    for name in ("torch", "transformers"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(f'raise ImportError("{name} imported")\n')
+    r = subprocess.run([sys.executable, "-m", "powerlens", "inspect", str(minilm_path), "--csv",
+                        str(tmp_path / "direct.csv")], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), *filter(None, [
+                           os.environ.get("PYTHONPATH")])])})
+    assert r.returncode == 0 and "Lens(bert, d_model=384, layers=6" in r.stdout, r.stderr[-2000:]
+    monkeypatch.setattr(direct, "direct_value_output", lambda *a: None)  # the model is built instead
+    main(["inspect", str(minilm_path), "--csv", str(tmp_path / "built.csv")])
+    a, b = pd.read_csv(tmp_path / "direct.csv"), pd.read_csv(tmp_path / "built.csv")
+    assert list(a.columns) == list(b.columns) and len(a) == 6
+    for c in a.columns:
+        if a[c].dtype.kind == "f":
+            assert np.allclose(a[c], b[c], rtol=1e-10, atol=1e-12), c
+        else:
+            assert a[c].tolist() == b[c].tolist(), c

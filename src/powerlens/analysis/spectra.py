@@ -326,6 +326,15 @@ def model_spectra(layers: list[LayerMatrices], *, n_heads: int, k: int, threads:
             return list(pool.map(one, range(len(layers))))
 
 
+def spectra_table(specs: list[Spectrum], layer_map: list[int]):
+    """The one spectra table, one row per depth: ``layer`` (the depth), ``unique_layer`` (its unique layer, the
+    same for every depth of ALBERT) and :meth:`Spectrum.summary`. The spectra step writes it (with the model and
+    its weights label), :meth:`powerlens.Lens.spectra` returns it and ``powerlens inspect`` prints its view of it."""
+    import pandas as pd
+
+    return pd.DataFrame([{"layer": t, "unique_layer": u, **specs[u].summary()} for t, u in enumerate(layer_map)])
+
+
 def spectra_arrays(specs: list[Spectrum], layer_map: list[int]) -> dict[str, np.ndarray]:
     """The arrays of a spectra .npz file."""
     return {

@@ -162,6 +162,17 @@ class Adapter:
         weights and biases) and ``layer_params`` (one layer)."""
         raise NotImplementedError
 
+    #: The config.json keys :meth:`layer_map`, :meth:`n_heads` and :meth:`d_model` read, for reading W_V and W_O
+    #: straight from a checkpoint (:mod:`powerlens.models.direct`); empty: this adapter reads them from a built
+    #: model only.
+    direct_config_keys: tuple[str, ...] = ()
+
+    def value_output_names(self, key: tuple[int, ...]) -> tuple[str, str]:
+        """The safetensors names of W_V and W_O of unique layer ``key`` beneath the base model (a checkpoint
+        with a head prefixes them, e.g. ``bert.``), both stored (out, in) as the model's ``nn.Linear``: what
+        :meth:`extract_unique` reads from the built model, for :mod:`powerlens.models.direct`."""
+        raise NotImplementedError
+
     def extraction_checks(self, w: "ModelWeights") -> dict[str, Any]:
         """Family-specific facts recorded by the proof of extraction."""
         return {}

@@ -27,6 +27,12 @@ class BertAdapter(Adapter):
     def layer_map(self, cfg):
         return [(t,) for t in range(cfg.num_hidden_layers)]
 
+    direct_config_keys = ("num_hidden_layers", "num_attention_heads", "hidden_size")
+
+    def value_output_names(self, key):
+        t = key[0]
+        return f"encoder.layer.{t}.attention.self.value.weight", f"encoder.layer.{t}.attention.output.dense.weight"
+
     def _att(self, model, t):
         return self.base(model).encoder.layer[t].attention
 

@@ -25,6 +25,11 @@ class GPTNeoAdapter(_DecoderAdapter):
     def layer_map(self, cfg):
         return [(t,) for t in range(cfg.num_layers)]
 
+    direct_config_keys = ("num_layers", "num_heads", "hidden_size")
+
+    def value_output_names(self, key):
+        return f"h.{key[0]}.attn.attention.v_proj.weight", f"h.{key[0]}.attn.attention.out_proj.weight"
+
     def extract_unique(self, model, key):
         t = key[0]
         cfg = model.config

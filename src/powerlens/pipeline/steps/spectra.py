@@ -29,9 +29,7 @@ def spectra(weights_st: str | Path, weights_json: str | Path, *, out_npz: str | 
     """Eigendecomposition of every unique layer matrix F (float64, CPU): arrays + one tidy row per depth. Reads
     the extract step's stored F and weights with numpy alone (this step imports neither torch nor
     transformers)."""
-    import pandas as pd
-
-    from powerlens.analysis.spectra import model_spectra, read_layer_matrices, spectra_arrays
+    from powerlens.analysis.spectra import model_spectra, read_layer_matrices, spectra_arrays, spectra_table
 
     threads = set_threads(threads, torch=False)
     with reading_generated(weights_json, "extract"):
@@ -41,11 +39,9 @@ def spectra(weights_st: str | Path, weights_json: str | Path, *, out_npz: str | 
     specs = model_spectra(layers, n_heads=meta["n_heads"], k=top_k, threads=threads, seed=seed)
     arrays = spectra_arrays(specs, meta["layer_map"])
     write_npz(out_npz, arrays)
-    rows = []
-    for t, u in enumerate(meta["layer_map"]):
-        rows.append({"model": meta["model"], "layer": t, "unique_layer": u, **specs[u].summary(),
-                     "weights": meta["weights_label"]})
-    df = pd.DataFrame(rows)
+    df = spectra_table(specs, meta["layer_map"])
+    df.insert(0, "model", meta["model"])
+    df["weights"] = meta["weights_label"]
     write_csv(out_csv, df)
     return df
 
