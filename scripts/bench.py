@@ -17,6 +17,7 @@ straightforward way:
     python scripts/bench.py                       # albert-xxlarge-v2, gpt2-xl, gpt-neo-2.7B, full corpus
     python scripts/bench.py --twins gpt2 --prompts 40 --threads 2
     python scripts/bench.py --twins albert-xxlarge-v2 --steps steering --shared-edit last_depth
+    python scripts/bench.py --ratios config/offline.yaml config/offline-decoders.yaml   # any finished run
 Each step runs in its own process (os.wait4 gives its CPU time and peak RSS), with the command line made
 from the step's declared options (powerlens.pipeline.steps.<step>.OPTIONS, as the rule's), so the benchmark
 runs what the pipeline runs. Beside each heavy step it prints its arithmetic lower bound: the floating-point
@@ -83,16 +84,57 @@ def step_command(step: str, values: dict, cfg: dict) -> list[str]:
     return command(step, step_module(step).OPTIONS, values, cfg, sys.executable)
 
 
-def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict) -> float:
-    """The step's arithmetic (:func:`powerlens.pipeline.resources.arithmetic`) at the measured peak, in seconds."""
+def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict, w: Path) -> float:
+    """The step's arithmetic (:func:`powerlens.pipeline.resources.arithmetic`) at the measured peak, in seconds;
+    steering's head and generated tokens read from its steering.csv as the speed step reads them."""
+    import pandas as pd
+
+    from powerlens.models.adapters import get_adapter
     from powerlens.models.archs import twin_config
     from powerlens.pipeline.resources import arithmetic, size_of
+    from powerlens.pipeline.speed import steering_terms
 
-    st = cfg["steering"]
-    flops = arithmetic(rule, size_of(twin_config(twin)), tokens=tokens["steering" if rule == "steering" else "all"],
+    st, arch = cfg["steering"], twin_config(twin)
+    extra = {}
+    if rule == "steering" and (w / "steering.csv").is_file():
+        terms = steering_terms(pd.read_csv(w / "steering.csv"), cfg, causal=get_adapter(arch.arch).causal)
+        extra = {"head": terms["head"], "generated": terms["generated"]}
+    flops = arithmetic(rule, size_of(arch), tokens=tokens["steering" if rule == "steering" else "all"],
                        steps=cfg["dynamics"]["steps"], kappas=st["kappas"], targets=len(st["targets"]),
-                       shared_edit=st["shared_edit"], null_draws=cfg["dynamics"]["null_draws"])
+                       shared_edit=st["shared_edit"], null_draws=cfg["dynamics"]["null_draws"], **extra)
     return bound_s(flops, peak)
+
+
+def ratios(configfiles: list[str], directory: Path, threads: int) -> None:
+    """Each heavy job's wall time against its arithmetic lower bound, from any finished run's files: the run's
+    config (as given to snakemake), its results and its rules' benchmark files, read as the speed step reads
+    them (:func:`powerlens.pipeline.speed.speed_jobs`), at the peak measured now on this machine."""
+    import pandas as pd
+    import yaml
+
+    from powerlens.pipeline.config import validate_config
+    from powerlens.pipeline.speed import speed_jobs, speed_rows
+    from powerlens.pipeline.steps import job_path
+
+    cfg: dict = {}
+    for f in configfiles:  # later files override earlier ones, key by key at the top level, as Snakemake's
+        for k, v in (yaml.safe_load(Path(f).read_text()) or {}).items():
+            cfg[k] = {**cfg[k], **v} if isinstance(v, dict) and isinstance(cfg.get(k), dict) else v
+    validate_config(cfg)
+    run, models = cfg["run"], list(cfg["models"])
+    res = lambda m, f: str(directory / "results" / run / m / f)  # noqa: E731
+    bench = lambda step, **wc: str(directory / job_path(step, "benchmark", run, **wc))  # noqa: E731
+    modes = ("model", "attention-only")
+    jobs = speed_jobs(cfg, [res(m, "weights.json") for m in models], [bench("spectra", model=m) for m in models],
+                      [res(m, f"dynamics-{mo}.json") for m in models for mo in modes],
+                      [bench("dynamics", model=m, mode=mo) for m in models for mo in modes],
+                      [res(m, "steering.csv") for m in models], [bench("steering", model=m) for m in models])
+    peak = matmul_peak(threads)
+    df = speed_rows(cfg, jobs, peak, {m: e.get("label", m) for m, e in cfg["models"].items()})
+    print(f"run {run}: matrix-product peak here at {threads} threads: float32 {peak['float32'] / 1e9:.1f} GFLOP/s, "
+          f"float64 {peak['float64'] / 1e9:.1f} GFLOP/s")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(df.to_string(index=False))
 
 
 def write_bench_config(bench_dir: Path, twins, corpus: Path, shared_edit: str) -> None:
@@ -167,8 +209,15 @@ def main():
                     help="steps to run (fetch and extract are needed once per --work folder)")
     ap.add_argument("--shared-edit", choices=["every_depth", "last_depth"],
                     help="steering.shared_edit for shared-weight twins (default: the config schema's)")
+    ap.add_argument("--ratios", nargs="+", metavar="CONFIG",
+                    help="only print each heavy job's wall time / arithmetic bound of a finished run, from its "
+                    "config file(s), results and benchmark files (e.g. --ratios config/offline.yaml "
+                    "config/offline-decoders.yaml)")
+    ap.add_argument("--directory", default=".", help="with --ratios: the run's working directory")
     ap.add_argument("--naive-step", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.ratios:
+        return ratios(a.ratios, Path(a.directory), a.threads)
     cfg = schema_defaults()
     shared_edit = a.shared_edit or cfg["steering"]["shared_edit"]
     if a.naive_step:
@@ -233,7 +282,7 @@ def bench_twin(twin: str, a, cfg: dict, corpus: Path, n_prompts: int, tokens: di
         v = {k: Path(str(x).format(**wildcards)) if isinstance(x, Path) else x for k, x in values[step].items()}
         cmd = step_command(step, {**v, **wildcards}, cfg)
         r = run(cmd)
-        bound = lower_bound_s(rule, twin, cfg, tokens, peak)
+        bound = lower_bound_s(rule, twin, cfg, tokens, peak, w)
         row = {"twin": twin, "step": name, **r, "lower_bound_s": bound, "wall / bound": r["wall_s"] / bound}
         if naive_step and not a.no_naive:
             row.update(naive_row(naive_step, name, cmd, twin, w, corpus, a, cfg["steering"]["shared_edit"], n_prompts))

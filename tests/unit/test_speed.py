@@ -35,3 +35,28 @@ def test_wall_time_beside_the_arithmetic_bound(tmp_path):
     assert more.loc[0, "lower bound (s)"] > df.loc[1, "lower bound (s)"] and df.loc[1, "wall (s)"] == 30.0
     assert (df["wall / bound"] > 0).all() and (df["arithmetic (GFLOP)"] > 0).all()
     assert bound_s({}, peak) != bound_s({}, peak)  # nothing counted: NaN, never 0
+
+
+def test_the_bound_counts_the_lm_head_and_the_generated_tokens(tmp_path):
+    """Steering with an LM head computes the logits over the vocabulary on every token of every pass, and each
+    greedily generated token is a forward pass with the head: both raise the bound by exactly their flops."""
+    from powerlens.pipeline.resources import size_of
+    from powerlens.pipeline.speed import generated_tokens, step_flops
+
+    cfg = schema_defaults()
+    cfg["models"] = {"t": {"source": "random", "twin_of": "gpt2", "arch": "gpt2", "seed": 0}}
+    size = size_of(twin_config("gpt2"))
+    base = step_flops("steering", cfg, "t", tokens=500, targets=2)
+    head = step_flops("steering", cfg, "t", tokens=500, targets=2, head=True)
+    k_on = sum(1 for k in cfg["steering"]["kappas"] if k != 0)
+    passes = 2 * (1 + 2 * k_on)
+    assert head["float32"] - base["float32"] == pytest.approx(2.0 * 500 * size.d_model * size.vocab * passes)
+    assert size.vocab == twin_config("gpt2").kwargs["vocab_size"] > 0
+    cont = cfg["steering"]["continuations"]
+    n = generated_tokens(cfg, head=True, causal=True, token_targets=1)
+    assert n == len(cfg["steering"]["kappas"]) * 2 * len(cont["prompts"]) * cont["new_tokens"] > 0
+    assert generated_tokens(cfg, head=False, causal=True, token_targets=1) == 0  # no head, nothing generated
+    assert generated_tokens(cfg, head=True, causal=False, token_targets=1) == 0  # an encoder does not generate
+    gen = step_flops("steering", cfg, "t", tokens=500, targets=2, head=True, generated=n)
+    assert gen["float32"] - head["float32"] == pytest.approx(2.0 * n * (size.forward_params
+                                                                       + size.d_model * size.vocab))

@@ -83,6 +83,7 @@ class Size:
     n_layers: int
     n_unique_layers: int
     d_model: int
+    vocab: int = 0  # the vocabulary: the LM head's rows
 
     @property
     def eig_work(self) -> float:
@@ -95,7 +96,7 @@ def size_of(arch: ArchConfig) -> Size:
     t = get_adapter(arch.arch).size_terms(k)
     return Size(params=t["params"], forward_params=t["n_layers"] * t["layer_params"],
                 attention_params=t["attention_params"], n_layers=t["n_layers"],
-                n_unique_layers=t["n_unique_layers"], d_model=t["d_model"])
+                n_unique_layers=t["n_unique_layers"], d_model=t["d_model"], vocab=int(k.get("vocab_size", 0)))
 
 
 def corpus_tokens(prompts: list[str], max_tokens: int) -> int:
@@ -152,14 +153,17 @@ EIG_FLOPS_N3 = 10.0
 
 
 def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[float], targets: int,
-               shared_edit: str, null_draws: int) -> dict[str, float]:
+               shared_edit: str, null_draws: int, head: bool = False, generated: int = 0) -> dict[str, float]:
     """The floating-point operations a step cannot avoid, by dtype (``{"float32": ..., "float64": ...}``): at
     the measured matrix-product peak of each dtype, their time is the step's arithmetic lower bound (the
     benchmark prints it beside the wall time). Counted: the matrix products of the forward passes (2 flops per
     multiply-add of ``forward_params`` per token), the attention-only law's four attention matrices per step,
     the Monte Carlo null's projections of every counted token on R random directions before and after each
-    layer, one eigenvalue solve per unique layer (:data:`EIG_FLOPS_N3`); not counted: attention scores,
-    norms, Python overhead, file reading and writing (so a ratio near 1 is out of reach)."""
+    layer, one eigenvalue solve per unique layer (:data:`EIG_FLOPS_N3`); in steering with an LM head
+    (``head``), the head over the vocabulary on every counted token of every pass (2 d V flops a token), and per
+    greedily generated token (``generated``, both methods together) one forward pass with the head (the
+    prompts' prefill not counted); not counted: attention scores, norms, Python overhead, file reading and
+    writing (so a ratio near 1 is out of reach)."""
     d = float(size.d_model)
     null = 2.0 * 2 * null_draws * d * tokens  # per depth: x(t) and x(t+1) against R directions of dimension d
     if rule == "spectra":
@@ -180,7 +184,9 @@ def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[f
         runs = targets * k_on * 2 + (1 if k_on < len(kappas) else 0)
         law = 2.0 * tokens * size.attention_params * (size.n_layers - edited + 1 + runs * (edited - 1))
         eig = EIG_FLOPS_N3 * d ** 3 * (targets * k_on + (1 if k_on < len(kappas) else 0))
-        return {"float32": model, "float64": law + eig}
+        lm = 2.0 * tokens * d * size.vocab * passes if head else 0.0  # logits of every token of every pass
+        gen = 2.0 * generated * (size.forward_params + d * size.vocab)  # one token: the stack and the head
+        return {"float32": model + lm + gen, "float64": law + eig}
     return {}
 
 

@@ -18,10 +18,11 @@ HEAVY = {"spectra": "spectra", "dynamics_model": "dynamics (model)",
 
 #: What the bound counts and leaves out (table_speed's caption, the article's methods).
 COUNTED = ("counted: the forward passes' matrix products, the attention-only law's attention matrices, the "
-           "Monte Carlo null's projections at its first null_draws directions, one eigen-solve per unique layer; "
-           "not counted: the Monte Carlo extension's further draws where a test is undecided (up to its cap), "
-           "the robustness variants, attention scores, norms, the LM head over the vocabulary, greedy "
-           "continuations, imports, file reading and writing (so a ratio near 1 is out of reach)")
+           "Monte Carlo null's projections at its first null_draws directions, one eigen-solve per unique layer, "
+           "steering's LM head over the vocabulary on every token of every pass and one forward pass with the "
+           "head per greedily generated token; not counted: the Monte Carlo extension's further draws where a "
+           "test is undecided (up to its cap), the robustness variants, attention scores, norms, the "
+           "continuation prompts' prefill, imports, file reading and writing (so a ratio near 1 is out of reach)")
 
 
 def matmul_peak(threads: int) -> dict[str, float]:
@@ -48,22 +49,70 @@ def bound_s(flops: dict[str, float], peak: dict[str, float]) -> float:
     return sum(v / peak[k] for k, v in flops.items()) if flops else float("nan")
 
 
-def step_flops(rule: str, config: dict, name: str, *, tokens: int, targets: int) -> dict[str, float]:
+def generated_tokens(config: dict, *, head: bool, causal: bool, token_targets: int) -> int:
+    """Tokens the steering step generates greedily: per target with a token, per kappa, for both methods, each
+    continuation prompt's ``new_tokens`` (causal LMs with a head only)."""
+    cont = config["steering"]["continuations"]
+    if not (head and causal and cont["prompts"]):
+        return 0
+    return token_targets * len(config["steering"]["kappas"]) * 2 * len(cont["prompts"]) * int(cont["new_tokens"])
+
+
+def step_flops(rule: str, config: dict, name: str, *, tokens: int, targets: int, head: bool = False,
+               generated: int = 0) -> dict[str, float]:
     """The arithmetic of one heavy rule of one config entry, with the run's dynamics and steering settings."""
     dyn, st = config["dynamics"], config["steering"]
     return arithmetic(rule, size_of_entry(name, config["models"][name]), tokens=tokens, steps=dyn["steps"],
                       kappas=st["kappas"], targets=targets, shared_edit=st["shared_edit"],
-                      null_draws=dyn["null_draws"])
+                      null_draws=dyn["null_draws"], head=head, generated=generated)
+
+
+def steering_terms(s: pd.DataFrame, config: dict, *, causal: bool) -> dict:
+    """What a steering job processed, from its steering.csv: counted tokens, targets, whether the LM head ran
+    and how many tokens it generated (:func:`generated_tokens`)."""
+    head = bool((s["lm_head"] == "yes").any())
+    token_targets = int(s.loc[s["target_token_id"].notna(), "target"].nunique())
+    return {"tokens": int(s["n_tokens"].max()), "targets": int(s["target"].nunique()), "head": head,
+            "generated": generated_tokens(config, head=head, causal=causal, token_targets=token_targets)}
+
+
+def speed_jobs(config: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
+               bench_dynamics: list[str], steering: list[str], bench_steering: list[str]) -> list[dict]:
+    """The heavy jobs of a run as :func:`speed_rows` takes them, from the run's files: each model's
+    weights.json (``meta``), dynamics-<mode>.json and steering.csv (the tokens, targets, head and generated
+    tokens each job processed) beside the rule's benchmark file of that job (same order)."""
+    from powerlens.core.io import read_json
+
+    metas = [read_json(p) for p in meta]
+    dyn = [read_json(p) for p in dynamics]
+    label = {m["model"]: m["weights_label"] for m in metas}
+    causal = {m["model"]: bool(m["causal"]) for m in metas}
+    jobs = [{"model": m["model"], "rule": "spectra", "benchmark": b, "tokens": 0, "targets": 0}
+            for m, b in zip(metas, bench_spectra)]
+    jobs += [{"model": d["model"], "rule": f"dynamics_{d['mode']}", "benchmark": b, "tokens": d["n_tokens"],
+              "targets": 0} for d, b in zip(dyn, bench_dynamics)]
+    for p, b in zip(steering, bench_steering):
+        s = pd.read_csv(p)
+        if not len(s) or s["n_tokens"].isna().all():  # no steering setting ran: nothing to bound
+            continue
+        name = str(s["model"].iloc[0])
+        jobs.append({"model": name, "rule": "steering", "benchmark": b,
+                     **steering_terms(s, config, causal=causal[name])})
+    for j in jobs:
+        j["weights_label"] = label[j["model"]]
+    return jobs
 
 
 def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: dict[str, str]) -> pd.DataFrame:
     """One row per heavy job: ``jobs`` items have model, rule, benchmark (a Snakemake benchmark TSV), tokens
-    (the counted tokens the step processed) and targets (steering targets; 0 elsewhere)."""
+    (the counted tokens the step processed), targets (steering targets; 0 elsewhere) and, for steering, head
+    (an LM head computed) and generated (:func:`generated_tokens`)."""
     rows = []
     for j in jobs:
         b = pd.read_csv(j["benchmark"], sep="\t")
         wall, cpu = float(b["s"].iloc[0]), float(b["cpu_time"].iloc[0])
-        flops = step_flops(j["rule"], config, j["model"], tokens=int(j["tokens"]), targets=int(j["targets"]))
+        flops = step_flops(j["rule"], config, j["model"], tokens=int(j["tokens"]), targets=int(j["targets"]),
+                           head=bool(j.get("head", False)), generated=int(j.get("generated", 0)))
         lower = bound_s(flops, peak)
         rows.append({"model": labels.get(j["model"], j["model"]), "step": HEAVY[j["rule"]],
                      "wall (s)": round(wall, 1), "CPU (s)": round(cpu, 1), "tokens": int(j["tokens"]),

@@ -4,7 +4,6 @@ at the matrix-product peak measured here at the steps' thread count, and the rat
 
 from __future__ import annotations
 
-from powerlens.core.io import read_json
 from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
@@ -23,26 +22,10 @@ OPTIONS = (
 
 def speed(*, config: dict, labels: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
           bench_dynamics: list[str], steering: list[str], bench_steering: list[str], stem: str, threads: int):
-    import pandas as pd
-
     from powerlens.outputs.tables import write_table
-    from powerlens.pipeline.speed import COUNTED, matmul_peak, speed_rows
+    from powerlens.pipeline.speed import COUNTED, matmul_peak, speed_jobs, speed_rows
 
-    metas = [read_json(p) for p in meta]
-    dyn = [read_json(p) for p in dynamics]
-    label = {m["model"]: m["weights_label"] for m in metas}
-    jobs = [{"model": m["model"], "rule": "spectra", "benchmark": b, "tokens": 0, "targets": 0}
-            for m, b in zip(metas, bench_spectra)]
-    jobs += [{"model": d["model"], "rule": f"dynamics_{d['mode']}", "benchmark": b, "tokens": d["n_tokens"],
-              "targets": 0} for d, b in zip(dyn, bench_dynamics)]
-    for p, b in zip(steering, bench_steering):
-        s = pd.read_csv(p)
-        if not len(s) or s["n_tokens"].isna().all():  # no steering setting ran: nothing to bound
-            continue
-        jobs.append({"model": str(s["model"].iloc[0]), "rule": "steering", "benchmark": b,
-                     "tokens": int(s["n_tokens"].max()), "targets": int(s["target"].nunique())})
-    for j in jobs:
-        j["weights_label"] = label[j["model"]]
+    jobs = speed_jobs(config, meta, bench_spectra, dynamics, bench_dynamics, steering, bench_steering)
     peak = matmul_peak(threads)
     df = speed_rows(config, jobs, peak, labels)
     write_table(df, stem, caption=(
