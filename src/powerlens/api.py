@@ -306,7 +306,8 @@ class Lens:
         """Rank-1 steering of the last layer, undone on exit: W_O' = W_O + alpha u z^T with V^T z = u and
         alpha = kappa |lambda_1(F_last)|, so u becomes F's principal eigenvector for kappa large enough.
         ``target``: a token (its ``kind`` = embedding or unembedding row), a unit vector (d,), or "random".
-        Yields {"u", "alpha", "principal"} (the eigen-check of the edited F)."""
+        Yields {"u", "scale", "principal"}: the edit's scale alpha = kappa |lambda_1| and the eigen-check of the
+        edited F."""
         from powerlens.analysis.steering import principal_check, rank1_output_edit, rank1_z, target_vector
 
         check_options("steering", kappas=[kappa, 0])  # the pipeline's rule for a kappa: finite, 0 to 1e6
@@ -333,10 +334,10 @@ class Lens:
                                      f"pass a finite, non-zero vector of shape ({w.d_model},), a token or 'random'")
             u = u / np.linalg.norm(u)
         lam1 = float(np.abs(np.linalg.eigvals(F)).max())
-        alpha = float(kappa) * lam1
+        scale = float(kappa) * lam1
         z = rank1_z(W_V, u)
-        with rank1_output_edit(self.model, self.arch, u, z, alpha):
-            yield {"u": u, "alpha": alpha, "principal": principal_check(F, W_V, u, alpha, None, z)}
+        with rank1_output_edit(self.model, self.arch, u, z, scale):
+            yield {"u": u, "scale": scale, "principal": principal_check(F, W_V, u, scale, None, z)}
 
     def _check_target_token(self, token: str, kind: str) -> None:
         """The pipeline's check of a steering target (:func:`powerlens.pipeline.targets.check_targets`): one vocabulary

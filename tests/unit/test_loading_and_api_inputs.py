@@ -190,7 +190,7 @@ def test_api_accepts_what_the_pipeline_accepts(lens):
     df = lens.dynamics(["The cat sat on the mat.", "Water boils at one hundred degrees."], max_tokens=16)
     assert len(df) == 2 and df["n_tokens"].iloc[0] > 8
     with lens.steer("e", kappa=64) as edit:
-        assert edit["alpha"] > 0
+        assert edit["scale"] > 0
 
 
 def test_a_full_disk_leaves_no_partial_model_folder(tmp_path):

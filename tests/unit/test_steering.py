@@ -128,14 +128,14 @@ def test_edit_is_reversible_and_is_the_rank1_change(name, arch):
     u /= np.linalg.norm(u)
     W_V = w.layer(w.n_layers - 1).W_V.numpy()
     z = st.rank1_z(W_V, u)
-    with st.rank1_output_edit(model, arch, u, z, alpha=7.0):
+    with st.rank1_output_edit(model, arch, u, z, scale=7.0):
         assert st.checksum(model) != before
         w2 = ADAPTERS[arch].extract(model)
         dF = w2.F(w2.n_layers - 1).numpy() - w.F(w.n_layers - 1).numpy()
         assert np.allclose(dF, 7.0 * np.outer(u, u), atol=1e-9)  # F' = F + alpha u u^T
     assert st.checksum(model) == before  # byte-identical restore
     with pytest.raises(RuntimeError):
-        with st.rank1_output_edit(model, arch, u, z, alpha=3.0):
+        with st.rank1_output_edit(model, arch, u, z, scale=3.0):
             raise RuntimeError("boom")
     assert st.checksum(model) == before  # restored on error too
 

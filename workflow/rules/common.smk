@@ -197,10 +197,6 @@ def steering_targets_json(wildcards):
     return params_json(steering_targets(config, wildcards.model))
 
 
-def claims_criteria_json():
-    return params_json({**config["claims"], "alpha": config["dynamics"]["alpha"]})
-
-
 def provenance_records():
     """Every JSON output that carries a provenance block (so the manifest is written last)."""
     return (

@@ -19,7 +19,7 @@ rule claims:
         **table_outputs("table_claims_twins", TWINS_CATEGORY, key="twins"),
     params:
         py=PY,
-        criteria=claims_criteria_json(),
+        flags=step_flags("claims"),
         labels=labels_json(),
         table=stem_of("table"),
         verdicts=stem_of("verdicts"),

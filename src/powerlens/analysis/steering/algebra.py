@@ -57,7 +57,7 @@ def principal_eig(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lam, x
 
 
-def principal_check(F: np.ndarray, W_V: np.ndarray, u: np.ndarray, alpha: float,
+def principal_check(F: np.ndarray, W_V: np.ndarray, u: np.ndarray, scale: float,
                     eig_of_F: tuple | None = None, z: np.ndarray | None = None) -> dict:
     """Eigen-solve F' = F + alpha u (V^T z)^T (:func:`principal_eig`); is u its principal eigenvector?
 
@@ -65,10 +65,10 @@ def principal_check(F: np.ndarray, W_V: np.ndarray, u: np.ndarray, alpha: float,
     so the result is the same), so a model's kappa-0 checks share one eigen-solve. ``z``: ``rank1_z(W_V,
     u)`` if already computed (a least-squares solve, O(d^3): once per target, not per kappa)."""
     z = rank1_z(W_V, u) if z is None else z
-    if alpha == 0 and eig_of_F is not None:
+    if scale == 0 and eig_of_F is not None:
         lam, v1 = eig_of_F
     else:
-        lam, v1 = principal_eig(F + alpha * np.outer(u, W_V.T @ z))
+        lam, v1 = principal_eig(F + scale * np.outer(u, W_V.T @ z))
     cos = float(abs(np.vdot(v1, u)) / np.linalg.norm(v1))
     return {"cos_v1_u": cos, "sin_v1_u": float(np.sqrt(max(0.0, 1 - cos ** 2))), "lambda1": complex(lam[0]),
             "gap": float(abs(lam[0]) - abs(lam[1])), "ratio": float(abs(lam[1]) / abs(lam[0])),

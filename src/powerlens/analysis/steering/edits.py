@@ -28,12 +28,12 @@ def output_projection(model, arch: str):
 
 
 @contextlib.contextmanager
-def rank1_output_edit(model, arch: str, u: np.ndarray, z: np.ndarray, alpha: float):
+def rank1_output_edit(model, arch: str, u: np.ndarray, z: np.ndarray, scale: float):
     """Temporarily set O' = O + alpha u z^T on the last layer (in place); restore exactly on exit."""
     mod, layout = output_projection(model, arch)
     W = mod.weight
     saved = W.detach().clone()
-    delta = alpha * np.outer(u, z)  # (d, d) in the (out, in) convention
+    delta = scale * np.outer(u, z)  # (d, d) in the (out, in) convention
     if layout == "conv1d":
         delta = delta.T
     with torch.no_grad():
@@ -46,9 +46,9 @@ def rank1_output_edit(model, arch: str, u: np.ndarray, z: np.ndarray, alpha: flo
 
 
 @contextlib.contextmanager
-def last_call_edit(site, calls: int, u: np.ndarray | None = None, z: np.ndarray | None = None, alpha: float = 0.0,
+def last_call_edit(site, calls: int, u: np.ndarray | None = None, z: np.ndarray | None = None, scale: float = 0.0,
                    add: np.ndarray | None = None):
-    """The rank-1 edit (``u``, ``z``, ``alpha``: the site's output changed by alpha u z^T h) or the baseline
+    """The rank-1 edit (``u``, ``z``, ``scale``: the site's output changed by scale u z^T h) or the baseline
     (``add``, a vector added to the output) at the last of the ``calls`` calls of a shared output projection
     per forward pass only, by a forward hook, the weights untouched: the whole-stack reference of
     ``shared_edit = "last_depth"`` (the steering step itself replays the last depth instead)."""
@@ -64,7 +64,7 @@ def last_call_edit(site, calls: int, u: np.ndarray | None = None, z: np.ndarray 
             return out + torch.as_tensor(add, dtype=out.dtype, device=out.device)
         h = args[0]
         hz = h @ torch.as_tensor(z, dtype=h.dtype, device=h.device)  # (B, T)
-        return out + alpha * hz[..., None] * torch.as_tensor(u, dtype=out.dtype, device=out.device)
+        return out + scale * hz[..., None] * torch.as_tensor(u, dtype=out.dtype, device=out.device)
 
     handle = site.register_forward_hook(hook)
     try:

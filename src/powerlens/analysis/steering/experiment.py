@@ -154,27 +154,27 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
 def _kappa(s: _Setting, g: dict, kappa: float, cont: list) -> list[dict]:
     """One kappa of one target: both methods in the real forward pass and the law; the two rows."""
     u, tid, z_vec = g["u"], g["tid"], g["z"]
-    alpha = kappa * s.lam1
-    chk = principal_check(s.F, s.W_V, u, alpha, s.eig_of_F, z_vec)
+    scale = kappa * s.lam1
+    chk = principal_check(s.F, s.W_V, u, scale, s.eig_of_F, z_vec)
     measure = dict(ref_probs=g["ref"], site=s.site, replay=s.last_inputs, post=s.post, post_ref=g["post_ref"],
                    pu=g["pu"])
-    if alpha == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
+    if scale == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
         r1 = ra = {**g["base"], "kl": 0.0 if s.head else float("nan")}
     else:
-        with rank1_output_edit(s.model, s.arch, u, z_vec, alpha) as _:
+        with rank1_output_edit(s.model, s.arch, u, z_vec, scale) as _:
             r1, _ = measure_model(s.model, s.arch, s.layer_module, s.bs, u, tid, s.head, z=z_vec, **measure)
         ra = None
     # the edit's mean norm of change where the residual stream receives it: alpha |z^T h| at W_O's
     # output, or after the post-attention norm where one follows (Gemma 3); the baseline adds beta u there
-    site_change = alpha * r1.get("mean_abs_hz", 0.0)
-    beta = site_change if s.post is None else (r1["post_change"] if alpha else 0.0)
+    site_change = scale * r1.get("mean_abs_hz", 0.0)
+    beta = site_change if s.post is None else (r1["post_change"] if scale else 0.0)
     if ra is None:
         ra, _ = measure_model(s.model, s.arch, s.layer_module, s.bs, u, tid, s.head, add=beta * u, **measure)
-    ao = attention_only_steering(s.x_ins, s.w, s.bs, u, z_vec, alpha, s.depths, cache=s.law_cache)
+    ao = attention_only_steering(s.x_ins, s.w, s.bs, u, z_vec, scale, s.depths, cache=s.law_cache)
     if s.generates and tid is not None:
-        cont.extend(_continuations(s, g, kappa, alpha, beta))
+        cont.extend(_continuations(s, g, kappa, scale, beta))
     common = {"model": s.model_name, "target": g["name"], "target_token_id": tid, "kappa": kappa,
-              "alpha": alpha, "kappa_bound": s.bound if not g["note"] else float("nan"), "bound_note": g["note"],
+              "alpha": scale, "kappa_bound": s.bound if not g["note"] else float("nan"), "bound_note": g["note"],
               "lstsq_residual": g["resid"], "u_principal": chk["u_principal"],
               "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
               "post_norm_cap": s.cap, "lm_head": s.lm, "weights": s.weights_label,
@@ -183,7 +183,7 @@ def _kappa(s: _Setting, g: dict, kappa: float, cont: list) -> list[dict]:
     return [{**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
              "change_norm_at_W_O": site_change, "change_norm_attention_only": ao["change_norm"],
              "cos_pu_after_layer_model": r1["cos_pu_layer"],
-             "edit_constant_norm": abs(alpha * float(z_vec @ s.b_V)),
+             "edit_constant_norm": abs(scale * float(z_vec @ s.b_V)),
              "cos_after_layer_model": r1["cos_layer"], "cos_output_model": r1["cos_output"],
              "cos_after_layer_attention_only": ao["cos_rank1"],
              "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "n_tokens": r1["n_tokens"]},
@@ -196,10 +196,10 @@ def _kappa(s: _Setting, g: dict, kappa: float, cont: list) -> list[dict]:
              "p_target": ra["p_target"], "kl_from_unsteered": ra["kl"], "n_tokens": ra["n_tokens"]}]
 
 
-def _continuations(s: _Setting, g: dict, kappa: float, alpha: float, beta: float) -> list[dict]:
+def _continuations(s: _Setting, g: dict, kappa: float, scale: float, beta: float) -> list[dict]:
     """Greedy continuations of the fixed prompts with the edit and with the baseline (causal LMs)."""
     u = g["u"]
-    with rank1_output_edit(s.model, s.arch, u, g["z"], alpha):
+    with rank1_output_edit(s.model, s.arch, u, g["z"], scale):
         t1 = greedy_continuations(s.model, s.tok, s.continuation_prompts, s.continuation_tokens)
     ta = greedy_continuations(s.model, s.tok, s.continuation_prompts, s.continuation_tokens,
                               site=s.site if s.post is None else s.post, add=beta * u if beta else None)

@@ -65,7 +65,7 @@ class LawCache:
 
 
 @torch.no_grad()
-def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.ndarray, alpha: float,
+def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.ndarray, scale: float,
                             depths: list[int], norm: str = "l2", cache: LawCache | None = None) -> dict:
     """The paper's law through the edited ``depths`` (:func:`edited_depths`: from the first to the last
     depth) with the rank-1 edit, and with the activation-addition baseline at matched norm of change, at the
@@ -83,7 +83,7 @@ def attention_only_steering(x_ins: list, weights, batches, u: np.ndarray, z: np.
     cos = {"rank1": [0.0, 0], "actadd": [0.0, 0]}
     changes = []
     for i, (x0, b) in enumerate(zip(x_ins, batches)):
-        x, ch = law.run(i, x0, b.mask, b.stat_mask, edit=alpha)
+        x, ch = law.run(i, x0, b.mask, b.stat_mask, edit=scale)
         if ch is not None:
             changes.append(ch)
         _add_abs_cos(cos["rank1"], x[b.stat_mask], law.u)

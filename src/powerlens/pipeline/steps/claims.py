@@ -15,7 +15,8 @@ OPTIONS = (
     Option("robustness", "input:robustness", many="*",
            help="dynamics-<mode>-robustness.csv of every model (the robustness variants' statistics)"),
     Option("quantized", "input:quantized", many="*", help="quantization-dynamics.csv of each quantized model"),
-    Option("criteria", "param:criteria", kind="json", help="JSON of the claims criteria"),
+    Option("criteria", "config:claims", kind="json", help="JSON of the claims criteria (config `claims:`)"),
+    Option("alpha", "config:dynamics.alpha", kind="float"),
     Option("labels", "param:labels", kind="json"),
     Option("table", "param:table", help="table_claims stem: the full evidence of judged claims"),
     Option("verdicts", "param:verdicts", help="table_claim_verdicts stem: one row per claim"),
@@ -25,8 +26,8 @@ OPTIONS = (
 
 
 def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: list[str], steering: list[str],
-           robustness: list[str], quantized: list[str], criteria: dict, labels: dict, table: str, verdicts: str,
-           twins: str, robust: str):
+           robustness: list[str], quantized: list[str], criteria: dict, alpha: float, labels: dict, table: str,
+           verdicts: str, twins: str, robust: str):
     import pandas as pd
 
     from powerlens.analysis.claims import evaluate, families, is_twin_row, verdict_view
@@ -36,6 +37,7 @@ def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: 
     records = [r for p in theory for r in read_json(p)["results"]]
     spec, steer = pd.concat([pd.read_csv(p) for p in spectra]), pd.concat([pd.read_csv(p) for p in steering])
     dyn = pd.concat([pd.read_csv(p) for p in dynamics])
+    criteria = {**criteria, "alpha": alpha}  # the test level beside the claims' thresholds, as verdicts read it
     judge = lambda d: evaluate(criteria, metas, spec, d, records, steer, labels=labels)  # noqa: E731
     frames = [f for f in (pd.read_csv(p) for p in robustness + quantized) if len(f)]
     rob = pd.concat([f for f in frames if "variant" in f] or [pd.DataFrame()])
