@@ -9,7 +9,7 @@ from powerlens.outputs.tables import theory_table
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_consensus_rate_is_the_power_method_rate(seed):
-    r, curves = th.experiment_real(d=32, n_heads=4, n_tokens=16, steps=120, seed=seed)
+    r, curves = th.experiment_real(d=32, n_heads=4, n_tokens=16, steps=120, seed=seed, residual=True)
     assert r.detail["steps_fitted"] >= 5
     assert abs(r.measured - r.predicted) <= 0.05 * r.predicted, (r.measured, r.predicted)
     assert curves["err"][-1] < 1e-12  # consensus on +-v1
@@ -17,7 +17,7 @@ def test_a_consensus_rate_is_the_power_method_rate(seed):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_b_closed_orbit_in_the_leading_plane(seed):
-    dist, angle, c = th.experiment_complex(d=32, n_heads=4, n_tokens=16, steps=150, seed=seed)
+    dist, angle, c = th.experiment_complex(d=32, n_heads=4, n_tokens=16, steps=150, seed=seed, residual=True)
     assert dist.measured < 1e-6
     assert abs(angle.measured - angle.predicted) < 1e-3
     assert angle.predicted == pytest.approx(-0.4)  # arg(mu_1) as constructed (pair stored a - ib first)
@@ -78,7 +78,7 @@ def test_c4_classification_does_not_depend_on_the_equilibrium_step_budget():
     got = {}
     for budget in (300, 800, 3000):
         res, arr = th.experiment_c4_sweep([16], [1, 2, 8], [0.1, 1.0, 10.0], n_tokens=16, steps=200, seed=0,
-                                          runs=20, epsilon=1e-3, max_eq_steps=budget)
+                                          runs=20, epsilon=1e-3, residual=True, max_eq_steps=budget)
         dicts = [{**dataclasses.asdict(r), "rel_error": r.rel_error} for r in res]
         # a cell's class: degenerate (uniform attention: never tested, whatever rounding makes of its
         # residual), no equilibrium, or its stability
@@ -100,7 +100,7 @@ def test_c4_sweep_verdict_is_one_function():
     from powerlens.analysis import claims
 
     res, arr = th.experiment_c4_sweep([16], [1, 4], [0.3, 3.0], n_tokens=12, steps=60, seed=0, runs=8,
-                                      epsilon=1e-3, max_eq_steps=300)
+                                      epsilon=1e-3, residual=True, max_eq_steps=300)
     cells = [r for r in res if r.detail.get("sweep")]
     assert len(cells) == 4 and arr["sweep_radius"].shape == (1, 2, 2)
     for r in cells:

@@ -91,7 +91,7 @@ def draw_split(draw, data, weights: dict[str, str], stem, dpi: int, what: str) -
             TRAINED["model"] = "trained"
 
 
-def placeholder(stem, text: str, dpi: int = 150) -> list[Path]:
+def placeholder(stem, text: str, dpi: int) -> list[Path]:
     style()
     fig, ax = plt.subplots(figsize=(6, 1.4))
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True)
@@ -99,7 +99,7 @@ def placeholder(stem, text: str, dpi: int = 150) -> list[Path]:
     return save(fig, stem, dpi)
 
 
-def save(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
+def save(fig, stem: str | Path, dpi: int) -> list[Path]:
     """Write ``stem.pdf`` and ``stem.png`` atomically (fixed metadata, so reruns are byte-stable); a figure
     of twins gets the random-weights banner on top."""
     stem = Path(stem)

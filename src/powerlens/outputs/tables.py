@@ -188,7 +188,7 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
 
     def sig(g, stat, above):
         # the claims' own count (saturated layers never count), so table and verdict cannot disagree
-        return (share_significant(g, stat, alpha, above)[0] if f"{stat}_sig" in g or f"{stat}_p_holm" in g
+        return (share_significant(g, stat, alpha=alpha, above=above)[0] if f"{stat}_sig" in g or f"{stat}_p_holm" in g
                 else float("nan"))
 
     for (m, mode), g in df.groupby(["model", "mode"], sort=False):
@@ -205,8 +205,8 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
             "rho null median": float(g["rho_null_median"].median()),
             f"layers rho > 0.5, both nulls, Holm < {alpha}": sig(g, "rho", 0.5),
             f"layers tilt > 0, both nulls, Holm < {alpha}": sig(g, "tilt", 0.0),
-            "layers undecided (gamma, rho, tilt)": ", ".join(str(count(g, s).undecided) for s in ("gamma", "rho",
-                                                                                                  "tilt")),
+            "layers undecided (gamma, rho, tilt)": ", ".join(str(count(g, s, alpha=alpha).undecided)
+                                                             for s in ("gamma", "rho", "tilt")),
             "largest R (draws)": int(max(g.get(f"{s}_R", pd.Series([0])).max() for s in ("gamma", "rho", "tilt"))),
             f"tilt: eigen-direction null alone, Holm < {alpha}": int((g.get("tilt_eig_sig", pd.Series(dtype=object))
                                                                      == "yes").sum()),
@@ -222,7 +222,7 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
             row["F~ lead: layers rho sig."] = sig(g, "rho_Ft", 0.5)
         if "attn_tilt_sig" in g and g["attn_tilt_sig"].notna().any():
             row["sublayer tilt layers: attention +, -; FFN +, -"] = ", ".join(
-                str(count(g, c).yes) for c in ("attn_tilt", "attn_tilt_neg", "ffn_tilt", "ffn_tilt_neg"))
+                str(count(g, c, alpha=alpha).yes) for c in ("attn_tilt", "attn_tilt_neg", "ffn_tilt", "ffn_tilt_neg"))
         if "attn_entropy_rel" in g and g["attn_entropy_rel"].notna().any():
             row["attention entropy / log n"] = float(g["attn_entropy_rel"].mean())
             row["median ||b_eff|| / ||F x_mean||"] = float(g["bias_ratio"].median())

@@ -111,7 +111,7 @@ class Count(NamedTuple):
         return fl.below(self.yes, self.undecided, self.of, limit, what)
 
 
-def count(g: pd.DataFrame, col: str, alpha: float = 0.05, above: float = -np.inf) -> Count:
+def count(g: pd.DataFrame, col: str, *, alpha: float, above: float = -np.inf) -> Count:
     """Decided significance of test ``col`` (``tilt``, ``attn_tilt_neg``...) over the model's own depth. A table
     without ``<col>_sig`` (the bias-free control's columns) counts ``<col>_p_holm`` < alpha with ``col`` above
     ``above``, saturated layers excluded."""
@@ -125,22 +125,26 @@ def count(g: pd.DataFrame, col: str, alpha: float = 0.05, above: float = -np.inf
         s = ok.map({True: dc.YES, False: dc.NO})
     else:
         s = pd.Series([dc.NO] * len(d), dtype=object)
-    sat = int(d[f"{col}_saturated"].fillna(False).astype(bool).sum()) if f"{col}_saturated" in d else 0
+    sat = _saturated(d, col)
     R = int(d[f"{col}_R"].max()) if f"{col}_R" in d and len(d) and d[f"{col}_R"].notna().any() else 0
     mc = int(((s == dc.UNDECIDED) & (d[f"{col}_mc_sig"] == dc.UNDECIDED)).sum()) if f"{col}_mc_sig" in d else 0
     return Count(int((s == dc.YES).sum()), int((s == dc.UNDECIDED).sum()), len(d), sat, R, mc)
 
 
-def share_significant(g: pd.DataFrame, stat: str, alpha: float = 0.05, above: float = 0.0) -> tuple[int, int]:
+def share_significant(g: pd.DataFrame, stat: str, *, alpha: float, above: float = 0.0) -> tuple[int, int]:
     """(layers decided significant against both nulls, layers of the model's depth): the counts the figures
     annotate. ``alpha`` and ``above`` are part of each test's decision in the dynamics table already."""
-    c = count(g, stat, alpha, above)
+    c = count(g, stat, alpha=alpha, above=above)
     return c.yes, c.of
+
+
+def _saturated(d: pd.DataFrame, col: str) -> int:
+    return int(d[f"{col}_saturated"].fillna(False).astype(bool).sum()) if f"{col}_saturated" in d else 0
 
 
 def n_saturated(g: pd.DataFrame, stat: str) -> int:
     """Layers of the model's own depth whose ``stat`` is saturated (ties with half or more of the draws)."""
-    return count(g, stat).saturated
+    return _saturated(_depth(g), stat)
 
 
 def _undecided(c: Count, what: str) -> str:
@@ -152,7 +156,7 @@ def _nulls_apart(d: pd.DataFrame, crit: dict) -> str:
     other eigen-directions alone by their decided test."""
     if "tilt_p_holm" not in d or "tilt_eig_sig" not in d:
         return ""
-    mc = int(((d["tilt_p_holm"] < crit.get("alpha", 0.05)) & (d["tilt"] > 0)).sum())
+    mc = int(((d["tilt_p_holm"] < crit["alpha"]) & (d["tilt"] > 0)).sum())
     eig = int((d["tilt_eig_sig"] == dc.YES).sum())
     return f" (random directions alone, point Holm p: {mc}; F's other eigen-directions alone: {eig})"
 
@@ -162,15 +166,16 @@ def c1(law: pd.DataFrame, model: pd.DataFrame | None, twin: pd.DataFrame | None,
     nulls in at least a share of the layers. The row shows beside it the same test in the real forward pass
     and on the family's random-weight twin, with section 4b's sentence when random weights pass too."""
     share = crit["C1_share_layers"]
-    c = count(law, "tilt")
+    c = count(law, "tilt", alpha=crit["alpha"])
     need = share * c.of
     state = c.at_least(need)
     d = _depth(law)
     measured = f"law: {c.text()} layers beat both nulls{_nulls_apart(d, crit)}; median tilt {_f(d['tilt'].median())}"
     if model is not None and len(model):
-        measured += f"; real forward pass (FFN included), same test: {count(model, 'tilt').text()} layers"
+        cm = count(model, "tilt", alpha=crit["alpha"])
+        measured += f"; real forward pass (FFN included), same test: {cm.text()} layers"
     if twin is not None and len(twin):
-        ct = count(twin, "tilt")
+        ct = count(twin, "tilt", alpha=crit["alpha"])
         measured += f"; random-weight twin (law): {ct.text()} layers"
         if ct.at_least(share * ct.of) == dc.YES:
             measured += f": {TWIN_SENTENCE}"
@@ -214,7 +219,7 @@ def c6(g: pd.DataFrame, crit: dict) -> Verdict:
     is not aligned with the first layer's v_1 beyond the null). Revision 2's (a), "above the null's q95 in one
     layer" uncorrected, passed by chance 79% of the time at 30 layers."""
     d = _depth(g)
-    c = count(g, "gamma")
+    c = count(g, "gamma", alpha=crit["alpha"])
     a = c.at_least(1)
     weak = dc.both(*[dc.compare(float(x), crit["C6_weak_below"], above=False) for x in d["gamma"]])
     last = d.iloc[-1]
@@ -242,7 +247,7 @@ def c7(g: pd.DataFrame, crit: dict) -> Verdict:
     """rho > 0.5 and beating both nulls (decided tests, Holm; saturated layers not counted) in at least a share
     of the layers, over the model's own depth."""
     share = crit["C7_share_layers"]
-    c = count(g, "rho")
+    c = count(g, "rho", alpha=crit["alpha"])
     d = _depth(g)
     return verdict(c.at_least(share * c.of), f"{c.text()} layers; median rho {_f(d['rho'].median())}",
                    f"{BOTH_NULLS}; random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
@@ -259,12 +264,13 @@ def c10(model: pd.DataFrame, law: pd.DataFrame | None, crit: dict) -> Verdict:
     share, quarter = crit["C1_share_layers"], crit["C10_ffn_negative_below"]
     if "attn_tilt_sig" not in model:
         return Verdict(False, "no sublayer tilts in this run's model-mode table", "-", "no sublayer tilts")
-    ap, an, fp, fn = (count(model, c) for c in ("attn_tilt", "attn_tilt_neg", "ffn_tilt", "ffn_tilt_neg"))
+    ap, an, fp, fn = (count(model, c, alpha=crit["alpha"])
+                      for c in ("attn_tilt", "attn_tilt_neg", "ffn_tilt", "ffn_tilt_neg"))
     attn, ffn = ap.at_least(share * ap.of), fn.below(quarter * fn.of)
     measured = (f"real forward pass: attention sublayer tilt significantly positive in {ap.text()} layers, "
                 f"negative in {an.text()}; FFN sublayer positive in {fp.text()}, negative in {fn.text()}")
     if law is not None and len(law):
-        measured += f"; the law (C1's count): {count(law, 'tilt').text()} layers"
+        measured += f"; the law (C1's count): {count(law, 'tilt', alpha=crit['alpha']).text()} layers"
     failed = "; ".join(p for p, x in ((f"attention tilt significant in {ap.yes} of {ap.of} layers (needs "
                                        f"{share:.0%})", attn), (f"FFN undoes the tilt in {fn.yes} of {fn.of} layers "
                                                                f"(must be under {quarter:.0%})", ffn)) if x == dc.NO)

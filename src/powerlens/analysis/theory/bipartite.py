@@ -105,7 +105,7 @@ def broken_runs(X0s: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, res
 
 
 def experiment_c4_sweep(sizes: list[int], heads_list: list[int], sharpness: list[float], n_tokens: int, steps: int,
-                        seed: int, runs: int, epsilon: float, residual: bool = True, tol: float = 1e-3,
+                        seed: int, runs: int, epsilon: float, residual: bool, tol: float = 1e-3,
                         max_eq_steps: int = 800) -> tuple[list[Result], dict]:
     """C4 over a sweep: per size d, head count H and target sharpness s (the typical |score| of the bipartite
     start, set through the q.k scale: scores scale as its square), the multi-head bipartite equilibrium refined

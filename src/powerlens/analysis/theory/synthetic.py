@@ -140,7 +140,7 @@ def clustered_starts(n_tokens: int, d: int, rng: np.random.Generator, spread: fl
     return c / np.linalg.norm(c) + spread * rng.standard_normal((n_tokens, d)) / math.sqrt(d)
 
 
-def experiment_real(d, n_heads, n_tokens, steps, seed, residual=True, attention="full", gap=3.0) -> tuple[Result, dict]:
+def experiment_real(d, n_heads, n_tokens, steps, seed, residual, attention="full", gap=3.0) -> tuple[Result, dict]:
     """(a) real strictly dominant eigenvalue: consensus on +-v_1 at the asymptotic rate |mu_2/mu_1|.
 
     Starts are clustered around a random direction, so the tokens reach one-sided consensus and each
@@ -168,7 +168,7 @@ def experiment_real(d, n_heads, n_tokens, steps, seed, residual=True, attention=
     return res, {"err": err}
 
 
-def experiment_complex(d, n_heads, n_tokens, steps, seed, residual=True, attention="full", radius=3.0,
+def experiment_complex(d, n_heads, n_tokens, steps, seed, residual, attention="full", radius=3.0,
                        angle=0.4) -> tuple[Result, Result, dict]:
     """(b) dominant complex pair: distance to span(Re v_1, Im v_1) -> 0, angle advances by arg(mu_1)."""
     rng = np.random.default_rng([seed, 2])

@@ -141,7 +141,7 @@ def _no_shared(stem) -> str:
             f"{Path(stem).name}{TWIN_SUFFIX})")
 
 
-def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
+def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int):
     """Shared-weight models: alignment with v_1, with the leading subspace of I + F, and mean pairwise |cos|
     vs step, in both modes (colour: quantity; line style: mode)."""
     style()
@@ -174,7 +174,7 @@ def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dp
     return save(fig, stem, dpi)
 
 
-def fig_albert_rotation(runs: list[dict], stem, dpi: int = 150):
+def fig_albert_rotation(runs: list[dict], stem, dpi: int):
     """Token trajectories of shared-weight models projected on the leading plane (attention-only runs), axes
     fitted to the data, with the rotation per step predicted and measured side by side (no pre-registered
     criterion: reported, not judged).

@@ -11,7 +11,7 @@ from powerlens.outputs.figures.style import DISTINCT, LINESTYLES, MARKERS
 from powerlens.outputs.plotting import grid, legend_below, panel_title, plt, save, style, unique_handles
 
 
-def fig_spectra(models: list[dict], stem, dpi: int = 150):
+def fig_spectra(models: list[dict], stem, dpi: int):
     """Eigenvalues of F in the complex plane, one panel per model.
 
     ``models``: dicts with ``label``, ``weights`` (label), ``eigvals`` (U, d) and ``shared`` (bool).
@@ -59,7 +59,7 @@ def fig_spectra(models: list[dict], stem, dpi: int = 150):
     return save(fig, stem, dpi)
 
 
-def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], stem, dpi: int = 150):
+def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], stem, dpi: int):
     """Per layer and model: the relative gap beyond the lead's pair, 1 - |l_next|/|l1| (what sets the
     power-method rate; a complex pair's partner is not "next"), and |l1| (the scale); filled markers for a
     real leading eigenvalue, open ones for a complex pair."""

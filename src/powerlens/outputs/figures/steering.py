@@ -10,7 +10,7 @@ from powerlens.outputs.figures.style import _name
 from powerlens.outputs.plotting import legend_below, plt, save, style
 
 
-def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int = 150):
+def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int):
     """One row per model. Left: mean |cos(x_i, u)| after the edited last layer vs the norm of the change the
     residual stream receives (rank-1 edit in both modes, activation addition at matched norm), each rank-1
     point labelled with its kappa. Right: mean probability of the target token, the unsteered model (kappa 0)

@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 from powerlens.outputs.plotting import plt, save, style
 
 
-def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int = 150):
+def fig_theory(real: dict, cplx: dict, bip: dict, pred: dict, stem, dpi: int):
     """Four panels: (a) convergence to +-v1 vs the power-method rate, (b) distance to the plane of a complex
     leading pair, (c) the angle advanced per step vs arg(mu1), (d) the C4 sweep: fraction of perturbed
     bipartite equilibria that broke vs attention sharpness, per head count and size, with the positive
