@@ -8,10 +8,14 @@
     >>> with lens.steer("water", kappa=16):     # rank-1 change of the last layer's W_O, undone on exit
     ...     model(...)
 
-Everything here calls the functions the pipeline's steps call (the adapters' extraction,
-:func:`powerlens.analysis.spectra.model_spectra`, :func:`powerlens.analysis.dynamics.run_model_mode` /
-:func:`~powerlens.analysis.dynamics.run_attention_only` and :func:`~powerlens.analysis.dynamics.layer_stats`,
-:func:`powerlens.analysis.steering.rank1_output_edit`), so a number from the API is the number the pipeline writes.
+Everything here calls the functions the pipeline's steps call: the adapters' extraction,
+:func:`powerlens.analysis.spectra.model_spectra` and :func:`~powerlens.analysis.spectra.spectra_table` (the
+spectra step's table), :func:`powerlens.analysis.dynamics.analyse` (the dynamics step's analysis, both modes)
+and :func:`powerlens.analysis.steering.rank1_output_edit` with
+:func:`~powerlens.analysis.steering.principal_check`, so a number from the API is the number the pipeline
+writes (``tests/unit/test_dynamics_parity.py``, ``test_api_cli.py``). :func:`layer_matrices_of` reads a
+safetensors folder's W_V and W_O without building the model where the adapter names them (``powerlens
+inspect``).
 
 Conventions (differ from TransformerLens): matrices act on column vectors, ``y = W x``, and are stored
 whole, ``W_Q``, ``W_K``, ``W_V`` as (H d_head, d) and ``W_O`` as (d, H d_head), so ``F = W_O W_V`` is (d, d)

@@ -4,7 +4,6 @@ norm of change, in the real forward pass and the law; greedy continuations of ca
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -22,43 +21,89 @@ from powerlens.analysis.steering.measure import measure_model
 from powerlens.core.errors import PowerlensError
 from powerlens.core.progress import progress as _progress
 from powerlens.models.adapters import get_adapter
+from powerlens.models.weights import ModelWeights
 
 CONTINUATION_COLUMNS = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')",
                         "activation addition (matched norm)", "target_in_rank1", "target_in_actadd", "weights"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Setting:
-    """What every target and kappa of one model's steering share, computed once."""
+class _Run:
+    """The loaded model and what a pass over the batches needs."""
 
-    model: Any
-    tok: Any
+    model: "torch.nn.Module"
+    tok: object  # the model's tokenizer (transformers), for target tokens and continuations
     arch: str
-    adapter: Any
-    w: Any
-    bs: list
-    lam1: float
-    head: bool
+    w: ModelWeights
+    bs: list  # the batches (powerlens.core.corpus)
+    head: bool  # the LM head is computed
+    layer_module: "torch.nn.Module"  # the last layer's module
+    site: "torch.nn.Module"  # the last layer's output projection
+    post: "torch.nn.Module | None"  # Gemma 3: the post-attention norm between W_O and the residual add
+    last_inputs: list | None  # the last depth's inputs, replayed by every pass but the first (None: whole stack)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Algebra:
+    """The last layer's matrices and what follows from them, the same for every target."""
+
+    lam1: float  # |lambda_1| of the last layer's F: alpha = kappa lam1
     F: np.ndarray  # (d, d): the last layer's F
     W_V: np.ndarray  # (H dh, d): one block per query head (GQA: repeated per group)
-    b_V: np.ndarray
-    layer_module: Any
-    site: Any  # the last layer's output projection
-    post: Any  # Gemma 3: the post-attention norm between W_O and the residual add, else None
-    p_gain: np.ndarray | None
-    cap: float
-    depths: list[int]
-    x_ins: list  # the attention-only states entering the first edited depth
-    law_cache: LawCache
-    bound: float
+    b_V: np.ndarray  # (H dh,)
+    p_gain: np.ndarray | None  # (d,) Gemma 3's post-attention norm gain
+    cap: float  # the norm's largest output, sqrt(d) max |p| (NaN without a norm)
+    bound: float  # the sufficient kappa of the bound (paper.md section 6)
     eig_of_F: tuple | None  # kappa 0: F' = F for every target, solved once
-    last_inputs: list | None  # the last depth's inputs, replayed by every pass but the first (None: whole stack)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Law:
+    """The attention-only law's side: the edited depths and the states entering the first of them."""
+
+    depths: list[int]
+    x_ins: list
+    cache: LawCache
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Labels:
+    """What the rows say and whether continuations are generated."""
+
     lm: str
     generates: bool
     model_name: str
     weights_label: str
     continuation_prompts: list[str]
     continuation_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Setting:
+    """What every target and kappa of one model's steering share, computed once."""
+
+    run: _Run
+    alg: _Algebra
+    law: _Law
+    labels: _Labels
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Target:
+    """One target u and its unsteered pass, shared by its kappas."""
+
+    u: np.ndarray  # (d,) unit vector
+    tid: int | None  # its token id (None: a random direction)
+    name: str
+    token: str | None
+    z: np.ndarray  # (H dh,): least-squares V^T z = u
+    resid: float  # ||V^T z - u||
+    note: str  # the bound's note
+    pu: np.ndarray | None  # Gemma 3: the direction p * u the residual stream receives
+    saturation: float
+    post_ref: list | None
+    base: dict  # the unsteered pass's measures
+    ref: list  # its log-probabilities (the steered passes' KL)
 
 
 def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[dict], kappas: list[float], *,
@@ -81,7 +126,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     if after != before:
         raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
     return {"rows": rows, "continuations": cont, "checksum_before": before, "checksum_after": after,
-            "generates": s.generates}
+            "generates": s.labels.generates}
 
 
 def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float], *, head: bool,
@@ -110,85 +155,86 @@ def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float
     if generates:
         check_continuation_lengths(tok, labels["continuation_prompts"], labels["continuation_tokens"],
                                    adapter.max_positions(model.config))
-    return _Setting(
-        model=model, tok=tok, arch=arch, adapter=adapter, w=w, bs=bs, lam1=lam1, head=head, F=F,
-        W_V=last.v_per_head().double().numpy(), b_V=last.b_v_per_head().double().numpy(),
-        layer_module=adapter.layer_modules(model)[-1], site=output_projection(model, arch)[0], post=post,
-        p_gain=p_gain, cap=float(np.sqrt(w.d_model) * np.abs(p_gain).max()) if post is not None else float("nan"),
-        depths=depths, x_ins=x_ins, law_cache=LawCache(x_ins),
-        bound=kappa_bound(F, lam1),  # ||F||_2 (a full SVD): the same for every target (where it applies)
-        eig_of_F=principal_eig(F) if 0 in kappas else None, last_inputs=None if whole_stack else [],
-        lm="yes" if head else "no (vector alignment only)", generates=generates, **labels)
+    run = _Run(model=model, tok=tok, arch=arch, w=w, bs=bs, head=head, layer_module=adapter.layer_modules(model)[-1],
+               site=output_projection(model, arch)[0], post=post, last_inputs=None if whole_stack else [])
+    alg = _Algebra(lam1=lam1, F=F, W_V=last.v_per_head().double().numpy(), b_V=last.b_v_per_head().double().numpy(),
+                   p_gain=p_gain,
+                   cap=float(np.sqrt(w.d_model) * np.abs(p_gain).max()) if post is not None else float("nan"),
+                   bound=kappa_bound(F, lam1),  # ||F||_2 (a full SVD): the same for every target (where it applies)
+                   eig_of_F=principal_eig(F) if 0 in kappas else None)
+    return _Setting(run=run, alg=alg, law=_Law(depths=depths, x_ins=x_ins, cache=LawCache(x_ins)),
+                    labels=_Labels(lm="yes" if head else "no (vector alignment only)", generates=generates, **labels))
 
 
 def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float], seed: int, rows: list,
             cont: list) -> None:
     """One target u: the unsteered pass, then every kappa (rows and continuations appended)."""
-    u, tid = target_vector(s.model, s.tok, s.arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed),
-                           s.w.d_model)
+    u, tid = target_vector(s.run.model, s.run.tok, s.run.arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed),
+                           s.run.w.d_model)
     name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
-    z_vec = rank1_z(s.W_V, u)
-    resid = float(np.linalg.norm(s.W_V.T @ z_vec - u))  # u is a unit vector: relative as well
+    z_vec = rank1_z(s.alg.W_V, u)
+    resid = float(np.linalg.norm(s.alg.W_V.T @ z_vec - u))  # u is a unit vector: relative as well
     pu, saturation = None, float("nan")
-    if s.post is not None:  # what the residual stream receives from a change along u: direction p * u
-        pu = s.p_gain * u
-        saturation = float(np.sqrt(s.w.d_model) * np.linalg.norm(pu))  # the norm's output along u, at most
+    if s.run.post is not None:  # what the residual stream receives from a change along u: direction p * u
+        pu = s.alg.p_gain * u
+        saturation = float(np.sqrt(s.run.w.d_model) * np.linalg.norm(pu))  # the norm's output along u, at most
         pu = pu / np.linalg.norm(pu)
-    post_ref = [] if s.post is not None else None
-    first = s.last_inputs is not None and not s.last_inputs
-    replay = None if s.last_inputs is None or first else s.last_inputs
-    base, ref = measure_model(s.model, s.arch, s.layer_module, s.bs, u, tid, s.head,
-                              capture=s.last_inputs if first else None, replay=replay, post=s.post,
+    post_ref = [] if s.run.post is not None else None
+    first = s.run.last_inputs is not None and not s.run.last_inputs
+    replay = None if s.run.last_inputs is None or first else s.run.last_inputs
+    base, ref = measure_model(s.run.model, s.run.arch, s.run.layer_module, s.run.bs, u, tid, s.run.head,
+                              capture=s.run.last_inputs if first else None, replay=replay, post=s.run.post,
                               post_ref=post_ref, pu=pu)
-    target = dict(u=u, tid=tid, name=name, z=z_vec, resid=resid, note=bound_note(resid), pu=pu, post_ref=post_ref,
-                  saturation=saturation, base=base, ref=ref, token=tgt.get("token"))
+    target = _Target(u=u, tid=tid, name=name, z=z_vec, resid=resid, note=bound_note(resid), pu=pu, post_ref=post_ref,
+                     saturation=saturation, base=base, ref=ref, token=tgt.get("token"))
     for kappa in _progress(kappas, f"steering, target {ti + 1}/{n_targets} {name} (kappas)", every=0):
         rows.extend(_kappa(s, target, kappa, cont))
-    rows.append({"model": s.model_name, "target": name, "target_token_id": tid, "kappa": -1.0,
+    rows.append({"model": s.labels.model_name, "target": name, "target_token_id": tid, "kappa": -1.0,
                  "method": "unsteered", "cos_after_layer_model": base["cos_layer"],
                  "cos_output_model": base["cos_output"], "p_target": base["p_target"],
                  "cos_pu_after_layer_model": base["cos_pu_layer"], "lstsq_residual": resid,
-                 "weights": s.weights_label, "lm_head": s.lm})
+                 "weights": s.labels.weights_label, "lm_head": s.labels.lm})
 
 
-def _kappa(s: _Setting, g: dict, kappa: float, cont: list) -> list[dict]:
+def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
     """One kappa of one target: both methods in the real forward pass and the law; the two rows."""
-    u, tid, z_vec = g["u"], g["tid"], g["z"]
-    scale = kappa * s.lam1
-    chk = principal_check(s.F, s.W_V, u, scale, s.eig_of_F, z_vec)
-    measure = dict(ref_probs=g["ref"], site=s.site, replay=s.last_inputs, post=s.post, post_ref=g["post_ref"],
-                   pu=g["pu"])
+    u, tid, z_vec = g.u, g.tid, g.z
+    scale = kappa * s.alg.lam1
+    chk = principal_check(s.alg.F, s.alg.W_V, u, scale, s.alg.eig_of_F, z_vec)
+    run_args = (s.run.model, s.run.arch, s.run.layer_module, s.run.bs, u, tid, s.run.head)
+    measure = dict(ref_probs=g.ref, site=s.run.site, replay=s.run.last_inputs, post=s.run.post, post_ref=g.post_ref,
+                   pu=g.pu)
     if scale == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
-        r1 = ra = {**g["base"], "kl": 0.0 if s.head else float("nan")}
+        r1 = ra = {**g.base, "kl": 0.0 if s.run.head else float("nan")}
     else:
-        with rank1_output_edit(s.model, s.arch, u, z_vec, scale) as _:
-            r1, _ = measure_model(s.model, s.arch, s.layer_module, s.bs, u, tid, s.head, z=z_vec, **measure)
+        with rank1_output_edit(s.run.model, s.run.arch, u, z_vec, scale) as _:
+            r1, _ = measure_model(*run_args, z=z_vec, **measure)
         ra = None
     # the edit's mean norm of change where the residual stream receives it: alpha |z^T h| at W_O's
     # output, or after the post-attention norm where one follows (Gemma 3); the baseline adds beta u there
     site_change = scale * r1.get("mean_abs_hz", 0.0)
-    beta = site_change if s.post is None else (r1["post_change"] if scale else 0.0)
+    beta = site_change if s.run.post is None else (r1["post_change"] if scale else 0.0)
     if ra is None:
-        ra, _ = measure_model(s.model, s.arch, s.layer_module, s.bs, u, tid, s.head, add=beta * u, **measure)
-    ao = attention_only_steering(s.x_ins, s.w, s.bs, u, z_vec, scale, s.depths, cache=s.law_cache)
-    if s.generates and tid is not None:
+        ra, _ = measure_model(*run_args, add=beta * u, **measure)
+    ao = attention_only_steering(s.law.x_ins, s.run.w, s.run.bs, u, z_vec, scale, s.law.depths, cache=s.law.cache)
+    if s.labels.generates and tid is not None:
         cont.extend(_continuations(s, g, kappa, scale, beta))
-    common = {"model": s.model_name, "target": g["name"], "target_token_id": tid, "kappa": kappa,
-              "alpha": scale, "kappa_bound": s.bound if not g["note"] else float("nan"), "bound_note": g["note"],
-              "lstsq_residual": g["resid"], "u_principal": chk["u_principal"],
+    common = {"model": s.labels.model_name, "target": g.name, "target_token_id": tid, "kappa": kappa,
+              "alpha": scale, "kappa_bound": s.alg.bound if not g.note else float("nan"), "bound_note": g.note,
+              "lstsq_residual": g.resid, "u_principal": chk["u_principal"],
               "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
-              "post_norm_cap": s.cap, "lm_head": s.lm, "weights": s.weights_label,
+              "post_norm_cap": s.alg.cap, "lm_head": s.labels.lm, "weights": s.labels.weights_label,
               # the largest change along u the norm lets through for this target: sqrt(d) ||p * u|| (section 6)
-              "post_norm_saturation_u": g["saturation"]}
+              "post_norm_saturation_u": g.saturation}
     return [{**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
              "change_norm_at_W_O": site_change, "change_norm_attention_only": ao["change_norm"],
              "cos_pu_after_layer_model": r1["cos_pu_layer"],
-             "edit_constant_norm": abs(scale * float(z_vec @ s.b_V)),
+             "edit_constant_norm": abs(scale * float(z_vec @ s.alg.b_V)),
              "cos_after_layer_model": r1["cos_layer"], "cos_output_model": r1["cos_output"],
              "cos_after_layer_attention_only": ao["cos_rank1"],
              "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "n_tokens": r1["n_tokens"]},
             {**common, "method": "activation addition (beta u, matched norm)",
-             "change_norm_model": beta, "change_norm_at_W_O": beta if s.post is None else float("nan"),
+             "change_norm_model": beta, "change_norm_at_W_O": beta if s.run.post is None else float("nan"),
              "change_norm_attention_only": ao["beta"], "cos_pu_after_layer_model": ra["cos_pu_layer"],
              "edit_constant_norm": float("nan"),
              "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
@@ -196,18 +242,18 @@ def _kappa(s: _Setting, g: dict, kappa: float, cont: list) -> list[dict]:
              "p_target": ra["p_target"], "kl_from_unsteered": ra["kl"], "n_tokens": ra["n_tokens"]}]
 
 
-def _continuations(s: _Setting, g: dict, kappa: float, scale: float, beta: float) -> list[dict]:
+def _continuations(s: _Setting, g: _Target, kappa: float, scale: float, beta: float) -> list[dict]:
     """Greedy continuations of the fixed prompts with the edit and with the baseline (causal LMs)."""
-    u = g["u"]
-    with rank1_output_edit(s.model, s.arch, u, g["z"], scale):
-        t1 = greedy_continuations(s.model, s.tok, s.continuation_prompts, s.continuation_tokens)
-    ta = greedy_continuations(s.model, s.tok, s.continuation_prompts, s.continuation_tokens,
-                              site=s.site if s.post is None else s.post, add=beta * u if beta else None)
-    token = g["token"].strip().lower()
-    return [{"model": s.model_name, "target": g["name"], "kappa": kappa, "prompt": p,
+    u = g.u
+    with rank1_output_edit(s.run.model, s.run.arch, u, g.z, scale):
+        t1 = greedy_continuations(s.run.model, s.run.tok, s.labels.continuation_prompts, s.labels.continuation_tokens)
+    ta = greedy_continuations(s.run.model, s.run.tok, s.labels.continuation_prompts, s.labels.continuation_tokens,
+                              site=s.run.site if s.run.post is None else s.run.post, add=beta * u if beta else None)
+    token = g.token.strip().lower()
+    return [{"model": s.labels.model_name, "target": g.name, "kappa": kappa, "prompt": p,
              "rank-1 (last layer O')": t1[pi], "activation addition (matched norm)": ta[pi],
              "target_in_rank1": token in t1[pi].lower(), "target_in_actadd": token in ta[pi].lower(),
-             "weights": s.weights_label} for pi, p in enumerate(s.continuation_prompts)]
+             "weights": s.labels.weights_label} for pi, p in enumerate(s.labels.continuation_prompts)]
 
 
 def check_continuation_lengths(tokenizer, prompts: list[str], new_tokens: int, max_positions: int) -> None:
