@@ -47,11 +47,14 @@ if [ -z "${FULL:-}" ]; then
   done
   for c in real complex bipartite; do targets_b+=("results/$RUN/theory/$c.json" "results/$RUN/theory/$c.npz"); done
 fi
+# each run's time limit: 40 minutes for the offline config, 100 with the decoders (SmolLM2's dynamics alone took
+# 29 minutes on the shared 2-core machine); RUN_TIMEOUT=<seconds> sets another
+RUN_TIMEOUT=${RUN_TIMEOUT:-$([ -n "${DECODERS:-}" ] && echo 6000 || echo 2400)}
 cfg_a=("$SRC_A/config/$RUN.yaml"); cfg_b=("$REPO/config/$RUN.yaml")
 if [ -n "${DECODERS:-}" ]; then cfg_a+=("$SRC_A/config/$RUN-decoders.yaml"); cfg_b+=("$REPO/config/$RUN-decoders.yaml"); fi
 start=$(date +%s)
 echo "[determinism] run A (whole offline config, from scratch) in $WORK/a"
-PYTHONPATH=$PYPATH_A timeout 2400 "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "${cfg_a[@]}" \
+PYTHONPATH=$PYPATH_A timeout "$RUN_TIMEOUT" "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "${cfg_a[@]}" \
   --directory "$WORK/a" --cores 2 > "$WORK/a.log" 2>&1 || { tail -40 "$WORK/a.log"; exit 1; }
 mid=$(date +%s)
 # the expected verdicts (tests/expected_verdicts/, paper.md section 4c): a run whose verdicts differ fails
@@ -60,7 +63,7 @@ mid=$(date +%s)
 what_b="$TRAINED chain + theory"
 if [ -n "${FULL:-}" ]; then what_b="whole config"; fi
 echo "[determinism] run A took $((mid - start)) s; run B ($what_b, --cores $CORES_B) in $WORK/b"
-timeout 2400 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "${cfg_b[@]}" \
+timeout "$RUN_TIMEOUT" "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "${cfg_b[@]}" \
   --directory "$WORK/b" --cores "$CORES_B" "${targets_b[@]}" > "$WORK/b.log" 2>&1 || { tail -40 "$WORK/b.log"; exit 1; }
 echo "[determinism] run B took $(( $(date +%s) - mid )) s"
 "$PY" - "$WORK/a" "$WORK/b" "$RUN" "${FULL:-}" <<'PY'
