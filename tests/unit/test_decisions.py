@@ -13,7 +13,8 @@ from powerlens.analysis.dynamics.decided import decide_run
 from powerlens.analysis.dynamics.probes import States, Stream
 from powerlens.analysis.nulls import subspace_alignments
 
-CRIT = {"C1_share_layers": 0.5, "C7_share_layers": 0.5, "C6_weak_below": 0.5, "C10_ffn_negative_below": 0.25}
+CRIT = {"C1_share_layers": 0.5, "C7_share_layers": 0.5, "C6_weak_below": 0.5, "C10_ffn_negative_below": 0.25,
+        "alpha": 0.05}
 
 
 def test_intervals_cover_the_monte_carlo_error_and_every_tie_break():
