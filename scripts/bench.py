@@ -111,15 +111,15 @@ def ratios(configfiles: list[str], directory: Path, threads: int) -> None:
     them (:func:`powerlens.pipeline.speed.speed_jobs`), at the peak measured now on this machine."""
     import pandas as pd
     import yaml
+    from snakemake.utils import update_config
 
     from powerlens.pipeline.config import validate_config
     from powerlens.pipeline.speed import speed_jobs, speed_rows
     from powerlens.pipeline.steps import job_path
 
     cfg: dict = {}
-    for f in configfiles:  # later files override earlier ones, key by key at the top level, as Snakemake's
-        for k, v in (yaml.safe_load(Path(f).read_text()) or {}).items():
-            cfg[k] = {**cfg[k], **v} if isinstance(v, dict) and isinstance(cfg.get(k), dict) else v
+    for f in configfiles:  # later files override earlier ones, merged as Snakemake merges --configfile
+        update_config(cfg, yaml.safe_load(Path(f).read_text()) or {})
     validate_config(cfg)
     run, models = cfg["run"], list(cfg["models"])
     res = lambda m, f: str(directory / "results" / run / m / f)  # noqa: E731
