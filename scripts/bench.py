@@ -86,7 +86,8 @@ def step_command(step: str, values: dict, cfg: dict) -> list[str]:
 
 def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict, w: Path) -> float:
     """The step's arithmetic (:func:`powerlens.pipeline.resources.arithmetic`) at the measured peak, in seconds;
-    steering's head and generated tokens read from its steering.csv as the speed step reads them."""
+    steering's head and generated tokens read from its steering.csv, dynamics' count of its null projections
+    from its JSON, as the speed step reads them."""
     import pandas as pd
 
     from powerlens.models.adapters import get_adapter
@@ -99,6 +100,9 @@ def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict, w: 
     if rule == "steering" and (w / "steering.csv").is_file():
         terms = steering_terms(pd.read_csv(w / "steering.csv"), cfg, causal=get_adapter(arch.arch).causal)
         extra = {"head": terms["head"], "generated": terms["generated"]}
+    record = w / f"d-{rule.removeprefix('dynamics_')}.json"  # the dynamics step's JSON (step_values)
+    if rule.startswith("dynamics_") and record.is_file():
+        extra = {"null_flops": json.loads(record.read_text()).get("arithmetic", {}).get("null_projection_flops")}
     flops = arithmetic(rule, size_of(arch), tokens=tokens["steering" if rule == "steering" else "all"],
                        steps=cfg["dynamics"]["steps"], kappas=st["kappas"], targets=len(st["targets"]),
                        shared_edit=st["shared_edit"], null_draws=cfg["dynamics"]["null_draws"], **extra)

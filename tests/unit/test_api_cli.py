@@ -60,6 +60,9 @@ def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
     for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95", "tilt_eig_p", "attn_tilt", "tilt_R"):
         assert np.allclose(got[c].to_numpy(), ref[c].to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True), c
     assert (got["tilt_sig"] == ref["tilt_sig"]).all()
+    import json  # the step writes how much Monte Carlo projection it did, for the speed table's bound
+
+    assert json.loads((tmp_path / "d.json").read_text())["arithmetic"]["null_projection_flops"] > 0
 
 
 def test_steer_is_reversible_and_makes_u_principal(twin):

@@ -60,3 +60,58 @@ def test_the_bound_counts_the_lm_head_and_the_generated_tokens(tmp_path):
     gen = step_flops("steering", cfg, "t", tokens=500, targets=2, head=True, generated=n)
     assert gen["float32"] - head["float32"] == pytest.approx(2.0 * n * (size.forward_params
                                                                        + size.d_model * size.vocab))
+
+
+def test_the_projection_count_is_each_products_arithmetic_and_only_inside_its_block():
+    import torch
+
+    from powerlens.analysis.nulls import counting_projections, subspace_alignments
+
+    x, U = torch.randn(7, 5, dtype=torch.float64), torch.randn(5, 12, dtype=torch.float64)  # [n, d], [d, R r]
+    subspace_alignments(x, U, 2)  # nobody counts: nothing to add to
+    with counting_projections() as c:
+        subspace_alignments(x, U, 2)
+        subspace_alignments(x[:3], U[:, :4], 1)
+    subspace_alignments(x, U, 1)  # after the block: not counted
+    assert c.calls == 2 and c.flops == 2.0 * 7 * 5 * 12 + 2.0 * 3 * 5 * 4
+
+
+def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twin, tmp_path):
+    """The bound's null term is the step's own count: at least x(0) and every layer's output against the first
+    R draws (what the old estimate approximated), more with the robustness streams and with the extension of
+    undecided tests; the speed table uses it exactly and says so, and marks a run without a count."""
+    import powerlens
+    from powerlens.analysis.dynamics import DynamicsOptions, analyse
+    from powerlens.analysis.spectra import spectra_arrays
+    from powerlens.pipeline.speed import NULL_COUNT, step_flops
+
+    d, rec = prepared_twin("tiny-gpt2")
+    lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
+    w, specs = lens.weights, lens.spectra(seed=0)
+    prompts = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g h i j."]
+    cfg = schema_defaults()
+    dyn = {k: cfg["dynamics"][k] for k in ("norm", "steps", "long_run_prompts", "batch_size", "batch_tokens",
+                                           "max_tokens", "dtype", "alpha")}
+    R = 200
+    counts = {}
+    for robust, extend in ((False, False), (True, False), (False, True)):
+        o = DynamicsOptions(mode="model", null_draws=R, bias_free_control=False, seed=0, robustness=robust,
+                            extend=extend, **dyn)
+        run = analyse(lambda: lens.model, lens.adapter, lens.tokenizer, prompts,
+                      spectra_arrays(specs.layers, list(w.layer_map)), lambda: w, depth=w.n_layers,
+                      d_model=w.d_model, options=o, progress=False)
+        counts[robust, extend] = run.null_flops
+    n = int(sum(int(b.stat_mask.sum()) for b in run.batches))
+    main = counts[False, False]
+    assert main >= 2.0 * n * w.d_model * R * (w.n_layers + 1)  # x(0) and each layer's output, first R draws
+    assert counts[True, False] > main  # the robustness streams are projected too, and counted
+    assert counts[False, True] > main  # so are the draws past R of the tests the extension decides
+    cfg["models"] = {"t": {"source": "random", "twin_of": "tiny-gpt2", "arch": "gpt2", "seed": 3}}
+    counted = step_flops("dynamics_model", cfg, "t", tokens=n, targets=0, null_flops=main)
+    estimate = step_flops("dynamics_model", cfg, "t", tokens=n, targets=0)
+    assert counted["float64"] == main and counted["float32"] == estimate["float32"]
+    assert estimate["float64"] == 2.0 * 2 * cfg["dynamics"]["null_draws"] * w.d_model * n * w.n_layers
+    job = {"model": "t", "rule": "dynamics_model", "benchmark": bench(tmp_path / "d.tsv", 3.0), "tokens": n,
+           "targets": 0, "weights_label": "random weights"}
+    df = speed_rows(cfg, [{**job, "null_flops": main}, job], {"float32": 1e10, "float64": 5e9}, {})
+    assert list(df["null projections"]) == [NULL_COUNT["counted"], NULL_COUNT["estimate"]]

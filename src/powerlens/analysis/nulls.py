@@ -24,9 +24,37 @@ that leaves layer t and enters layer t + 1 are computed once.
 from __future__ import annotations
 
 import zlib
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 import torch
+
+#: The open projection count of :func:`counting_projections` (None: nobody counts).
+_COUNT: ContextVar["ProjectionCount | None"] = ContextVar("powerlens_projection_count", default=None)
+
+
+class ProjectionCount:
+    """Floating-point operations of the null's projections made while counting: each call of
+    :func:`subspace_alignments` adds its product's 2 n d (R r) (one multiply-add per token, coordinate and
+    direction column), whichever draws, stream, state or dimension it projects."""
+
+    def __init__(self) -> None:
+        self.flops = 0.0
+        self.calls = 0
+
+
+@contextmanager
+def counting_projections():
+    """Count the Monte Carlo projections made inside the block (:class:`ProjectionCount`): the dynamics step
+    writes the count, so the speed table's bound holds every projection the step made (the extension past R0
+    draws, the robustness streams, both dimensions, every state) rather than an estimate of the first R0."""
+    count = ProjectionCount()
+    token = _COUNT.set(count)
+    try:
+        yield count
+    finally:
+        _COUNT.reset(token)
 
 
 def random_subspaces(d: int, r: int, R: int, rng: np.random.Generator) -> np.ndarray:
@@ -43,6 +71,10 @@ def random_subspaces(d: int, r: int, R: int, rng: np.random.Generator) -> np.nda
 
 def subspace_alignments(x: torch.Tensor, U: torch.Tensor, r: int) -> torch.Tensor:
     """Alignment (n, R) of tokens x (n, d) with each of R subspaces stacked in U (d, R * r)."""
+    count = _COUNT.get()
+    if count is not None:
+        count.flops += 2.0 * x.shape[0] * x.shape[1] * U.shape[1]
+        count.calls += 1
     proj = x @ U  # (n, R * r)
     if r > 1:
         proj = proj.view(x.shape[0], -1, r).norm(dim=-1)  # (n, R)

@@ -153,26 +153,29 @@ EIG_FLOPS_N3 = 10.0
 
 
 def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[float], targets: int,
-               shared_edit: str, null_draws: int, head: bool = False, generated: int = 0) -> dict[str, float]:
+               shared_edit: str, null_draws: int, head: bool = False, generated: int = 0,
+               null_flops: float | None = None) -> dict[str, float]:
     """The floating-point operations a step cannot avoid, by dtype (``{"float32": ..., "float64": ...}``): at
     the measured matrix-product peak of each dtype, their time is the step's arithmetic lower bound (the
     benchmark prints it beside the wall time). Counted: the matrix products of the forward passes (2 flops per
     multiply-add of ``forward_params`` per token), the attention-only law's four attention matrices per step,
-    the Monte Carlo null's projections of every counted token on R random directions before and after each
-    layer, one eigenvalue solve per unique layer (:data:`EIG_FLOPS_N3`); in steering with an LM head
-    (``head``), the head over the vocabulary on every counted token of every pass (2 d V flops a token), and per
-    greedily generated token (``generated``, both methods together) one forward pass with the head (the
-    prompts' prefill not counted); not counted: attention scores, norms, Python overhead, file reading and
-    writing (so a ratio near 1 is out of reach)."""
+    the Monte Carlo null's projections (``null_flops``: as the dynamics step counted them, every draw of every
+    stream, dimension and state; None, a run that predates the count: an estimate of the first R draws of
+    dimension 1 before and after each layer, which undercounts), one eigenvalue solve per unique layer
+    (:data:`EIG_FLOPS_N3`); in steering with an LM head (``head``), the head over the vocabulary on every
+    counted token of every pass (2 d V flops a token), and per greedily generated token (``generated``, both
+    methods together) one forward pass with the head (the prompts' prefill not counted); not counted:
+    attention scores, norms, Python overhead, file reading and writing (so a ratio near 1 is out of reach)."""
     d = float(size.d_model)
-    null = 2.0 * 2 * null_draws * d * tokens  # per depth: x(t) and x(t+1) against R directions of dimension d
+    null = (float(null_flops) if null_flops is not None else  # the estimate: per depth, x(t) and x(t + 1)
+            2.0 * 2 * null_draws * d * tokens * size.n_layers)  # against R directions of dimension 1
     if rule == "spectra":
         return {"float64": EIG_FLOPS_N3 * size.eig_work}
     if rule == "dynamics_model":
-        return {"float32": 2.0 * size.forward_params * tokens, "float64": null * size.n_layers}
+        return {"float32": 2.0 * size.forward_params * tokens, "float64": null}
     if rule == "dynamics_attention-only":
         n = steps if size.n_unique_layers < size.n_layers else size.n_layers
-        return {"float32": 2.0 * size.attention_params * n * tokens, "float64": null * size.n_layers}
+        return {"float32": 2.0 * size.attention_params * n * tokens, "float64": null}
     if rule == "steering":
         k_on = sum(1 for k in kappas if k != 0)
         whole_stack = size.n_unique_layers < size.n_layers and shared_edit == "every_depth"

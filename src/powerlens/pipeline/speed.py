@@ -17,12 +17,18 @@ HEAVY = {"spectra": "spectra", "dynamics_model": "dynamics (model)",
          "dynamics_attention-only": "dynamics (attention-only)", "steering": "steering"}
 
 #: What the bound counts and leaves out (table_speed's caption, the article's methods).
-COUNTED = ("counted: the forward passes' matrix products, the attention-only law's attention matrices, the "
-           "Monte Carlo null's projections at its first null_draws directions, one eigen-solve per unique layer, "
-           "steering's LM head over the vocabulary on every token of every pass and one forward pass with the "
-           "head per greedily generated token; not counted: the Monte Carlo extension's further draws where a "
-           "test is undecided (up to its cap), the robustness variants, attention scores, norms, the "
-           "continuation prompts' prefill, imports, file reading and writing (so a ratio near 1 is out of reach)")
+COUNTED = ("counted: the forward passes' matrix products, the attention-only law's attention matrices, every "
+           "projection of the Monte Carlo null as the dynamics step counted it (all draws up to each test's "
+           "extension, the robustness streams, both dimensions, every state; column null projections), one "
+           "eigen-solve per unique layer, steering's LM head over the vocabulary on every token of every pass and "
+           "one forward pass with the head per greedily generated token; not counted: drawing the random "
+           "subspaces, the null's per-prompt sums, attention scores, norms, the continuation prompts' prefill, "
+           "imports, file reading and writing (so a ratio near 1 is out of reach)")
+
+#: The null projections column: how a row's Monte Carlo projections entered its bound.
+NULL_COUNT = {"counted": "counted by the step",
+              "estimate": "estimate, first null_draws draws only (the run predates the count; too low)",
+              "none": "none"}
 
 
 def matmul_peak(threads: int) -> dict[str, float]:
@@ -59,12 +65,13 @@ def generated_tokens(config: dict, *, head: bool, causal: bool, token_targets: i
 
 
 def step_flops(rule: str, config: dict, name: str, *, tokens: int, targets: int, head: bool = False,
-               generated: int = 0) -> dict[str, float]:
-    """The arithmetic of one heavy rule of one config entry, with the run's dynamics and steering settings."""
+               generated: int = 0, null_flops: float | None = None) -> dict[str, float]:
+    """The arithmetic of one heavy rule of one config entry, with the run's dynamics and steering settings
+    (``null_flops``: the dynamics step's own count of its Monte Carlo projections, from its JSON)."""
     dyn, st = config["dynamics"], config["steering"]
     return arithmetic(rule, size_of_entry(name, config["models"][name]), tokens=tokens, steps=dyn["steps"],
                       kappas=st["kappas"], targets=targets, shared_edit=st["shared_edit"],
-                      null_draws=dyn["null_draws"], head=head, generated=generated)
+                      null_draws=dyn["null_draws"], head=head, generated=generated, null_flops=null_flops)
 
 
 def steering_terms(s: pd.DataFrame, config: dict, *, causal: bool) -> dict:
@@ -80,7 +87,8 @@ def speed_jobs(config: dict, meta: list[str], bench_spectra: list[str], dynamics
                bench_dynamics: list[str], steering: list[str], bench_steering: list[str]) -> list[dict]:
     """The heavy jobs of a run as :func:`speed_rows` takes them, from the run's files: each model's
     weights.json (``meta``), dynamics-<mode>.json and steering.csv (the tokens, targets, head and generated
-    tokens each job processed) beside the rule's benchmark file of that job (same order)."""
+    tokens each job processed, and the dynamics step's count of its null projections) beside the rule's
+    benchmark file of that job (same order)."""
     from powerlens.core.io import read_json
 
     metas = [read_json(p) for p in meta]
@@ -90,7 +98,8 @@ def speed_jobs(config: dict, meta: list[str], bench_spectra: list[str], dynamics
     jobs = [{"model": m["model"], "rule": "spectra", "benchmark": b, "tokens": 0, "targets": 0}
             for m, b in zip(metas, bench_spectra)]
     jobs += [{"model": d["model"], "rule": f"dynamics_{d['mode']}", "benchmark": b, "tokens": d["n_tokens"],
-              "targets": 0} for d, b in zip(dyn, bench_dynamics)]
+              "targets": 0, "null_flops": d.get("arithmetic", {}).get("null_projection_flops")}
+             for d, b in zip(dyn, bench_dynamics)]
     for p, b in zip(steering, bench_steering):
         s = pd.read_csv(p)
         if not len(s) or s["n_tokens"].isna().all():  # no steering setting ran: nothing to bound
@@ -105,19 +114,23 @@ def speed_jobs(config: dict, meta: list[str], bench_spectra: list[str], dynamics
 
 def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: dict[str, str]) -> pd.DataFrame:
     """One row per heavy job: ``jobs`` items have model, rule, benchmark (a Snakemake benchmark TSV), tokens
-    (the counted tokens the step processed), targets (steering targets; 0 elsewhere) and, for steering, head
-    (an LM head computed) and generated (:func:`generated_tokens`)."""
+    (the counted tokens the step processed), targets (steering targets; 0 elsewhere), for steering head (an
+    LM head computed) and generated (:func:`generated_tokens`), for dynamics null_flops (the step's count of
+    its null projections; missing or None: the estimate, marked in column null projections)."""
     rows = []
     for j in jobs:
         b = pd.read_csv(j["benchmark"], sep="\t")
         wall, cpu = float(b["s"].iloc[0]), float(b["cpu_time"].iloc[0])
+        counted = j.get("null_flops")
         flops = step_flops(j["rule"], config, j["model"], tokens=int(j["tokens"]), targets=int(j["targets"]),
-                           head=bool(j.get("head", False)), generated=int(j.get("generated", 0)))
+                           head=bool(j.get("head", False)), generated=int(j.get("generated", 0)),
+                           null_flops=None if counted is None else float(counted))
+        null = "none" if not j["rule"].startswith("dynamics") else "estimate" if counted is None else "counted"
         lower = bound_s(flops, peak)
         rows.append({"model": labels.get(j["model"], j["model"]), "step": HEAVY[j["rule"]],
                      "wall (s)": round(wall, 1), "CPU (s)": round(cpu, 1), "tokens": int(j["tokens"]),
                      "arithmetic (GFLOP)": round(sum(flops.values()) / 1e9, 3),
                      "lower bound (s)": float(f"{lower:.3g}"),
                      "wall / bound": (float(f"{wall / lower:.3g}") if lower > 0 and math.isfinite(lower) else None),
-                     "weights": j["weights_label"]})
+                     "null projections": NULL_COUNT[null], "weights": j["weights_label"]})
     return pd.DataFrame(rows)

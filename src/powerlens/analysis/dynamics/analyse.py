@@ -15,6 +15,7 @@ from powerlens.analysis.dynamics.decided import VARIANTS, decide_run
 from powerlens.analysis.dynamics.directions import LayerDirections, layer_directions
 from powerlens.analysis.dynamics.per_depth import layer_stats
 from powerlens.analysis.dynamics.runs import long_run_subset, null_sets, run_attention_only, run_model_mode
+from powerlens.analysis.nulls import counting_projections
 from powerlens.core.corpus import Batch, prompt_batches
 from powerlens.core.errors import PowerlensError
 
@@ -71,6 +72,7 @@ class DynamicsRun:
     max_len: int
     n_steps: int
     long_run_subset: list[int] | None
+    null_flops: float  # the Monte Carlo null's projections, as counted (:func:`counting_projections`)
 
 
 def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, prompts: list[str], spectra: dict,
@@ -86,36 +88,37 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
     o = options
     if o.mode not in MODES:
         raise PowerlensError(f"unknown dynamics mode {o.mode!r}", "use `model` or `attention-only`")
-    model = adapter.base(load_model())
-    max_len = min(int(o.max_tokens), adapter.max_positions(model.config))
-    bs, ids, special, truncated = prompt_batches(list(prompts), tokenizer, max_len, o.batch_size, o.batch_tokens)
-    dirs = layer_directions(spectra, o.seed)
-    nulls = null_sets(int(d_model), dirs, int(o.null_draws), o.seed, o.device)
-    n_prompts, n_steps, subset, ctrl = len(prompts), int(depth), None, None
-    if o.mode == "model":
-        layer_of = adapter.depth_to_unique(model.config)
-        arr = run_model_mode(model, adapter, dirs, bs, n_prompts, nulls, device=o.device, progress=progress)
-        del model
-    else:
-        with torch.no_grad():
-            x0s = [adapter.embed(model, b.ids.to(o.device)).cpu() for b in bs]  # (B, T, d) per batch
-        del model
-        gc.collect()
-        w = load_weights()
-        layer_of = w.layer_map
-        n_steps = int(o.steps) if w.shared else w.n_layers
-        if n_steps > w.n_layers:
-            subset = long_run_subset(n_prompts, int(o.long_run_prompts), o.seed)
-        kw = dict(norm=o.norm, device=o.device, dtype=getattr(torch, o.dtype), progress=progress)
-        arr = run_attention_only(x0s, w, dirs, bs, n_steps, n_prompts, nulls, long_run_prompts=subset, **kw)
-        if o.bias_free_control:
-            ctrl = run_attention_only(x0s, w, dirs, bs, min(n_steps, w.n_layers), n_prompts, nulls, control=True,
-                                      **kw)
-        del w, x0s
-    table, robust, mc = _tables(arr, ctrl, dirs, layer_of, o)
+    with counting_projections() as count:  # every Monte Carlo projection, for the speed table's bound
+        model = adapter.base(load_model())
+        max_len = min(int(o.max_tokens), adapter.max_positions(model.config))
+        bs, ids, special, truncated = prompt_batches(list(prompts), tokenizer, max_len, o.batch_size, o.batch_tokens)
+        dirs = layer_directions(spectra, o.seed)
+        nulls = null_sets(int(d_model), dirs, int(o.null_draws), o.seed, o.device)
+        n_prompts, n_steps, subset, ctrl = len(prompts), int(depth), None, None
+        if o.mode == "model":
+            layer_of = adapter.depth_to_unique(model.config)
+            arr = run_model_mode(model, adapter, dirs, bs, n_prompts, nulls, device=o.device, progress=progress)
+            del model
+        else:
+            with torch.no_grad():
+                x0s = [adapter.embed(model, b.ids.to(o.device)).cpu() for b in bs]  # (B, T, d) per batch
+            del model
+            gc.collect()
+            w = load_weights()
+            layer_of = w.layer_map
+            n_steps = int(o.steps) if w.shared else w.n_layers
+            if n_steps > w.n_layers:
+                subset = long_run_subset(n_prompts, int(o.long_run_prompts), o.seed)
+            kw = dict(norm=o.norm, device=o.device, dtype=getattr(torch, o.dtype), progress=progress)
+            arr = run_attention_only(x0s, w, dirs, bs, n_steps, n_prompts, nulls, long_run_prompts=subset, **kw)
+            if o.bias_free_control:
+                ctrl = run_attention_only(x0s, w, dirs, bs, min(n_steps, w.n_layers), n_prompts, nulls, control=True,
+                                          **kw)
+            del w, x0s
+        table, robust, mc = _tables(arr, ctrl, dirs, layer_of, o)
     return DynamicsRun(table=table, robustness=robust, arrays={**arr, **mc}, directions=dirs, batches=bs, ids=ids,
                        special=special, truncated=truncated, max_len=max_len, n_steps=n_steps,
-                       long_run_subset=subset)
+                       long_run_subset=subset, null_flops=count.flops)
 
 
 def verdict_table(arr, dirs, layer_of, *, seed: int, alpha: float, r0: int, variants: tuple[str, ...] = ("main",),

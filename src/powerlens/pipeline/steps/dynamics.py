@@ -130,6 +130,10 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
                           "undecided layer stays undecided)"),
             "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
         "statistics_dtype": "float64",
+        "arithmetic": {"null_projection_flops": float(run.null_flops), "counts": (
+            "floating-point operations of the Monte Carlo null's projections this run made (2 n d R r per product "
+            "of n tokens with R random subspaces of dimension r in R^d): every draw up to each test's extension, "
+            "every robustness stream, both dimensions, every state; the speed table's bound reads it")},
         "bias_free_control": bool(o.bias_free_control and mode != "model"),
         "provenance": provenance.record(threads=threads, seed=seed, device=device),
     }
