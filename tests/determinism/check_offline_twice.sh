@@ -15,6 +15,8 @@
 #                      with A's --cores 2: the check that a change leaves the outputs byte-identical.
 #   FULL=1             run B over the whole config as well (both runs complete; about twice the time).
 #   KEEP=1             keep the two runs' folders (printed) instead of removing them.
+#   A_DIR=<folder>     take run A from that folder (one kept by KEEP=1, e.g. at BASE_REV) instead of running it:
+#                      its verdicts are checked again and run B is compared with it.
 #   DECODERS=1         both offline configs (config/offline-decoders.yaml added: SmolLM2, Gemma 3), as `make
 #                      offline` runs them; with FULL=1 the figures (PNG and PDF) are compared byte for byte too.
 # Usage: bash tests/determinism/check_offline_twice.sh   (.ci/run calls it through `make test`)
@@ -27,6 +29,7 @@ RUN=offline
 SRC_A=$REPO
 PYPATH_A=${PYTHONPATH:-}
 CORES_B=2
+if [ -n "${A_DIR:-}" ] && [ -n "${BASE_REV:-}" ]; then echo "[determinism] give A_DIR or BASE_REV, not both"; exit 1; fi
 if [ -n "${BASE_REV:-}" ]; then
   git -C "$REPO" worktree add --detach "$WORK/base" "$BASE_REV" >/dev/null
   SRC_A=$WORK/base
@@ -53,12 +56,19 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-$([ -n "${DECODERS:-}" ] && echo 6000 || echo 2400)}
 cfg_a=("$SRC_A/config/$RUN.yaml"); cfg_b=("$REPO/config/$RUN.yaml")
 if [ -n "${DECODERS:-}" ]; then cfg_a+=("$SRC_A/config/$RUN-decoders.yaml"); cfg_b+=("$REPO/config/$RUN-decoders.yaml"); fi
 start=$(date +%s)
-echo "[determinism] run A (whole offline config, from scratch) in $WORK/a"
-PYTHONPATH=$PYPATH_A timeout "$RUN_TIMEOUT" "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "${cfg_a[@]}" \
-  --directory "$WORK/a" --cores 2 > "$WORK/a.log" 2>&1 || { tail -40 "$WORK/a.log"; exit 1; }
+A=$WORK/a
+if [ -n "${A_DIR:-}" ]; then
+  A=$(cd "$A_DIR" && pwd)
+  [ -d "$A/paper_tables/$RUN" ] || { echo "[determinism] A_DIR=$A_DIR holds no finished $RUN run"; exit 1; }
+  echo "[determinism] run A taken from $A (not run again)"
+else
+  echo "[determinism] run A (whole offline config, from scratch) in $A"
+  PYTHONPATH=$PYPATH_A timeout "$RUN_TIMEOUT" "$PY" -m snakemake -s "$SRC_A/Snakefile" --configfile "${cfg_a[@]}" \
+    --directory "$A" --cores 2 > "$WORK/a.log" 2>&1 || { tail -40 "$WORK/a.log"; exit 1; }
+fi
 mid=$(date +%s)
 # the expected verdicts (tests/expected_verdicts/, paper.md section 4c): a run whose verdicts differ fails
-"$PY" "$REPO/tests/determinism/compare_verdicts.py" "$WORK/a/paper_tables/$RUN/table_claim_verdicts.csv" \
+"$PY" "$REPO/tests/determinism/compare_verdicts.py" "$A/paper_tables/$RUN/table_claim_verdicts.csv" \
   "$REPO/tests/expected_verdicts/$RUN${DECODERS:++decoders}.csv"
 what_b="$TRAINED chain + theory"
 if [ -n "${FULL:-}" ]; then what_b="whole config"; fi
@@ -66,7 +76,7 @@ echo "[determinism] run A took $((mid - start)) s; run B ($what_b, --cores $CORE
 timeout "$RUN_TIMEOUT" "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "${cfg_b[@]}" \
   --directory "$WORK/b" --cores "$CORES_B" "${targets_b[@]}" > "$WORK/b.log" 2>&1 || { tail -40 "$WORK/b.log"; exit 1; }
 echo "[determinism] run B took $(( $(date +%s) - mid )) s"
-"$PY" - "$WORK/a" "$WORK/b" "$RUN" "${FULL:-}" <<'PY'
+"$PY" - "$A" "$WORK/b" "$RUN" "${FULL:-}" <<'PY'
 import sys
 from pathlib import Path
 
