@@ -42,12 +42,19 @@ for t in tables:
     assert a == b, f"{t.name} differs between the SLURM and the local run"
 models_csv = f"paper_tables/{run}/table_models.csv"
 assert (local / models_csv).read_bytes() == (slurm / models_csv).read_bytes()
-n = 0
+n, differ = 0, []
 for f in sorted((local / "results" / run).rglob("*.npz")):
     g = slurm / f.relative_to(local)
     with np.load(f) as x, np.load(g) as y:
-        assert x.files == y.files
+        assert x.files == y.files, (f, x.files, y.files)
         for k in x.files:
-            assert np.array_equal(x[k], y[k], equal_nan=True), (f, k)
+            if not np.array_equal(x[k], y[k], equal_nan=True):  # every difference is listed before failing
+                a, b = x[k], y[k]
+                gap = (float(np.nanmax(np.abs(a.astype(float) - b.astype(float)))) if a.shape == b.shape
+                       and a.dtype.kind in "fiub" else None)
+                differ.append(f"{f.relative_to(local)}:{k} shape {a.shape} vs {b.shape}, largest gap {gap}")
     n += 1
+if differ:
+    print(f"[slurm-test] {len(differ)} arrays differ between the local and the SLURM run:", *differ, sep="\n  ")
+    sys.exit(1)
 print(f"[slurm-test] {len(tables)} tables and {n} array files identical to the local run")

@@ -6,6 +6,7 @@
 #   `snakemake --executor slurm`, checks that every non-local job went through sbatch (the plugin's per-job
 #   logs) and that the results equal a local run's, then stops the daemons it started by their PIDs.
 # Every wait is bounded. Usage: bash tests/slurm/run_slurm_test.sh   (as root; .ci/run calls it)
+# KEEP=1 keeps the work folder (both runs, their logs) after a pass too; a failure always keeps it.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-$REPO/.venv/bin/python}
@@ -97,4 +98,4 @@ timeout 1200 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$WORK/test-sl
 
 "$PY" "$REPO/tests/slurm/compare_runs.py" "$WORK/slurm_run" "$WORK/local_run" "$WORK/slurm_snakemake.log"
 say "PASSED"
-rm -rf "$WORK"  # kept only when the test fails, for its logs
+if [ -n "${KEEP:-}" ]; then say "kept $WORK"; else rm -rf "$WORK"; fi  # a failure keeps it, for its logs

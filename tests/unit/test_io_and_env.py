@@ -63,3 +63,29 @@ def test_outputs_get_the_mode_a_plain_write_would(tmp_path, umask, mode):
         os.umask(old)
     assert (tmp_path / "sub" / "out.json").stat().st_mode & 0o777 == mode
     assert (tmp_path / "plain.txt").stat().st_mode & 0o777 == mode
+
+
+_MATMUL = "import torch; a = torch.ones(64, 64); a @ a"
+
+
+def _mkl_modes(code: str, **env) -> set[str]:
+    """The CNR modes MKL reports (MKL_VERBOSE) for the products a fresh interpreter runs."""
+    import os
+    import subprocess
+    import sys
+
+    e = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"} | {"MKL_VERBOSE": "1"} | env
+    out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"CNR:(\S+)", out))
+
+
+def test_every_step_runs_mkl_in_its_reproducible_mode():
+    """set_threads (each step's first call) puts MKL in CNR mode AUTO before any product; the control
+    without it runs with CNR off, and a branch the user exported is kept."""
+    torch = pytest.importorskip("torch")
+    if not torch.backends.mkl.is_available():
+        pytest.skip("torch is not built with MKL here")
+    step = "from powerlens.core.runtime import set_threads; set_threads(1); " + _MATMUL
+    assert _mkl_modes(step) == {"AUTO"}
+    assert _mkl_modes(_MATMUL) == {"OFF"}  # control: MKL's default
+    assert _mkl_modes(step, MKL_CBWR="COMPATIBLE") == {"COMPATIBLE"}
