@@ -33,14 +33,17 @@ def fixed_mmap_threshold(nbytes: int = 128 * 1024) -> bool:
 def reproducible_mkl() -> str:
     """Put MKL (torch's BLAS on x86) in its conditional numerical reproducibility mode, ``MKL_CBWR=AUTO``,
     unless the environment already chose a branch; MKL reads it at its first call, so every step sets it
-    before any matrix product. Returns the branch in force.
+    before any matrix product. Returns the branch in force (recorded in each output's provenance).
 
-    Without it MKL may schedule a threaded product differently from run to run. Measured on this project's
-    SLURM test (2-core node, 2 threads per job): in about 1 model-mode dynamics job in 12, the rows one thread
-    computed in one product of one batch (128 of 256 tokens) came out a few float32 ulps apart, 1e-5 after
-    three layers, and the job's arrays then differed from the same job run locally. ``AUTO`` keeps the code
-    path MKL picks for this CPU (outputs bit-identical to the default on the runs compared) and fixes its
-    scheduling; ``COMPATIBLE`` or ``AVX2`` (set by hand) also fix the path across CPUs, at a cost in speed."""
+    MKL documents run-to-run differences outside this mode (threaded algorithms, alignment, dispatch) even
+    with a fixed thread count. Measured on this project's SLURM test (2-core node, 2 threads per job, MKL's
+    dynamic threading already off): 3 of 44 model-mode dynamics jobs over five SLURM runs (CI's included)
+    had the rows one thread computed in one product of one batch (128 of 256 tokens) come out a few float32
+    ulps apart, 1e-5 after three layers, so the job's arrays differed from the same job run locally; never
+    seen in about 90 runs outside Snakemake's SLURM executor (plain, loaded, under sbatch and srun). With
+    ``AUTO``: 0 of 48 over 12 SLURM runs, and the outputs are bit-identical to MKL's default on this CPU
+    (the code path is the one MKL picks; ``COMPATIBLE`` or ``AVX2``, set by hand, also fix the path across
+    CPUs, at a cost in speed)."""
     return os.environ.setdefault("MKL_CBWR", "AUTO")
 
 

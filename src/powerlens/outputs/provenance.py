@@ -91,7 +91,7 @@ def record(threads: int | None = None, seed: int | None = None, **extra: Any) ->
         "versions": versions(), "blas": blas(), "threads": threads if threads else torch.get_num_threads(),
         "seed": seed, "host": platform.node(), "platform": platform.platform(),
         "device": "cpu", "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "env": {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_ENDPOINT") if k in os.environ},
+        "env": {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_ENDPOINT", "MKL_CBWR") if k in os.environ},
         **extra,
     }
 
