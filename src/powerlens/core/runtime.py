@@ -1,8 +1,10 @@
-"""Process set-up of a pipeline step: thread counts, the allocator, the compute device.
+"""Process set-up of a pipeline step: thread counts, MKL's reproducible mode, the allocator, the compute device.
 
 Every step calls :func:`set_threads` first (the rule's ``threads``), so results do not depend on how many
-cores a machine has and freed activations go back to the OS; :func:`resolve_device` turns the config's
-``device`` into the one a step runs on.
+cores a machine has nor on how MKL schedules its threads from run to run, and freed activations go back to
+the OS; :func:`resolve_device` turns the config's ``device`` into the one a step runs on. The Python API
+(:class:`powerlens.api.Lens`) leaves the user's process as it is: call :func:`reproducible_mkl` before any
+product for the pipeline's bits.
 """
 
 from __future__ import annotations
