@@ -1,6 +1,7 @@
 """table_speed (issue 40): each heavy job's wall time from its benchmark file beside the arithmetic lower bound
 at a given peak; the spectra bound is the eigen-solves' count, the ratio wall / bound."""
 
+import pandas as pd
 import pytest
 
 from powerlens.models.archs import twin_config
@@ -35,6 +36,10 @@ def test_wall_time_beside_the_arithmetic_bound(tmp_path):
     assert more.loc[0, "lower bound (s)"] > df.loc[1, "lower bound (s)"] and df.loc[1, "wall (s)"] == 30.0
     assert (df["wall / bound"] > 0).all() and (df["arithmetic (GFLOP)"] > 0).all()
     assert bound_s({}, peak) != bound_s({}, peak)  # nothing counted: NaN, never 0
+    # a tiny job's arithmetic keeps three significant figures: never printed as 0 beside a nonzero bound
+    cfg["models"]["s"] = {"source": "random", "twin_of": "tiny-albert", "arch": "albert", "seed": 0}
+    tiny = speed_rows(cfg, [{**jobs[0], "model": "s"}], peak, {}).iloc[0]
+    assert tiny["arithmetic (GFLOP)"] * 1e9 / peak["float64"] == pytest.approx(tiny["lower bound (s)"], rel=5e-3)
 
 
 def test_the_bound_counts_the_lm_head_and_the_generated_tokens(tmp_path):
@@ -113,5 +118,15 @@ def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twi
     assert estimate["float64"] == 2.0 * 2 * cfg["dynamics"]["null_draws"] * w.d_model * n * w.n_layers
     job = {"model": "t", "rule": "dynamics_model", "benchmark": bench(tmp_path / "d.tsv", 3.0), "tokens": n,
            "targets": 0, "weights_label": "random weights"}
-    df = speed_rows(cfg, [{**job, "null_flops": main}, job], {"float32": 1e10, "float64": 5e9}, {})
-    assert list(df["null projections"]) == [NULL_COUNT["counted"], NULL_COUNT["estimate"]]
+    spectra = {**job, "rule": "spectra", "tokens": 0, "benchmark": bench(tmp_path / "s.tsv", 1.0)}
+    df = speed_rows(cfg, [{**job, "null_flops": main}, job, spectra], {"float32": 1e10, "float64": 5e9}, {})
+    assert list(df["null projections"][:2]) == [NULL_COUNT["counted"], NULL_COUNT["estimate"]]
+    assert pd.isna(df["null projections"].iloc[2])
+    # a step that draws no null prints a dash, footnoted with why, never "none" or "nan"
+    from powerlens.outputs.tables import write_table
+    from powerlens.pipeline.speed import NO_NULL
+
+    write_table(df, tmp_path / "table_speed", caption="Speed.", missing=NO_NULL)
+    shown = pd.read_csv(tmp_path / "table_speed.csv", dtype=str, keep_default_na=False)
+    assert list(shown["null projections"])[-1] == "-"
+    assert NO_NULL["null projections"] in (tmp_path / "table_speed.md").read_text()

@@ -25,10 +25,13 @@ COUNTED = ("counted: the forward passes' matrix products, the attention-only law
            "subspaces, the null's per-prompt sums, attention scores, norms, the continuation prompts' prefill, "
            "imports, file reading and writing (so a ratio near 1 is out of reach)")
 
-#: The null projections column: how a row's Monte Carlo projections entered its bound.
+#: The null projections column: how a dynamics row's Monte Carlo projections entered its bound (the other
+#: steps draw no null: a dash, footnoted by :data:`NO_NULL`).
 NULL_COUNT = {"counted": "counted by the step",
-              "estimate": "estimate, first null_draws draws only (the run predates the count; too low)",
-              "none": "none"}
+              "estimate": "estimate, first null_draws draws only (the run predates the count; too low)"}
+
+#: Why a row has no null projections (table_speed's footnote for the column's dashes).
+NO_NULL = {"null projections": "the step draws no Monte Carlo null (spectra, steering)"}
 
 
 def matmul_peak(threads: int) -> dict[str, float]:
@@ -125,12 +128,12 @@ def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: d
         flops = step_flops(j["rule"], config, j["model"], tokens=int(j["tokens"]), targets=int(j["targets"]),
                            head=bool(j.get("head", False)), generated=int(j.get("generated", 0)),
                            null_flops=None if counted is None else float(counted))
-        null = "none" if not j["rule"].startswith("dynamics") else "estimate" if counted is None else "counted"
+        null = None if not j["rule"].startswith("dynamics") else "estimate" if counted is None else "counted"
         lower = bound_s(flops, peak)
         rows.append({"model": labels.get(j["model"], j["model"]), "step": HEAVY[j["rule"]],
                      "wall (s)": round(wall, 1), "CPU (s)": round(cpu, 1), "tokens": int(j["tokens"]),
-                     "arithmetic (GFLOP)": round(sum(flops.values()) / 1e9, 3),
+                     "arithmetic (GFLOP)": float(f"{sum(flops.values()) / 1e9:.3g}"),
                      "lower bound (s)": float(f"{lower:.3g}"),
                      "wall / bound": (float(f"{wall / lower:.3g}") if lower > 0 and math.isfinite(lower) else None),
-                     "null projections": NULL_COUNT[null], "weights": j["weights_label"]})
+                     "null projections": NULL_COUNT.get(null), "weights": j["weights_label"]})
     return pd.DataFrame(rows)

@@ -23,7 +23,7 @@ OPTIONS = (
 def speed(*, config: dict, labels: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
           bench_dynamics: list[str], steering: list[str], bench_steering: list[str], stem: str, threads: int):
     from powerlens.outputs.tables import write_table
-    from powerlens.pipeline.speed import COUNTED, matmul_peak, speed_jobs, speed_rows
+    from powerlens.pipeline.speed import COUNTED, NO_NULL, matmul_peak, speed_jobs, speed_rows
 
     jobs = speed_jobs(config, meta, bench_spectra, dynamics, bench_dynamics, steering, bench_steering)
     peak = matmul_peak(threads)
@@ -33,7 +33,7 @@ def speed(*, config: dict, labels: dict, meta: list[str], bench_spectra: list[st
         f"machine's matrix-product peak at {threads} threads, measured in this step (float32 "
         f"{peak['float32'] / 1e9:.1f} GFLOP/s, float64 {peak['float64'] / 1e9:.1f} GFLOP/s). The bound is "
         f"{COUNTED}. Tokens: the counted tokens (specials excluded) the step processed. Random-weight twins "
-        "are timed like the trained models."))
+        "are timed like the trained models."), missing=NO_NULL)
     return df
 
 
