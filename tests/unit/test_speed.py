@@ -123,10 +123,10 @@ def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twi
     assert list(df["null projections"][:2]) == [NULL_COUNT["counted"], NULL_COUNT["estimate"]]
     assert pd.isna(df["null projections"].iloc[2])
     # a step that draws no null prints a dash, footnoted with why, never "none" or "nan"
-    from powerlens.outputs.tables import write_table
+    from powerlens.outputs.tables import DASH, write_table
     from powerlens.pipeline.speed import NO_NULL
 
     write_table(df, tmp_path / "table_speed", caption="Speed.", missing=NO_NULL)
     shown = pd.read_csv(tmp_path / "table_speed.csv", dtype=str, keep_default_na=False)
-    assert list(shown["null projections"])[-1] == "-"
+    assert list(shown["null projections"])[-1] == DASH
     assert NO_NULL["null projections"] in (tmp_path / "table_speed.md").read_text()

@@ -135,5 +135,5 @@ def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: d
                      "arithmetic (GFLOP)": float(f"{sum(flops.values()) / 1e9:.3g}"),
                      "lower bound (s)": float(f"{lower:.3g}"),
                      "wall / bound": (float(f"{wall / lower:.3g}") if lower > 0 and math.isfinite(lower) else None),
-                     "null projections": NULL_COUNT.get(null), "weights": j["weights_label"]})
+                     "null projections": NULL_COUNT[null] if null else None, "weights": j["weights_label"]})
     return pd.DataFrame(rows)
