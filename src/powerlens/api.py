@@ -38,6 +38,7 @@ import numpy as np
 from powerlens.analysis.spectra import layer_matrices, model_spectra, spectra_arrays, spectra_table
 from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
+from powerlens.core.fmt import is_random_label
 from powerlens.core.io import read_generated_json
 from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
 from powerlens.models.archs import has_lm_head
@@ -227,7 +228,7 @@ class Lens:
                 tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True,
                                                                  trust_remote_code=False)
         lens = cls(model, tok, arch)
-        lens.random_weights = weights_label_of(path) == "random weights"
+        lens.random_weights = is_random_label(weights_label_of(path))
         return lens
 
     # ---------------------------------------------------------------------------------------- matrices
@@ -297,7 +298,7 @@ class Lens:
         defaults = schema_defaults()
         opts = {k: defaults["dynamics"][k] if v is None else v for k, v in given.items()}
         opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed,
-                               extend=not self.random_weights, **opts)
+                               criteria=defaults["claims"], extend=not self.random_weights, **opts)
         w = self.weights
         specs = self.spectra(seed=opts.seed)
         run = analyse(lambda: self.model, self.adapter, self.tokenizer, prompts,

@@ -67,7 +67,7 @@ def inspect_model(a) -> None:
 
     from powerlens.analysis.spectra import model_spectra, spectra_table
     from powerlens.api import layer_matrices_of, weights_label_of
-    from powerlens.core.fmt import weights_text
+    from powerlens.core.fmt import is_random_label, weights_text
     from powerlens.pipeline.config import schema_defaults
 
     text, mats, layer_map, heads = layer_matrices_of(a.model, arch=a.arch, revision=a.revision)
@@ -90,7 +90,7 @@ def inspect_model(a) -> None:
     df = pd.DataFrame(rows)
     print("F = W_O W_V per layer; eigenvalues sorted by modulus; v_1 = right eigenvector, unit norm; 'complex pair' "
           "= lambda_1 and its conjugate lead together" + (f"; {label.upper()}: says nothing about trained models"
-                                                          if label == "random weights" else ""))
+                                                          if is_random_label(label) else ""))
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if a.csv:

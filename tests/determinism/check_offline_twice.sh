@@ -70,6 +70,8 @@ mid=$(date +%s)
 # the expected verdicts (tests/expected_verdicts/, paper.md section 4c): a run whose verdicts differ fails
 "$PY" "$REPO/tests/determinism/compare_verdicts.py" "$A/paper_tables/$RUN/table_claim_verdicts.csv" \
   "$REPO/tests/expected_verdicts/$RUN${DECODERS:++decoders}.csv"
+# power first (paper.md section 4d): no "reproduced" or "not reproduced" from a test that could not pass
+"$PY" "$REPO/tests/determinism/check_power.py" "$A" "$RUN"
 what_b="$TRAINED chain + theory"
 if [ -n "${FULL:-}" ]; then what_b="whole config"; fi
 echo "[determinism] run A took $((mid - start)) s; run B ($what_b, --cores $CORES_B) in $WORK/b"

@@ -12,7 +12,7 @@ Usage: compare_verdicts.py RUN/table_claim_verdicts.csv tests/expected_verdicts/
 import csv
 import sys
 
-WORDS = ("not reproduced", "reproduced", "inconclusive", "not judged")
+WORDS = ("not reproduced", "reproduced", "inconclusive", "underpowered", "not judged")
 SKIP = ("claim", "statement", "not judged in this run")
 
 

@@ -419,13 +419,17 @@ def test_rerun_has_nothing_to_do(test_run):
 
 
 def test_paper_config_plans_all_13_checkpoints(tmp_path):
+    """The 13 paper checkpoints, each with its matched random-layer control (paper.md section 4d): 26 models
+    fetched, extracted and proven; steering for the 13 trained ones only (a control is judged on the dynamics)."""
     r = smk("-n", "--cores", "8", "--directory", str(tmp_path), cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     out = r.stdout + r.stderr
     assert "Using workflow specific profile" in out  # workflow/profiles/default, found through profiles/
     assert out.count("mem_mb=") >= 13 * 4 and out.count("runtime=") >= 13 * 4
     planned = planned_jobs(out)
-    assert all(planned[rule] == 13 for rule in ("fetch_model", "extract", "check_extraction")), planned
+    assert all(planned[rule] == 26 for rule in ("fetch_model", "extract", "check_extraction")), planned
+    assert planned["steering"] == 13 and planned["dynamics"] == 52, planned
+    assert "results/paper/gpt2-xl-control/manifest.json" in out
 
 
 def test_building_the_dag_never_imports_torch(tmp_path):
@@ -437,7 +441,8 @@ def test_building_the_dag_never_imports_torch(tmp_path):
     r = smk("-n", "--directory", str(tmp_path), "--configfile", str(REPO / "config/offline.yaml"),
             str(REPO / "config/offline-decoders.yaml"), cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
-    assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 7
+    # 7 models and the matched controls of the 3 trained ones
+    assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 10
 
 
 #: The steps that run torch (the models, the attention law of the theory checks, the matrix-product peak of the

@@ -42,6 +42,7 @@ def test_lens_reads_arch_from_config_and_matches_the_pipelines_spectra(twin):
 
 
 def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
+    from powerlens.pipeline.config import schema_defaults
     from powerlens.pipeline.steps.dynamics import dynamics
 
     d, rec = twin
@@ -52,12 +53,12 @@ def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
                    out_json=tmp_path / "d.json", mode="model", null_draws=2000,
                    max_tokens=16, batch_size=2, long_run_prompts=32, batch_tokens=20, norm="l2", steps=200, seed=0,
                    device="cpu", dtype="float32", threads=1, control=True, alpha=0.05, robustness=False,
-                   out_robustness=tmp_path / "r.csv")
+                   criteria=schema_defaults()["claims"], out_robustness=tmp_path / "r.csv")
     import powerlens
 
     lens = powerlens.Lens.from_pretrained(rec["path"], head=False)
     got = lens.dynamics(prompts, null_draws=2000, max_tokens=16, batch_size=2, batch_tokens=20)
-    for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95", "tilt_eig_p", "attn_tilt", "tilt_R"):
+    for c in ("gamma", "rho", "tilt", "gamma_p", "rho_null_q95", "tilt_eig_rank", "attn_tilt", "tilt_R"):
         assert np.allclose(got[c].to_numpy(), ref[c].to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True), c
     assert (got["tilt_sig"] == ref["tilt_sig"]).all()
     import json  # the step writes how much Monte Carlo projection it did, for the speed table's bound

@@ -15,6 +15,7 @@ from powerlens.models.weights import LayerWeights, ModelWeights
 
 from ..conftest import REPO
 
+TYPES = {"base": "real", "large": "real", "xlarge": "complex", "xxlarge": "complex"}  # the ALBERT adapter's
 CRIT = {"C1_share_layers": 0.5, "C5_consensus_abs_cos": 0.99, "C5_null_quantile": 0.99, "C6_weak_below": 0.5,
         "C7_share_layers": 0.5, "C9_alignment": 0.9, "C10_ffn_negative_below": 0.25, "alpha": 0.05}
 
@@ -55,7 +56,7 @@ def test_bias_only_consensus_fails_c5():
     df, _ = run_shared(F, b, rng.standard_normal((160, d)), tokens_per_prompt=8, steps=60)
     final = df.iloc[-1]
     assert final["pairwise_abs_cos"] > 0.99  # consensus...
-    ok, measured, null, *_ = claims.c5(final, final["leading_type"], None, CRIT)
+    ok, measured, null, *_ = claims.c5(final, final["leading_type"], None, CRIT, TYPES)
     assert not ok, measured  # ...but not on M's leading subspace
     assert final["span_M_final"] <= final["span_M_final_null_q99"]
 
@@ -68,9 +69,9 @@ def test_c5_passes_consensus_on_the_leading_direction():
     X0 = rng.standard_normal((160, d)) + 2.0 * Q[:, 0]
     df, _ = run_shared(F, np.zeros(d), X0, tokens_per_prompt=8, steps=40)
     final = df.iloc[-1]
-    ok, measured, *_ = claims.c5(final, final["leading_type"], "base", CRIT)
+    ok, measured, *_ = claims.c5(final, final["leading_type"], "base", CRIT, TYPES)
     assert ok, measured
-    ok, measured, *_ = claims.c5(final, final["leading_type"], "xxlarge", CRIT)  # expects a complex lead
+    ok, measured, *_ = claims.c5(final, final["leading_type"], "xxlarge", CRIT, TYPES)  # expects a complex lead
     assert not ok and "expected complex" in measured
 
 
@@ -102,7 +103,7 @@ def test_spec_copy_is_the_shared_spec():
         pytest.skip("../shared/paper.md is not beside this checkout")
     assert (REPO / "docs" / "paper.md").read_text() == shared.read_text()
     text = shared.read_text()
-    assert "Revision 4" in text
+    assert "Revision 5" in text and "## 4d. Verdicts with power" in text
 
 
 def test_config_claims_block_holds_the_section_4b_criteria():
@@ -116,18 +117,31 @@ def test_config_claims_block_holds_the_section_4b_criteria():
     assert schema["properties"]["dynamics"]["properties"]["null_draws"]["minimum"] >= 2000
 
 
-# --- revision 3 criteria (paper.md section 4b): each case passed under revision 2's code and fails now ---
+# --- criteria on constructed tables (paper.md sections 4b and 4d) -------------------------------------------
+
+SIG, NOT = 1e-5, 0.5  # a per-layer p far below and far above what any claim here needs
+PREFIXES = {"gamma": SIG, "rho": SIG, "tilt": SIG, "attn_tilt": SIG, "attn_tilt_neg": NOT, "ffn_tilt": NOT,
+            "ffn_tilt_neg": NOT}
+
 
 def _layers(L=12, **cols):
-    """A constructed per-layer table of the model's own depth as the dynamics step writes it (decided tests:
-    ``<test>_sig`` yes / no / undecided), every statistic clear of both nulls unless the caller says otherwise."""
-    base = {"layer": np.arange(L), "gamma": 0.2, "gamma_null_median": 0.05, "gamma_null_q95": 0.1,
-            "gamma_sig": "yes", "gamma_saturated": False, "rho": 0.8, "rho_null_median": 0.5,
-            "rho_null_q95": 0.6, "rho_sig": "yes", "rho_mc_sig": "yes", "rho_saturated": False, "tilt": 0.01,
-            "tilt_null_median": 0.0, "tilt_null_q95": 0.005, "tilt_sig": "yes", "tilt_mc_sig": "yes",
-            "tilt_saturated": False, "tilt_R": 2000, "first_lead_gamma": 0.05, "first_lead_gamma_p": 0.5,
-            "first_lead_gamma_sig": "no", "attn_tilt_sig": "yes", "attn_tilt_neg_sig": "no", "ffn_tilt_sig": "no",
-            "ffn_tilt_neg_sig": "no"}
+    """A constructed per-layer table of the model's own depth as the dynamics step writes it: per test its
+    random-direction p with its 99% interval (``<test>_p``, ``_p_lo``, ``_p_hi``), side condition, per-layer Holm
+    mark and the lead's rank among M = 100 eigen-directions of its kind (top unless the caller says otherwise).
+    ``<test>_p`` given alone sets the interval to [p, p]."""
+    base = {"layer": np.arange(L), "gamma": 0.2, "gamma_null_median": 0.05, "gamma_null_q95": 0.1, "rho": 0.8,
+            "rho_null_median": 0.5, "rho_null_q95": 0.6, "tilt": 0.01, "tilt_null_median": 0.0,
+            "tilt_null_q95": 0.005, "attn_tilt": 0.01, "ffn_tilt": 0.0, "first_lead_gamma": 0.05,
+            "first_lead_gamma_p": 0.5, "first_lead_gamma_p_lo": 0.5, "first_lead_gamma_p_hi": 0.5,
+            "first_lead_gamma_sig": "no"}
+    for pre, p in PREFIXES.items():
+        given = cols.get(f"{pre}_p", p)
+        sig = "yes" if p == SIG else "no"
+        base.update({f"{pre}_p": given, f"{pre}_side": "yes" if p == SIG else "no", f"{pre}_sig": sig,
+                     f"{pre}_mc_sig": sig, f"{pre}_saturated": False, f"{pre}_R": 2000, f"{pre}_eig_M": 100,
+                     f"{pre}_eig_beaten": 100 if p == SIG else 50, f"{pre}_eig_tied": 0,
+                     f"{pre}_eig_rank": 100 if p == SIG else 50})
+        base[f"{pre}_p_lo"], base[f"{pre}_p_hi"] = cols.get(f"{pre}_p_lo", given), cols.get(f"{pre}_p_hi", given)
     base.update(cols)
     return pd.DataFrame({k: (np.broadcast_to(np.asarray(v, dtype=object if isinstance(v, str) else None), L).copy()
                              if np.ndim(v) == 0 else v) for k, v in base.items()})
@@ -136,9 +150,9 @@ def _layers(L=12, **cols):
 def test_c5_outside_the_paper_sizes_is_not_judged_and_never_passes():
     final = pd.Series({"pairwise_abs_cos": 0.999, "span_M_final": 0.9, "span_M_final_null_q99": 0.2,
                        "span_M_dim": 2, "span_M_final_null_median": 0.1})
-    ok, measured, *_ = claims.c5(final, "real positive", None, CRIT)
+    ok, measured, *_ = claims.c5(final, "real positive", None, CRIT, TYPES)
     assert not ok and "not judged" in measured  # revision 2 code: passed ((c) ignored)
-    assert claims.c5(final, "real positive", "base", CRIT)[0]  # the same model at a paper size passes
+    assert claims.c5(final, "real positive", "base", CRIT, TYPES)[0]  # the same model at a paper size passes
 
 
 def test_c5_size_comes_from_the_configuration_never_from_a_name():
@@ -150,53 +164,58 @@ def test_c5_size_comes_from_the_configuration_never_from_a_name():
     assert claims.albert_size({**base, "arch": "bert"}) is None
 
 
-def test_c6_a_needs_a_decided_holm_significance_not_one_uncorrected_q95_crossing():
-    # gamma above the null's q95 in one layer, no layer significant after Holm: chance
-    g = _layers(gamma_null_q95=np.r_[np.full(4, 0.25), 0.1, np.full(7, 0.25)], gamma_sig="no")
-    ok, measured, *_ = claims.c6(g, CRIT)
-    assert not ok and "in 0 of 12 layers" in measured and "uncorrected: 1" in measured
-    g["gamma_sig"] = ["no"] * 4 + ["yes"] + ["no"] * 7  # the reverse: one layer survives Holm
-    assert claims.c6(g, CRIT)[0]
-    g["gamma_sig"] = ["no"] * 4 + ["undecided"] + ["no"] * 7  # its decision left to the Monte Carlo error
+def test_c6_a_is_one_p_over_the_layers_not_one_uncorrected_q95_crossing():
+    # gamma above the null's q95 in one layer whose p (0.01) does not survive 12 layers (u = 1: 12 x 0.01)
+    one = np.r_[np.full(4, 0.5), 0.01, np.full(7, 0.5)]
+    g = _layers(gamma_null_q95=np.r_[np.full(4, 0.25), 0.1, np.full(7, 0.25)], gamma_p=one)
+    v = claims.c6(g, CRIT)
+    assert v.word == "not reproduced" and "p 0.12" in v.claim_p and "uncorrected: 1" in v.measured
+    g = _layers(gamma_p=np.r_[np.full(4, 0.5), 1e-4, np.full(7, 0.5)])  # the reverse: 12 x 1e-4 < 0.05
+    assert claims.c6(g, CRIT).word == "reproduced"
+    # its interval straddles alpha / 12 (the Monte Carlo error at the cap): inconclusive, never a pass or a fail
+    g = _layers(gamma_p=np.r_[np.full(4, 0.5), 0.004, np.full(7, 0.5)],
+                gamma_p_lo=np.r_[np.full(4, 0.5), 0.003, np.full(7, 0.5)],
+                gamma_p_hi=np.r_[np.full(4, 0.5), 0.005, np.full(7, 0.5)])
     v = claims.c6(g, CRIT)
     assert not v.ok and v.inconclusive and v.word == "inconclusive"
-    g["gamma_sig"] = ["yes"] * 12
-    g["gamma"] = 0.5 * (1 - 1e-9)  # below the weak bound by rounding only: undecided, never a pass
+    g = _layers(gamma=0.5 * (1 - 1e-9))  # below the weak bound by rounding only: undecided, never a pass
     assert claims.c6(g, CRIT).inconclusive
 
 
-def test_saturated_layers_never_count_as_significant():
+def test_saturated_layers_are_no_evidence():
     g = _layers(rho=1.0)
-    assert claims.c7(g, CRIT)[0]
-    g["rho_saturated"], g["rho_sig"] = True, "no"  # the dynamics step never says yes for a saturated layer
-    ok, measured, *_ = claims.c7(g, CRIT)
-    assert not ok and "12 saturated, not counted" in measured
+    assert claims.c7(g, CRIT).ok
+    g["rho_saturated"], g["rho_sig"] = True, "no"  # half or more of the draws tie with the lead
+    v = claims.c7(g, CRIT)
+    assert v.word == "not reproduced" and "12 saturated, not counted" in v.measured and "p 1" in v.claim_p
 
 
 def test_c7_undecided_layers_make_it_inconclusive_only_when_they_decide_it():
-    g = _layers(rho_sig=["yes"] * 5 + ["undecided"] * 2 + ["no"] * 5, rho_mc_sig="undecided", rho_R=200000)
-    v = claims.c7(g, CRIT)  # 5 of 12 without them (fails), 7 with them (passes): inconclusive
-    assert v.word == "inconclusive" and "undecided at R = 200000" in v.failed
-    g["rho_sig"] = ["yes"] * 7 + ["undecided"] * 2 + ["no"] * 3  # passes either way
+    """u = 6 of 12: the claim's interval is 7 x [6th smallest lower end, 6th smallest upper end]."""
+    near = 0.05 / 7
+    g = _layers(rho_p=[1e-5] * 5 + [near] * 2 + [0.5] * 5, rho_p_lo=[1e-5] * 5 + [near / 2] * 2 + [0.5] * 5,
+                rho_p_hi=[1e-5] * 5 + [near * 2] * 2 + [0.5] * 5)
+    v = claims.c7(g, CRIT)  # 5 clear, the 6th and 7th straddle alpha / 7: inconclusive
+    assert v.word == "inconclusive" and "random directions" in v.failed
+    g["rho_p_hi"] = [1e-5] * 7 + [near * 2] * 2 + [0.5] * 3  # 7 clear: passes either way
+    g["rho_p"] = g["rho_p_lo"] = g["rho_p_hi"].where(g["rho_p_hi"] != near * 2, near)
     assert claims.c7(g, CRIT).word == "reproduced"
-    g["rho_sig"] = ["yes"] * 2 + ["undecided"] * 2 + ["no"] * 8  # fails either way
+    g = _layers(rho_p=[1e-5] * 2 + [near] * 2 + [0.5] * 8)  # fails either way
     assert claims.c7(g, CRIT).word == "not reproduced"
 
 
 def test_c1_beating_random_directions_but_not_fs_other_eigen_directions_fails():
-    # the Monte Carlo null says yes everywhere; F's other eigen-directions tilt as much: no power step shown
-    law = _layers(tilt_mc_sig="yes", tilt_eig_sig="no", tilt_sig="no")
-    v = claims.c1(law, None, None, CRIT)
-    assert v.word == "not reproduced" and "0 of 12" in v.measured
-    assert claims.c1(_layers(), None, None, CRIT).word == "reproduced"
+    # random directions say yes everywhere; the lead ranks in the middle of F's other eigen-directions: a drift
+    # lifts them all, no power step shown (paper.md section 4d: the specificity p)
+    law = _layers(tilt_eig_beaten=50, tilt_eig_rank=50)
+    v = claims.c1(law, None, CRIT)
+    assert v.word == "not reproduced" and "specificity" in v.failed and "p 0.5" in v.specificity
+    assert claims.c1(_layers(), None, CRIT).word == "reproduced"
 
 
-def test_c1_row_shows_the_real_pass_and_says_when_random_weights_pass_too():
-    v = claims.c1(_layers(), _layers(tilt_sig="no"), _layers(L=6), CRIT)
-    assert v.ok and "real forward pass (FFN included), same test: 0 of 12" in v.measured
-    assert claims.TWIN_SENTENCE in v.measured and "random-weight twin (law): 6 of 6" in v.measured
-    v = claims.c1(_layers(), None, _layers(L=6, tilt_sig="no"), CRIT)
-    assert claims.TWIN_SENTENCE not in v.measured
+def test_c1_row_shows_the_real_pass_beside_the_law():
+    v = claims.c1(_layers(), _layers(tilt_p=0.5), CRIT)
+    assert v.ok and "real forward pass (FFN included), same test: claim p 1" in v.measured
 
 
 def _meta(shared):
@@ -223,18 +242,48 @@ def test_c7_is_judged_for_shared_weight_models():
 
 def test_c10_is_judged_on_the_real_passs_sublayers():
     # revision 3 passed this: the law tilts everywhere, the real pass shows no tilt at all
-    df = _evaluate(_meta(False), _layers(), _layers(attn_tilt_sig="no"))
+    df = _evaluate(_meta(False), _layers(), _layers(attn_tilt_p=0.5))
     assert df.loc["C10", "verdict"] == "not reproduced"
-    assert "attention sublayer tilt significantly positive in 0 of 12" in df.loc["C10", "measured"]
+    assert "attention sublayer claim p 1" in df.loc["C10", "measured"]
     # a significantly negative real tilt in every layer (revision 3 passed it too) fails
-    v = claims.c10(_layers(attn_tilt_sig="no", attn_tilt_neg_sig="yes"), _layers(), CRIT)
-    assert not v.ok and "negative in 12 of 12" in v.measured
+    v = claims.c10(_layers(attn_tilt_p=0.5, attn_tilt_side="no", attn_tilt_neg_sig="yes"), _layers(), CRIT)
+    assert not v.ok and "negative 12 of 12" in v.measured
     # the attention tilts, but the FFN undoes it in a quarter of the layers or more: fails
     v = claims.c10(_layers(ffn_tilt_neg_sig=["yes"] * 3 + ["no"] * 9), _layers(), CRIT)
-    assert not v.ok and "FFN undoes the tilt in 3 of 12" in v.failed
+    assert v.word == "not reproduced" and "significant (per-layer Holm) in 3 of 12 layers" in v.failed
     # in fewer than a quarter: passes, with the four counts in the row
     v = claims.c10(_layers(ffn_tilt_neg_sig=["yes"] * 2 + ["no"] * 10), None, CRIT)
-    assert v.ok and "FFN sublayer positive in 0 of 12, negative in 2 of 12" in v.measured
+    assert v.ok and "FFN positive 0 of 12, negative 2 of 12" in v.measured
+
+
+def test_each_trained_model_has_its_matched_control_beside_it():
+    """The control (random layer weights at the trained |lambda_1|) is judged by the same criterion and shown
+    in its own column; when it passes C1 too, the row says the law tilts for any F of this size."""
+    meta = {**_meta(False), "m-control": {**_meta(False)["m"], "model": "m-control", "random_weights": True,
+                                          "weights_label": "random layer weights", "control_of": "m"}}
+    law, model = _layers(), _layers()
+    spectra = pd.DataFrame({"model": ["m"] * 12 + ["m-control"] * 12, "layer": list(range(12)) * 2,
+                            "leading_type": "real positive", "ratio_next": np.linspace(0.9, 0.5, 12).tolist() * 2})
+    dyn = pd.concat([law.assign(model="m", mode="attention-only"), model.assign(model="m", mode="model"),
+                     _layers(tilt_p=0.5).assign(model="m-control", mode="attention-only"),
+                     model.assign(model="m-control", mode="model")])
+    df = claims.evaluate(CRIT, meta, spectra, dyn, [], pd.DataFrame({"model": []}), labels={"m-control": "M ctl"})
+    c1 = df.set_index("claim").loc["C1"]
+    assert c1["verdict"] == "reproduced" and c1["control verdict"].startswith("not reproduced (claim p 1; attainable")
+    assert c1["matched control"].startswith("M ctl (random layer weights): not reproduced (claim p 1)")
+    assert claims.CONTROL_SENTENCE not in c1["measured"]
+    c7 = df.set_index("claim").loc["C7"]  # the control passes C7 as well: shown, and never counted
+    assert c7["verdict"] == "reproduced" and c7["control verdict"].startswith("reproduced (claim p")
+    assert not df["family"].str.contains("control").any()  # a control is never a family of its own
+    view = claims.verdict_view(df)
+    col = "BERT (trained): matched control (random layer weights)"
+    assert list(view.columns).index(col) == list(view.columns).index("BERT (trained)") + 1
+    assert view.set_index("claim").loc["C1", col].startswith("not reproduced (claim p 1;")
+    dyn2 = dyn.copy()
+    dyn2.loc[(dyn2["model"] == "m-control") & (dyn2["mode"] == "attention-only"),
+             ["tilt_p", "tilt_p_lo", "tilt_p_hi"]] = 1e-5
+    df2 = claims.evaluate(CRIT, meta, spectra, dyn2, [], pd.DataFrame({"model": []}))
+    assert claims.CONTROL_SENTENCE in df2.set_index("claim").loc["C1", "measured"]
 
 
 def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
@@ -252,8 +301,10 @@ def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
     dyn = pd.concat([law, model])
     judge = lambda d: claims.evaluate(CRIT, meta, spectra, d, [], pd.DataFrame({"model": []}))  # noqa: E731
     keys = {"model": "m", "mode": "model"}
-    same = [pd.DataFrame({"layer": range(12), "rho_sig": "yes", "variant": v, **keys}) for v in ("seed1", "third0")]
-    other = pd.DataFrame({"layer": range(12), "rho_sig": "no", "variant": "seed2", **keys})
+    same = [pd.DataFrame({"layer": range(12), "rho_p": SIG, "rho_p_hi": SIG, "variant": v, **keys})
+            for v in ("seed1", "third0")]
+    other = pd.DataFrame({"layer": range(12), "rho_p": NOT, "rho_p_lo": NOT, "rho_p_hi": NOT, "variant": "seed2",
+                          **keys})
     main = judge(dyn)
     assert main.set_index("claim").loc["C7", "verdict"] == "reproduced"
     out, table, agree = robustness(main, judge, dyn, pd.concat(same), pd.DataFrame(), {"BERT (trained)": ["m"]})

@@ -49,9 +49,10 @@ def _states(seed=0, n=64, d=12):
     return x, x + 0.3 * rng.standard_normal((n, d))
 
 
-def _lead_at(x, y, share: float, seed: int = 0, R: int = 200_000) -> np.ndarray:
+def _lead_at(x, y, share: float, seed: int = 0, R: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
     """The draw of the test's own stream (the tilt's Monte Carlo null, seed ``seed``) whose tilt has a share
-    ``share`` of the first R draws above it: a lead whose true p is ``share``."""
+    ``share`` of the first R draws above it: a lead whose true p is ``share``; and 30 draws of the lowest tilt,
+    orthonormalised, as F's other eigen-directions (the lead beats them all: the specificity holds)."""
     d = x.shape[1]
     X, Y = torch.as_tensor(x), torch.as_tensor(y)
     tilts, dirs = [], []
@@ -60,14 +61,17 @@ def _lead_at(x, y, share: float, seed: int = 0, R: int = 200_000) -> np.ndarray:
         dirs.append(U.numpy())
     tilts, dirs = np.concatenate(tilts), np.concatenate(dirs, axis=1)
     order = np.argsort(-tilts)
-    return dirs[:, order[int(share * R)]]
+    return dirs[:, order[int(share * R)]], dirs[:, order[-30:]]
 
 
 def _decide(x, y, lead, seed=0, r0=2000):
+    lead, members = lead
     D = lead[:, None] / np.linalg.norm(lead)
     dirs = [LayerDirections(lead=D, lead_M=D, lead_Ft=None, null_eig=None, null_eig_index=-1, span12=D,
-                            span_M=D, plane2=np.stack([lead, lead], 1), lam1=complex(1.0), mu1=complex(2.0))]
-    frames, _ = decide_run(Pair(x, y), dirs, lambda t: 0, alpha=0.05, seed=seed, r0=r0)
+                            span_M=D, plane2=np.stack([lead, lead], 1), lam1=complex(1.0), mu1=complex(2.0),
+                            eig_r1=members)]
+    frames, _ = decide_run(Pair(x, y), dirs, lambda t: 0, mode="attention-only", crit=CRIT, alpha=0.05, seed=seed,
+                           r0=r0)
     return frames["main"].iloc[0]
 
 
@@ -76,13 +80,14 @@ def test_a_p_within_monte_carlo_error_of_alpha_is_extended_and_undecided_at_the_
     x, y = _states()
     at = _decide(x, y, _lead_at(x, y, 0.05))  # true p = alpha: no number of draws can decide it
     assert at["tilt_R"] == 200_000 and at["tilt_mc_sig"] == "undecided"
+    # no criterion reads the law's gamma or rho: they keep R0 draws, whatever their intervals (paper.md 4d)
+    assert at["gamma_R"] == at["rho_R"] == 2000
     assert at["tilt_p_holm_lo"] < 0.05 < at["tilt_p_holm_hi"]
     # a criterion resting on it is inconclusive, never a pass or a fail
-    row = {k: at[k] for k in ("tilt", "tilt_sig", "tilt_mc_sig", "tilt_R", "tilt_null_median", "tilt_null_q95")}
     import pandas as pd
 
-    law = pd.DataFrame([{**row, "layer": 0, "tilt_sig": "undecided"}])
-    assert claims.c1(law, None, None, CRIT).word == "inconclusive"
+    law = pd.DataFrame([{**at.to_dict(), "layer": 0}])
+    assert at["tilt_eig_beaten"] == 30 and claims.c1(law, None, CRIT).word == "inconclusive"
     clear = _decide(x, y, _lead_at(x, y, 0.035))  # true p 0.035: straddles at 2000 draws, decided with more
     assert clear["tilt_R"] in (20_000, 200_000) and clear["tilt_mc_sig"] == "yes"
     far = _decide(x, y, _lead_at(x, y, 0.3))  # far from alpha: decided at once, never extended

@@ -101,7 +101,7 @@ def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twi
     counts = {}
     for robust, extend in ((False, False), (True, False), (False, True)):
         o = DynamicsOptions(mode="model", null_draws=R, bias_free_control=False, seed=0, robustness=robust,
-                            extend=extend, **dyn)
+                            extend=extend, criteria=cfg["claims"], **dyn)
         run = analyse(lambda: lens.model, lens.adapter, lens.tokenizer, prompts,
                       spectra_arrays(specs.layers, list(w.layer_map)), lambda: w, depth=w.n_layers,
                       d_model=w.d_model, options=o, progress=False)

@@ -115,14 +115,15 @@ def test_c4_sweep_verdict_is_one_function():
 
 
 def _cell(d, s, H, stability, ok=True, degenerate=False):
-    return {"case": "c: bipartite", "passed": ok and not degenerate,
+    return {"id": "C4.cell", "case": "c: bipartite", "passed": ok and not degenerate,
             "detail": {"sweep": True, "d": d, "sharpness": s, "heads": H, "stability": stability,
                        "degenerate": degenerate, "equilibrium_found": ok, "check": "agrees", "runs": 100,
                        "broke": 0}}
 
 
 def _positive(stability):
-    return {"case": "c: bipartite, positive control", "passed": stability == "unstable", "measured": 4.0,
+    return {"id": "C4.positive_control", "case": "c: bipartite, positive control", "passed": stability == "unstable",
+            "measured": 4.0,
             "detail": {"runs": 100, "broke": 100, "stability": stability}}
 
 

@@ -11,7 +11,7 @@ from powerlens.pipeline.options import config_flags, shell_line
 from powerlens.pipeline.steps import job_path, step_module
 from powerlens.core.corpus import read_prompts
 from powerlens.pipeline.resources import check_plan, job_requests, load_coefficients
-from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, source_files
+from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, is_control, source_files, steered
 from powerlens.models.sources import random_weights as is_random
 from powerlens.core.errors import PowerlensError, user_errors_in_logs
 from powerlens.core.io import params_json
@@ -65,7 +65,8 @@ if is_report_request(sys.argv[1:]):
         stop(e)
 
 RUN = config["run"]
-MODELS = list(config["models"])
+MODELS = list(config["models"])  # matched controls included (powerlens.pipeline.config.add_matched_controls)
+STEERED = [m for m in MODELS if steered(config["models"][m])]  # models whose chain runs steering (C9)
 ENV = "../envs/powerlens.yaml"
 
 
@@ -138,7 +139,7 @@ def shared_weight_models(random_weights):
     """Whether the run has a shared-weight (ALBERT) model with trained (or random) weights: without one, the
     ALBERT figures hold only a note, written but not listed in the report as results."""
     for name, m in config["models"].items():
-        arch = model_arch(name, m)
+        arch = model_arch(name, m, config["models"])
         if arch is not None and arch.arch == "albert" and is_random(m) == random_weights:
             return True
     return False
@@ -202,7 +203,7 @@ def provenance_records():
     return (
         expand(results("{model}/extraction_check.json"), model=MODELS)
         + expand(results("{model}/dynamics-{mode}.json"), model=MODELS, mode=MODES)
-        + expand(results("{model}/steering.json"), model=MODELS)
+        + expand(results("{model}/steering.json"), model=STEERED)
         + expand(results("theory/{case}.json"), case=THEORY_CASES)
     )
 
@@ -238,6 +239,12 @@ def targets_checked(wildcards):
 def user_model_files(wildcards):
     """The user's own files a model entry reads (local folder, package, GGUF): inputs of its fetch step."""
     return source_files(config["models"][wildcards.model])
+
+
+def controlled_manifest(wildcards):
+    """A matched control is built from its trained model's fetched weights: that model's manifest."""
+    m = config["models"][wildcards.model]
+    return [results(f"{m['control_of']}/manifest.json")] if is_control(m) else []
 
 
 # mem_mb and runtime of the per-model rules: lines in the model's size fitted to measured benchmark files

@@ -6,6 +6,8 @@ rule fetch_model:
     input:
         # a local folder's / package's / GGUF's own files: a model re-saved in place re-runs its chain
         user_files=user_model_files,
+        # a matched control: its trained model's weights (fetched first)
+        controlled=controlled_manifest,
     output:
         manifest=results("{model}/manifest.json"),
     params:

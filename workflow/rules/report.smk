@@ -9,7 +9,7 @@ rule claims:
         spectra=expand(rules.spectra.output.csv, model=MODELS),
         dynamics=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
         theory=expand(rules.theory.output.json, case=THEORY_CASES),
-        steering=expand(rules.steering.output.csv, model=MODELS),
+        steering=expand(rules.steering.output.csv, model=STEERED),
         robustness=expand(rules.dynamics.output.robustness, model=MODELS, mode=MODES),
         quantized=expand(rules.quantization.output.dynamics, model=config["quantization"]["models"]),
     output:
@@ -83,8 +83,8 @@ rule speed:
         bench_spectra=ancient(expand(rules.spectra.benchmark, model=MODELS)),
         dynamics=expand(rules.dynamics.output.json, model=MODELS, mode=MODES),
         bench_dynamics=ancient(expand(rules.dynamics.benchmark, model=MODELS, mode=MODES)),
-        steering=expand(rules.steering.output.csv, model=MODELS),
-        bench_steering=ancient(expand(rules.steering.benchmark, model=MODELS)),
+        steering=expand(rules.steering.output.csv, model=STEERED),
+        bench_steering=ancient(expand(rules.steering.benchmark, model=STEERED)),
     output:
         **table_outputs("table_speed", "7 Provenance", key="table"),
     params:

@@ -35,8 +35,8 @@ rule steering:
 rule plot_steering:
     """fig_steering and table_steering."""
     input:
-        csv=expand(rules.steering.output.csv, model=MODELS),
-        continuations=expand(rules.steering.output.continuations, model=MODELS),
+        csv=expand(rules.steering.output.csv, model=STEERED),
+        continuations=expand(rules.steering.output.continuations, model=STEERED),
     output:
         **figure_outputs("fig_steering", "6 Steering", key="fig"),
         **table_outputs("table_steering", "6 Steering", key="table"),

@@ -1,4 +1,4 @@
-"""Decisions that do not hang on noise (paper.md section 4c, revision 4).
+"""Decisions that do not hang on noise (paper.md section 4c, revision 4; section 4d, revision 5, for claims).
 
 A Holm decision is taken from an *interval* of each unadjusted p, never from one number:
 

@@ -26,9 +26,12 @@ from __future__ import annotations
 import zlib
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from powerlens.analysis import decisions as dc
 
 #: The open projection count of :func:`counting_projections` (None: nobody counts).
 _COUNT: ContextVar["ProjectionCount | None"] = ContextVar("powerlens_projection_count", default=None)
@@ -93,21 +96,86 @@ def tie_uniform(seed: int, *key) -> float:
     return float(np.random.default_rng([int(seed), 23, *ints]).random())
 
 
+@dataclass(frozen=True)
+class NullTest:
+    """A lead value against one null's values: ``above`` = #{values beyond the lead on the test's side},
+    ``tied`` = #{values equal to it}, out of ``n``; the randomised p (tie-break ``u``) and its interval."""
+
+    above: int
+    tied: int
+    n: int
+    p: float
+    lo: float
+    hi: float
+
+    @property
+    def beaten(self) -> int:
+        """Values the lead beats strictly (its rank from the bottom)."""
+        return self.n - self.above - self.tied
+
+
+class Null:
+    """A null distribution the lead is compared with: one p for every kind,
+    p = (#{beyond} + u (1 + #{tied})) / (1 + n), and the kind's own 99% interval of it."""
+
+    name = "null"
+
+    @staticmethod
+    def interval(above: int, tied: int, n: int) -> tuple[float, float]:
+        raise NotImplementedError
+
+    @classmethod
+    def test(cls, lead: float, values: np.ndarray, u: float, tail: str = "upper") -> NullTest:
+        """The lead against ``values`` (NaN values dropped), one-sided (``tail`` upper: H1 lead is larger)."""
+        if not 0.0 <= u < 1.0:
+            raise ValueError(f"the tie-break u must lie in [0, 1), got {u}")
+        v = np.asarray(values, dtype=np.float64)
+        v = v[~np.isnan(v)]
+        n = len(v)
+        if n == 0 or lead is None or np.isnan(lead):
+            return NullTest(0, 0, n, np.nan, np.nan, np.nan)
+        above = int(np.sum(v > lead if tail == "upper" else v < lead))
+        tied = int(np.sum(v == lead))
+        lo, hi = cls.interval(above, tied, n)
+        return NullTest(above, tied, n, float((above + u * (1 + tied)) / (1 + n)), lo, hi)
+
+
+class RandomDirections(Null):
+    """R random subspaces of the lead's dimension (Haar), a seeded stream: the interval is the 99%
+    Clopper-Pearson interval (Monte Carlo error and every tie-break,
+    :func:`powerlens.analysis.decisions.mc_interval`)."""
+
+    name = "random directions"
+
+    @staticmethod
+    def interval(above: int, tied: int, n: int) -> tuple[float, float]:
+        return dc.mc_interval(above, tied, n)
+
+
+class EigenDirections(Null):
+    """All of F's other eigen-directions of the lead's kind (|lambda| > 1e-9 |lambda_1|), enumerated: no Monte
+    Carlo error, the interval is the range over the tie-break
+    (:func:`powerlens.analysis.decisions.exact_interval`)."""
+
+    name = "F's other eigen-directions"
+
+    @staticmethod
+    def interval(above: int, tied: int, n: int) -> tuple[float, float]:
+        return dc.exact_interval(above, tied, n)
+
+
 def mc_test(lead: float, null: np.ndarray, u: float) -> dict:
     """Monte Carlo test of ``lead`` against the null draws (H1: lead is larger), ties broken by ``u`` in [0, 1).
 
     Returns the null's median and 95th percentile, the lead's percentile in the null (share of draws below
-    it, in %), p = (#{null > lead} + u (1 + #{null == lead})) / (1 + R), the share of draws tied with the
-    lead, and R. For a lead exchangeable with the draws, P(p <= a) = a exactly, ties or not."""
+    it, in %), p = (#{null > lead} + u (1 + #{null == lead})) / (1 + R) (:meth:`RandomDirections.test`), the
+    share of draws tied with the lead, and R. For a lead exchangeable with the draws, P(p <= a) = a exactly,
+    ties or not."""
     null = np.asarray(null, dtype=np.float64)
     null = null[~np.isnan(null)]
     R = len(null)
-    if R == 0 or lead is None or np.isnan(lead):
+    t = RandomDirections.test(lead, null, u)
+    if np.isnan(t.p):
         return {"null_median": np.nan, "null_q95": np.nan, "pct": np.nan, "p": np.nan, "ties": np.nan, "R": R}
-    if not 0.0 <= u < 1.0:
-        raise ValueError(f"the tie-break u must lie in [0, 1), got {u}")
-    above, tied = int(np.sum(null > lead)), int(np.sum(null == lead))
     return {"null_median": float(np.median(null)), "null_q95": float(np.quantile(null, 0.95)),
-            "pct": float(100.0 * np.mean(null < lead)), "p": float((above + u * (1 + tied)) / (1 + R)),
-            "ties": tied / R, "R": R}
-
+            "pct": float(100.0 * np.mean(null < lead)), "p": t.p, "ties": t.tied / R, "R": R}

@@ -28,6 +28,12 @@ def fmt_num(x) -> str:
     return f"{x:.3g}" if 1e-2 <= abs(x) < 1000 else f"{x:.2e}"
 
 
+def is_random_label(label: str) -> bool:
+    """Random weights of any kind: an architecture twin ("random weights") or a matched control ("random layer
+    weights"): never evidence, drawn and listed apart from trained models."""
+    return str(label).startswith("random")
+
+
 def weights_text(label: str) -> str:
     """A weights label without nested brackets, for text that puts it in brackets itself:
     "trained, 4-bit (Q4_K_M)" -> "trained, 4-bit Q4_K_M"."""

@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from powerlens.outputs.trace import WORDS, Traced, count_word, csv_cell, json_value, verdict_word
+from powerlens.outputs.trace import (
+    CONTROL_SUFFIX,
+    WORDS,
+    Traced,
+    count_word,
+    csv_cell,
+    json_value,
+    verdict_columns,
+    verdict_word,
+)
 
 
 @dataclass
@@ -39,7 +48,7 @@ class Run:
 def families(run: Run) -> list[str]:
     """The trained families of table_claim_verdicts, in its column order."""
     df = pd.read_csv(run.root / run.tables / "table_claim_verdicts.csv", dtype=str, keep_default_na=False)
-    return [c for c in df.columns if c not in ("claim", "statement", "synthetic layers", "not judged in this run")]
+    return [c for c in verdict_columns(df) if c != "synthetic layers"]
 
 
 # The article is one list of blocks, rendered twice (HTML and Typst): ("h", level, pieces), ("p", pieces),
@@ -72,21 +81,29 @@ def abstract(run: Run) -> list:
     return [("p", ["Run ", json_value(run.provenance, run.root, ["run"]), ": over the paper's claims judged on "
                    f"{judged} and on synthetic layers, ",
                    n["reproduced"], " verdict cells read reproduced, ", n["not reproduced"], " not reproduced and ",
-                   n["inconclusive"], " inconclusive (docs/paper.md section 4c: a verdict inside the Monte Carlo "
-                   "error or the rounding is inconclusive). ", *_which(run, src), "The paper's full text is not "
+                   n["inconclusive"], " inconclusive (a verdict inside the Monte Carlo error or the rounding is "
+                   "inconclusive) and ", n["underpowered"], " underpowered (the test could not have passed at this "
+                   "resolution, or its pass rests on a clause that could not have failed: no evidence either way). ",
+                   *_which(run, src), "The paper's full text is not "
                    "available: each claim is "
-                   "compared with its statement in the spec, never with the paper's numbers. Random-weight twins "
-                   "are never evidence for a claim; they appear beside the trained models as a control."])]
+                   "compared with its statement in the spec, never with the paper's numbers. Random weights are "
+                   "never evidence for a claim: each trained model's matched control stands beside it."])]
 
 
 def _which(run: Run, src: str) -> list:
-    """Which claims read reproduced and which inconclusive, and where: "Reproduced: C2 (synthetic layers)."."""
+    """Which claims read reproduced, inconclusive and underpowered, and where ("Reproduced: C2 (synthetic
+    layers)."), then which of the reproduced ones the matched random-layer control passes as well."""
     df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
-    cols = [c for c in df.columns if c not in ("claim", "statement", "not judged in this run")]
+    cols = verdict_columns(df)
     out = []
-    for word in ("reproduced", "inconclusive"):
+    for word in ("reproduced", "inconclusive", "underpowered"):
         cells = [(r["claim"], c) for _, r in df.iterrows() for c in cols if verdict_word(r[c]) == word]
         out.append(f"{word.capitalize()}: " + (", ".join(f"{k} ({c})" for k, c in cells) or "none") + ". ")
+    also = [(r["claim"], c) for _, r in df.iterrows() for c in cols if verdict_word(r[c]) == "reproduced"
+            and verdict_word(r.get(c + CONTROL_SUFFIX, "")) == "reproduced"]
+    out.append("Of these, the matched control (the same configuration with random layer weights at the trained "
+               "|lambda_1|) passes as well, so the test does not need training, in: "
+               + (", ".join(f"{k} ({c})" for k, c in also) or "none") + ". ")
     return out
 
 
@@ -100,12 +117,14 @@ def verdict_table(run: Run) -> list:
         row = []
         for c in cols:
             t = csv_cell(src, run.root, {"claim": claim}, c)
-            row.append(([t], verdict_word(t.text).replace(" ", "-") if c != "claim" else ""))
+            control = c.endswith("matched control (random layer weights)")  # a control is not a verdict: uncoloured
+            row.append(([t], verdict_word(t.text).replace(" ", "-") if c != "claim" and not control else ""))
         rows.append(row)
     return [("table", cols, rows)]
 
 
-CLAIM_FIELDS = ("criterion", "measured", "null", "verdict", "failed part", "would flip if")
+CLAIM_FIELDS = ("criterion", "measured", "null", "claim p", "attainable p", "specificity p", "verdict", "failed part",
+                "would flip if", "matched control")
 
 
 def claim_blocks(run: Run, claim: str, statement: Traced, figures: dict[str, Path], shown: set) -> list:
@@ -159,10 +178,15 @@ METHODS = [
            "module's output from the extracted matrices (float32 and float64). Eigenvalues come from float64 "
            "eigen-solves on the CPU, sorted by modulus, eigenvectors with a canonical phase. Token dynamics are "
            "measured in the real forward pass and in the attention-only law (the FFN removed, as the paper's "
-           "reading does). Every per-layer statistic is tested against two nulls: random subspaces of the lead's "
-           "dimension (a seeded Monte Carlo stream, extended where its 99% interval straddles alpha) and F's other "
-           "eigen-directions; Holm's correction over layers. Steering edits the last layer's output matrix by a "
-           "rank-1 term and compares it with activation addition at a matched norm of change."]),
+           "reading does). Each layer's statistic is tested against random subspaces of the lead's dimension (a "
+           "seeded Monte Carlo stream, extended only where a verdict can still move); a claim over 'at least u of "
+           "L layers' reads one p, the partial conjunction of the layers' p, beside the smallest p its rule could "
+           "reach (below alpha, or the verdict is underpowered); the lead's ranks among F's other "
+           "eigen-directions, summed across the layers, give the specificity p (the layers taken as independent: "
+           "our modelling choice). Each trained model's matched control (its configuration and embeddings, random "
+           "layer weights rescaled to the trained |lambda_1|) is judged the same way beside it. Steering edits the "
+           "last layer's output matrix by a rank-1 term and compares it with activation addition at a matched "
+           "norm of change."]),
     ("h", 2, ["Limitations"]),
     ("p", ["The paper's full text is not available: the claims are those of the spec (docs/paper.md), and where it "
            "says our choice, the choice is ours. The decoders of the offline run are 4-bit quantized checkpoints "
@@ -170,7 +194,8 @@ METHODS = [
            "run (ALBERT, GPT-2, GPT-Neo offline) are stood in for by random-weight twins, which test the code, "
            "never a claim."]),
     ("h", 2, ["Beyond the paper"]),
-    ("p", ["Two nulls per test, Monte Carlo error carried through Holm, C4 decided by linearisation at "
+    ("p", ["One p per claim with its attainable p, specificity across the model, matched random-layer controls, "
+           "Monte Carlo error carried through every decision, C4 decided by linearisation at "
            "Newton-refined equilibria, C10 on the real forward pass split at the sublayers, and the verdicts "
            "rerun under other seeds, corpus thirds and quantizations (table_robustness)."]),
 ]

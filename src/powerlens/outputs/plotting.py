@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from powerlens.core.fmt import is_random_label
 from powerlens.core.io import atomic_path
 
 
@@ -54,8 +55,8 @@ def panel_title(label: str, weights_label: str) -> str:
     """The model's label (literal text, :func:`plain`), with "(random weights)" for twins and the precision
     of quantized trained weights ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)")."""
     label = plain(label)
-    if weights_label == "random weights":
-        return f"{label} (random weights)"
+    if is_random_label(weights_label):
+        return f"{label} ({weights_label})"
     if weights_label.startswith("trained, "):
         return f"{label} ({weights_label[len('trained, '):].replace(' (', ' ').rstrip(')')})"
     return label
@@ -67,7 +68,7 @@ TRAINED = {"model": "trained"}  # which part :func:`draw_split` is drawing (read
 
 
 def is_twin(weights_label: str) -> bool:
-    return weights_label == "random weights"
+    return is_random_label(weights_label)
 
 
 def draw_split(draw, data, weights: dict[str, str], stem, dpi: int, what: str) -> None:

@@ -17,7 +17,7 @@ def _html_pieces(pieces) -> str:
 STYLE = """body{font:15px/1.5 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 .scroll{overflow-x:auto}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 6px;
 vertical-align:top}td.reproduced{background:#e3f4e1}td.not-reproduced{background:#fbe4e4}td.inconclusive{
-background:#fff1d6}dl{display:grid;grid-template-columns:9em 1fr;gap:.2em
+background:#fff1d6}td.underpowered{background:#e4e9f4}dl{display:grid;grid-template-columns:9em 1fr;gap:.2em
 .8em}dt{font-weight:600}dd{margin:0}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}img{max-width:100%}figcaption{font-size:12px;
 color:#555}"""
 
@@ -67,7 +67,7 @@ def to_typst(blocks: list, root: Path) -> str:
             out.append(_typ_pieces(b[1]))
         elif b[0] == "table":
             fill = {"reproduced": "rgb(\"#e3f4e1\")", "not-reproduced": "rgb(\"#fbe4e4\")",
-                    "inconclusive": "rgb(\"#fff1d6\")"}
+                    "inconclusive": "rgb(\"#fff1d6\")", "underpowered": "rgb(\"#e4e9f4\")"}
             cells = [f"[*{_typ_pieces([c])}*]" for c in b[1]]
             for r in b[2]:
                 cells += [f"table.cell(fill: {fill[cls]})[{_typ_pieces(p)}]" if cls in fill

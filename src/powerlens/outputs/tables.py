@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from powerlens.analysis.claims import count, n_saturated, share_significant, theory_verdicts
-from powerlens.core.fmt import DASH, fmt_num, weights_text  # noqa: F401  (the one number format, re-exported)
+from powerlens.analysis.claims.layer_criteria import tilt_summary
+from powerlens.core.fmt import DASH, fmt_num, is_random_label, weights_text  # noqa: F401  (the one number format, re-exported)
 from powerlens.core.io import atomic_path, write_text
 from powerlens.models.sources import revision_text, source_text
 
@@ -39,7 +40,7 @@ def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "", missing: 
     shown = df.copy()
     if "weights" in shown.columns:  # models with trained weights first, random-weight twins after them
         shown = shown.iloc[
-            np.argsort((shown["weights"] == "random weights").to_numpy(), kind="stable")].reset_index(drop=True)
+            np.argsort(shown["weights"].map(is_random_label).to_numpy(), kind="stable")].reset_index(drop=True)
     why: dict[str, list[str]] = {}
     for c in shown.columns:
         gone = shown[c].map(lambda x: x is None or (isinstance(x, float) and np.isnan(x)))
@@ -114,6 +115,7 @@ def _html(shown: pd.DataFrame, caption: str, notes: list[str] | None = None, cel
              "text-align:left;vertical-align:top}.powerlens-table th{background:#f3f3f3;position:sticky;top:0}"
              ".powerlens-table tr:hover td{background:#fafafa}"
              "td.ok{background:#d8f0d8}td.fail{background:#f8dcdc}td.na{background:#eeeeee;color:#555}td.inc{background:#fbe8c0}"
+             "td.weak{background:#dfe6f3}td.ctl{font-style:italic;color:#444}"
              ".notes{color:#444;font-size:12px}"
              ".wrap{overflow-x:auto;max-width:100%}.powerlens-table td{max-width:30em;overflow-wrap:anywhere}")
     cap = f"<p>{html.escape(caption)}</p>\n" if caption else ""
@@ -178,7 +180,8 @@ def spectra_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None =
     return pd.DataFrame(rows)
 
 
-def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, alpha: float) -> pd.DataFrame:
+def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, alpha: float, crit: dict
+                    ) -> pd.DataFrame:
     """``table_alignment``: per model and mode, over the model's own depth: gamma, rho and the tilt against the
     Monte Carlo null of random subspaces (null median and 95th percentile; layers significant after Holm),
     the same against M = I + F's and F~'s leads, secondary token/prompt-level tests, the non-leading
@@ -203,13 +206,12 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
             f"layers gamma, MC p_Holm < {alpha}": sig(g, "gamma", -np.inf),
             "median rho": float(g["rho"].median()),
             "rho null median": float(g["rho_null_median"].median()),
-            f"layers rho > 0.5, both nulls, Holm < {alpha}": sig(g, "rho", 0.5),
-            f"layers tilt > 0, both nulls, Holm < {alpha}": sig(g, "tilt", 0.0),
+            f"layers rho > 0.5, random directions, Holm < {alpha}": sig(g, "rho", 0.5),
+            f"layers tilt > 0, random directions, Holm < {alpha}": sig(g, "tilt", 0.0),
+            **tilt_summary(g, {**crit, "alpha": alpha}),
             "layers undecided (gamma, rho, tilt)": ", ".join(str(count(g, s, alpha=alpha).undecided)
                                                              for s in ("gamma", "rho", "tilt")),
             "largest R (draws)": int(max(g.get(f"{s}_R", pd.Series([0])).max() for s in ("gamma", "rho", "tilt"))),
-            f"tilt: eigen-direction null alone, Holm < {alpha}": int((g.get("tilt_eig_sig", pd.Series(dtype=object))
-                                                                     == "yes").sum()),
             "saturated layers (rho, tilt)": f"{n_saturated(g, 'rho')}, {n_saturated(g, 'tilt')}",
             f"secondary: token sign p < {alpha}": int((g["rho_p_token_sign"] < alpha).sum()),
             f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
@@ -262,7 +264,7 @@ def theory_table(results: list[dict], *, alpha: float) -> pd.DataFrame:
         if det.get("sweep"):
             check = ("in the test" if r["passed"] else "degenerate: reported, not tested" if det.get("degenerate")
                      else "no equilibrium: reported, not tested")
-        if r["attention"] == "softmax" and not r["case"].startswith("c"):
+        if r["attention"] == "softmax" and not r["id"].startswith("C4."):
             check = "reported (prediction is for full attention)"
         rows.append({"case": r["case"], "attention": r["attention"], "quantity": r["quantity"],
                      "predicted": r["predicted"], "measured": r["measured"], "relative error": r["rel_error"],
@@ -321,8 +323,8 @@ def continuations_table(per_model: list[pd.DataFrame], labels: dict[str, str] | 
         return pd.DataFrame([{c: "-" for c in cols} | {"model": "no causal LM with a token target in this run"}],
                             columns=cols)
     df = pd.concat(frames, ignore_index=True)
-    if (df["weights"] != "random weights").any():  # trained models only: a twin's text is noise (twins table)
-        df = df[df["weights"] != "random weights"]
+    if (~df["weights"].map(is_random_label)).any():  # trained models only: a twin's text is noise (twins table)
+        df = df[~df["weights"].map(is_random_label)]
     df["model"] = df["model"].map(lambda m: labels.get(m, m))
     df["weights"] = df["weights"].map(weights_text)
     for c in ("prompt", "rank-1 (last layer O')", "activation addition (matched norm)"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 #: The verdict words (paper.md section 4c) in the order the abstract counts them.
-WORDS = ("reproduced", "not reproduced", "inconclusive")
+WORDS = ("reproduced", "not reproduced", "inconclusive", "underpowered")
 DASH = "-"
 
 
@@ -58,10 +58,21 @@ def verdict_word(cell: str) -> str:
     return DASH
 
 
+CONTROL_SUFFIX = ": matched control (random layer weights)"  # a matched control's column in table_claim_verdicts
+
+
+def verdict_columns(df: pd.DataFrame) -> list[str]:
+    """The verdict columns of table_claim_verdicts: the trained families and the synthetic layers, never a
+    matched control's column (random weights: not a verdict) or the claim's own columns."""
+    return [c for c in df.columns if c not in ("claim", "statement", "not judged in this run")
+            and not c.endswith(CONTROL_SUFFIX)]
+
+
 def count_word(src: str, root: Path, word: str) -> Traced:
-    """How many verdict cells of table_claim_verdicts (family columns) carry ``word``."""
+    """How many verdict cells of table_claim_verdicts (family and synthetic columns, never a matched control's)
+    carry ``word``."""
     df = pd.read_csv(root / src, dtype=str, keep_default_na=False)
-    cols = [c for c in df.columns if c not in ("claim", "statement", "not judged in this run")]
+    cols = verdict_columns(df)
     n = sum(verdict_word(df.at[i, c]) == word for i in df.index for c in cols)
     return Traced(str(n), src, {"count": word})
 

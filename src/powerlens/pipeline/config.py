@@ -21,7 +21,7 @@ from pathlib import Path
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS
 from powerlens.models.archs import ArchConfig
-from powerlens.models.sources import SOURCES
+from powerlens.models.sources import SOURCES, is_control, steered
 from powerlens.pipeline.config_text import check_config_values, check_no_duplicate_keys
 from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
@@ -102,8 +102,50 @@ def check_theory(config: dict) -> None:
                              "choose heads that divide d (each head has d / heads dimensions)")
 
 
+CONTROL_SUFFIX = "-control"  # a derived matched control's key: <trained model's key>-control
+
+
+def add_matched_controls(config: dict) -> None:
+    """With ``matched_controls`` (the schema's default: on), give every trained model of the run its matched
+    random-layer control (paper.md section 4d: ``source: control``), keyed ``<name>-control`` and labelled
+    "<label> matched control", unless the config lists one for it already. Done once, while the DAG is built,
+    so every rule, table and figure sees the control as a model of the run."""
+    if not config.get("matched_controls", True):
+        return
+    models = config["models"]
+    have = {m.get("control_of") for m in models.values() if is_control(m)}
+    for name, m in list(models.items()):
+        if SOURCES[m["source"]].random_weights or name in have:
+            continue
+        key = f"{name}{CONTROL_SUFFIX}"
+        if key in models:
+            raise PowerlensError(f"models.{key}: this key is taken, but it is the name of {name!r}'s matched control",
+                                 f"rename models.{key}, or set matched_controls: false")
+        models[key] = {"arch": m["arch"], "source": "control", "control_of": name, "seed": int(config.get("seed", 0)),
+                       "label": f"{m.get('label', name)} matched control"}
+
+
+def check_controls(config: dict) -> None:
+    """A matched control names a trained model of the same run and architecture."""
+    models = config["models"]
+    for name, m in models.items():
+        if not is_control(m):
+            continue
+        of = models.get(m.get("control_of"))
+        if of is None:
+            raise PowerlensError(f"models.{name}.control_of: {m.get('control_of')!r} is not a model of this run",
+                                 f"set control_of to one of: {', '.join(k for k in models if k != name)}")
+        if SOURCES[of["source"]].random_weights:
+            raise PowerlensError(f"models.{name}.control_of: {m['control_of']!r} has random weights; a matched "
+                                 "control stands beside a trained model", "name a model with trained weights")
+        if of["arch"] != m["arch"]:
+            raise PowerlensError(f"models.{name}.arch is {m['arch']!r} but {m['control_of']!r} is {of['arch']!r}",
+                                 f"set models.{name}.arch: {of['arch']}")
+
+
 def check_models(config: dict) -> None:
     check_registered(config)
+    check_controls(config)
     check_labels(config)
     check_theory(config)
     for q in config.get("quantization", {}).get("models", []):
@@ -119,10 +161,11 @@ def check_models(config: dict) -> None:
                 ", ".join(k for k, v in SOURCES.items() if v.full_precision) + ")")
 
 
-def model_arch(name: str, m: dict) -> ArchConfig | None:
+def model_arch(name: str, m: dict, models: dict | None = None) -> ArchConfig | None:
     """The architecture of a config entry without loading weights (paper table, twin table or config.json: its
-    source's ``arch``); None when unknown before the fetch step (e.g. a hub model outside the paper's table)."""
-    return SOURCES[m["source"]].arch(m)
+    source's ``arch``; ``models``: the run's entries, where a matched control finds its trained model's); None
+    when unknown before the fetch step (e.g. a hub model outside the paper's table)."""
+    return SOURCES[m["source"]].arch(m, models or {})
 
 
 def _description(root: dict | None, schema_path) -> str:
@@ -282,6 +325,7 @@ def validate_config(config: dict, configfiles: list[str] = ()) -> None:
 
         raise schema_error(v, schema()) from None
     check_paths(config)
+    add_matched_controls(config)
     check_models(config)
 
 
@@ -297,6 +341,8 @@ def check_targets_on_disk(config: dict, manifest_of) -> list[str]:
     entry alone: the same list before and after the fetch."""
     later = []
     for name, m in config["models"].items():
+        if not steered(m):  # no steering in its chain: no target to check
+            continue
         found = tokenizer_on_disk(m, None)
         if found is None:
             # known only after the fetch: these go through steering_targets on every run, fetched or not,

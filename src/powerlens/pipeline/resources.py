@@ -263,7 +263,7 @@ CORPUS = {"bytes_per_kept_null_value": 16.0, "s_per_token_depth": 1.0e-3, "s_per
 
 def corpus_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
     """(MB, s) of :data:`CORPUS` for one model's dynamics job (either mode)."""
-    size = size_of_entry(name, config["models"][name])
+    size = size_of_entry(name, config["models"][name], config["models"])
     dyn = config["dynamics"]
     tokens = float(corpus_tokens(prompts, dyn["max_tokens"]))
     R, L, streams = int(dyn["null_draws"]), size.n_layers, 4 if robust(config, name) else 1
@@ -321,10 +321,11 @@ def load_coefficients(path: str | Path) -> dict:
     return yaml.safe_load(Path(path).read_text())["rules"]
 
 
-def size_of_entry(name: str, m: dict) -> Size:
-    """Size terms of a config entry; an architecture unknown before its fetch gets gpt-neo-2.7B's (the
-    largest paper model: generous, never too small)."""
-    arch = model_arch(name, m)
+def size_of_entry(name: str, m: dict, models: dict | None = None) -> Size:
+    """Size terms of a config entry (``models``: the run's entries, for a matched control's architecture); an
+    architecture unknown before its fetch gets gpt-neo-2.7B's (the largest paper model: generous, never too
+    small)."""
+    arch = model_arch(name, m, models)
     try:
         return size_of(arch)
     except (KeyError, TypeError, AttributeError):
@@ -335,7 +336,7 @@ def long_run_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, 
     """(MB, s) a shared-weight model's attention-only run costs for its steps past the model's depth
     (:data:`LONG_RUN`), over the batches of the ``long_run_prompts`` that go on past it; (0, 0) for models
     without shared weights."""
-    size = size_of_entry(name, config["models"][name])
+    size = size_of_entry(name, config["models"][name], config["models"])
     dyn = config["dynamics"]
     extra_steps = max(0, int(dyn["steps"]) - size.n_layers) if size.n_unique_layers < size.n_layers else 0
     n_batches = math.ceil(min(len(prompts), int(dyn["long_run_prompts"])) / int(dyn["batch_size"]))
@@ -346,7 +347,7 @@ def long_run_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, 
 def job_terms(config: dict, name: str, prompts: list[str]) -> dict[str, tuple[int, float]]:
     """(memory term, time term) of every per-model rule of one config entry, as :func:`predict` takes them."""
     m = config["models"][name]
-    size = size_of_entry(name, m)
+    size = size_of_entry(name, m, config["models"])
     dyn, st = config["dynamics"], config["steering"]
     tokens = corpus_tokens(prompts, dyn["max_tokens"])
     s_tokens = corpus_tokens(prompts[: st["max_prompts"]], st["max_tokens"])

@@ -31,7 +31,9 @@ NULL_COUNT = {"counted": "counted by the step",
               "estimate": "estimate, first null_draws draws only (the run predates the count; too low)"}
 
 #: Why a row has no null projections (table_speed's footnote for the column's dashes).
-NO_NULL = {"null projections": "the step draws no Monte Carlo null (spectra, steering)"}
+NO_NULL = {"null projections": "the step draws no Monte Carlo null (spectra, steering)",
+           "Monte Carlo draws (all tests)": "the step draws no Monte Carlo null (spectra, steering), or its run "
+                                            "predates the count"}
 
 
 def matmul_peak(threads: int) -> dict[str, float]:
@@ -72,8 +74,8 @@ def step_flops(rule: str, config: dict, name: str, *, tokens: int, targets: int,
     """The arithmetic of one heavy rule of one config entry, with the run's dynamics and steering settings
     (``null_flops``: the dynamics step's own count of its Monte Carlo projections, from its JSON)."""
     dyn, st = config["dynamics"], config["steering"]
-    return arithmetic(rule, size_of_entry(name, config["models"][name]), tokens=tokens, steps=dyn["steps"],
-                      kappas=st["kappas"], targets=targets, shared_edit=st["shared_edit"],
+    return arithmetic(rule, size_of_entry(name, config["models"][name], config["models"]), tokens=tokens,
+                      steps=dyn["steps"], kappas=st["kappas"], targets=targets, shared_edit=st["shared_edit"],
                       null_draws=dyn["null_draws"], head=head, generated=generated, null_flops=null_flops)
 
 
@@ -101,7 +103,8 @@ def speed_jobs(config: dict, meta: list[str], bench_spectra: list[str], dynamics
     jobs = [{"model": m["model"], "rule": "spectra", "benchmark": b, "tokens": 0, "targets": 0}
             for m, b in zip(metas, bench_spectra)]
     jobs += [{"model": d["model"], "rule": f"dynamics_{d['mode']}", "benchmark": b, "tokens": d["n_tokens"],
-              "targets": 0, "null_flops": d.get("arithmetic", {}).get("null_projection_flops")}
+              "targets": 0, "null_flops": d.get("arithmetic", {}).get("null_projection_flops"),
+              "draws": d.get("null", {}).get("draws_total")}
              for d, b in zip(dyn, bench_dynamics)]
     for p, b in zip(steering, bench_steering):
         s = pd.read_csv(p)
@@ -135,5 +138,6 @@ def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: d
                      "arithmetic (GFLOP)": float(f"{sum(flops.values()) / 1e9:.3g}"),
                      "lower bound (s)": float(f"{lower:.3g}"),
                      "wall / bound": (float(f"{wall / lower:.3g}") if lower > 0 and math.isfinite(lower) else None),
-                     "null projections": NULL_COUNT[null] if null else None, "weights": j["weights_label"]})
+                     "null projections": NULL_COUNT[null] if null else None,
+                     "Monte Carlo draws (all tests)": j.get("draws"), "weights": j["weights_label"]})
     return pd.DataFrame(rows)

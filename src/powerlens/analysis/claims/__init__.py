@@ -1,50 +1,45 @@
-"""The claims audit: each claim C1-C10 of paper.md, judged by the pre-registered criteria of paper.md
-section 4b (numbers from the config's ``claims:`` block, fixed before any run), with the measured value, the
-null it was judged against, and a verdict.
+"""The claims audit: each claim C1-C10 of paper.md (:data:`CLAIMS`, one object each), judged by the
+pre-registered criteria of paper.md sections 4b and 4d (numbers from the config's ``claims:`` block, fixed
+before any run), with the measured value, the null it was judged against, the claim's one p beside the smallest
+p its rule could reach at this resolution, and a verdict.
 
-Verdicts (paper.md section 4b, revision 4): "reproduced", "not reproduced", "inconclusive" (the outcome rests
-on tests left undecided after the Monte Carlo extension, or it changes with the Monte Carlo seed), "not judged"
-(no trained model of the family ran). A family's verdict uses trained models only (every trained model of the
-family must pass); a family represented by random-weight twins only is "not judged" (its numbers are shown,
-labelled): random weights are never evidence, though C1's row shows the twin's result as a control.
-Each criterion is a small function of one model's tables (``criteria``), so it can be tested on constructed
-cases; :data:`CRITERIA` is the table of claims measured on models, which :func:`evaluate` runs on every
-family; ``view`` makes the verdict view a reader scans.
+Verdicts (paper.md sections 4b and 4d, revision 5): "reproduced", "not reproduced", "inconclusive" (the outcome
+rests on tests left undecided after the Monte Carlo extension, or it changes with the Monte Carlo seed),
+"underpowered" (the criterion could not have passed at this resolution, or its pass rests on a clause that could
+not have failed), "not judged" (no trained model of the family ran). A family's verdict uses trained models only
+(every trained model of the family must pass); a family represented by random-weight twins only is "not judged"
+(its numbers are shown, labelled): random weights are never evidence. Each trained model's matched control (its
+own configuration and embeddings, random layer weights rescaled to the trained |lambda_1|, paper.md section 4d)
+is judged by the same criterion and shown beside it. Each criterion is a small function of one model's tables
+(``criteria``), so it can be tested on constructed cases; ``view`` makes the verdict view a reader scans.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import pandas as pd
 
 from powerlens.analysis.claims.criteria import (
+    CONTROL_SENTENCE,
     FIG,
     INCONCLUSIVE,
     NOT_JUDGED,
     NOT_REPRODUCED,
     REPRODUCED,
     TEXT,
-    TWIN_SENTENCE,
+    UNDERPOWERED,
     Verdict,
     albert_size,
-    c1,
     c4,
     c5,
-    c6,
-    c7,
-    c8,
     c9,
-    c10,
-    count,
-    n_saturated,
-    share_significant,
     theory_verdicts,
 )
+from powerlens.analysis.claims.layer_criteria import c1, c6, c7, c8, c10, count, n_saturated, parts, share_significant
+from powerlens.analysis.claims.registry import BY_ID, CLAIMS, Claim, Criterion, Family
 from powerlens.analysis.claims.view import (
     VIEW_MISSING,
     VIEW_NOT_APPLICABLE,
+    cell,
     is_twin_row,
     verdict_class,
     verdict_column_class,
@@ -63,120 +58,55 @@ def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
     return f"{fam} ({q.pop()})" if len(q) == 1 and all(lab.startswith("trained") for lab in weights_labels) else fam
 
 
-@dataclass(frozen=True, kw_only=True)
-class Family:
-    """One family's models and the run's tables, as the criteria read them."""
-
-    name: str
-    models: list[str]  # the models judged: trained ones, or the twins when the family has no trained model
-    tested: bool  # False: twins only (their numbers are shown, the verdict is "not judged")
-    twins: list[str]  # the family's random-weight twins (C1's control)
-    meta: dict[str, dict]
-    spectra: pd.DataFrame
-    dyn: pd.DataFrame
-    steer: pd.DataFrame
-    criteria: dict
-
-    @property
-    def alpha(self) -> float:
-        return self.criteria["alpha"]
-
-    def dynamics(self, m: str, mode: str) -> pd.DataFrame:
-        return self.dyn[(self.dyn["model"] == m) & (self.dyn["mode"] == mode)].sort_values("layer")
-
-    def has(self, m: str, mode: str) -> bool:
-        return len(self.dynamics(m, mode)) > 0
-
-    def twin_law(self) -> pd.DataFrame | None:
-        """The first twin's attention-only law that ran (C1's random-weight control), when the family is judged."""
-        ok = [t for t in self.twins if self.has(t, "attention-only")] if self.tested else []
-        return self.dynamics(ok[0], "attention-only") if ok else None
-
-    def layer_varying(self) -> list[str]:
-        return [m for m in self.models if not self.meta[m]["shared_weights"]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Criterion:
-    """A claim measured on models: which of a family's models it applies to, one model's verdict, and the
-    criterion in words (from the config's ``claims:`` numbers)."""
-
-    claim: str
-    applies: Callable[[Family], list[str]]
-    judge: Callable[[Family, str], Verdict | None]
-    wording: Callable[[dict], str]
-
-
-def _c5(f: Family, m: str) -> Verdict:
-    lead = f.spectra[f.spectra["model"] == m]["leading_type"].iloc[0]
-    return c5(f.dynamics(m, "attention-only").iloc[-1], lead, albert_size(f.meta[m]), f.criteria)
-
-
-CRITERIA: tuple[Criterion, ...] = (
-    Criterion(claim="C1", applies=lambda f: [m for m in f.models if f.has(m, "attention-only")],
-              judge=lambda f, m: c1(f.dynamics(m, "attention-only"), f.dynamics(m, "model"), f.twin_law(), f.criteria),
-              wording=lambda c: f"attention-only law (the claim drops the FFN): tilt a(t+1) - a(t) against v_1 > 0, "
-              f"beating both nulls (random directions; F's other eigen-directions), decided Monte Carlo tests, Holm "
-              f"< {c['alpha']}, in >= {c['C1_share_layers']:.0%} of layers; shown beside it: the real forward pass "
-              "and the random-weight twin, same test"),
-    Criterion(claim="C5", applies=lambda f: [m for m in f.models if f.meta[m]["shared_weights"]
-                                             and f.has(m, "attention-only")], judge=_c5,
-              wording=lambda c: f"(a) final mean pairwise |cos| >= {c['C5_consensus_abs_cos']}; (b) alignment with "
-              f"M's span(v_1, v_2) or leading plane above the random-subspace null's "
-              f"q{c['C5_null_quantile'] * 100:.0f}; "
-              "(c) leading type: base/large real, xlarge/xxlarge complex (size from the configuration)"),
-    Criterion(claim="C6", applies=lambda f: [m for m in f.layer_varying() if f.has(m, "model")],
-              judge=lambda f, m: c6(f.dynamics(m, "model"), f.criteria),
-              wording=lambda c: f"model mode: (a) gamma above the random-direction null, decided Monte Carlo test "
-              f"(Holm) < {c['alpha']}, in >= 1 layer, (b) gamma < {c['C6_weak_below']} in every layer, (c) last "
-              "output vs first layer's v_1 not beyond the null"),
-    # C7 is general: every model with the real forward pass, shared-weight ones over their own depth
-    Criterion(claim="C7", applies=lambda f: [m for m in f.models if f.has(m, "model")],
-              judge=lambda f, m: c7(f.dynamics(m, "model"), f.criteria),
-              wording=lambda c: f"model mode: rho > 0.5 beating both nulls (decided tests, Holm < {c['alpha']}) in "
-              f">= {c['C7_share_layers']:.0%} of layers (saturated layers not counted)"),
-    Criterion(claim="C8", applies=lambda f: [m for m in f.layer_varying() if f.has(m, "model")],
-              judge=lambda f, m: c8(f.spectra[f.spectra["model"] == m], f.dynamics(m, "model"), f.alpha),
-              wording=lambda c: f"model mode: Spearman(1 - |lambda_next|/|lambda_1|, gamma - null median) across "
-              f"layers > 0 with p < {c['alpha']} (lambda_next: first eigenvalue beyond the lead's pair)"),
-    Criterion(claim="C10", applies=lambda f: [m for m in f.models if f.has(m, "model")],
-              judge=lambda f, m: c10(f.dynamics(m, "model"), f.dynamics(m, "attention-only"), f.criteria),
-              wording=lambda c: f"real forward pass, split at the sublayers: the attention sublayer's tilt towards "
-              f"v_1 > 0 beating both nulls (Holm < {c['alpha']}) in >= {c['C1_share_layers']:.0%} of layers, AND the "
-              f"FFN sublayer's tilt significantly negative in < {c['C10_ffn_negative_below']:.0%} of them"),
-    Criterion(claim="C9", applies=lambda f: [m for m in f.models if len(f.steer[f.steer["model"] == m])],
-              judge=lambda f, m: c9(f.steer[(f.steer["model"] == m) & (f.steer["kappa"] >= 0)], f.criteria),
-              wording=lambda c: f"largest kappa: min over targets of mean |cos(x, u)| >= {c['C9_alignment']}, u "
-              "principal, and not below activation addition at matched norm of change"),
-)
-
-
 TWINS_ONLY = "random weights only: twins are never evidence"
 
 
-def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested: bool = True) -> dict:
-    """One row of the claims table from a (possibly combined) verdict."""
+CONTROL_LABEL = "random layer weights"  # what a matched control's weights are, everywhere a reader sees it
+
+
+def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested: bool = True,
+        control: str = "-", control_word: str = "-") -> dict:
+    """One row of the claims table from a (possibly combined) verdict, with the matched controls' words."""
     verdict = v.word if tested else f"{NOT_JUDGED} ({TWINS_ONLY})"
     return {"claim": claim, "statement": TEXT[claim], "family": family, "models": models, "criterion": criterion,
-            "measured": v.measured, "null": v.null, "verdict": verdict,
+            "measured": v.measured, "null": v.null, "claim p": v.claim_p, "attainable p": v.attainable,
+            "specificity p": v.specificity, "verdict": verdict,
             "failed part": (v.failed or "-") if tested and not v.ok else "-",
-            "would flip if": (v.flip or "-") if tested else "-", "figure": FIG[claim]}
+            "would flip if": (v.flip or "-") if tested else "-", "matched control": control,
+            "control verdict": control_word, "p": v.p_short, "figure": FIG[claim]}
 
 
 def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
-    """A family's verdict: every model must pass; one model failing outright fails it, else one inconclusive
-    model makes it inconclusive. Measured values, nulls and failed parts listed by model."""
+    """A family's verdict: every model must pass; one model failing outright fails it, else one underpowered
+    model makes it underpowered (it could not pass), else one inconclusive model makes it inconclusive.
+    Measured values, nulls, p values and failed parts listed by model."""
     name = lambda m: labels.get(m, m)  # noqa: E731
-    fails = [m for m, r in results.items() if not r.ok and not r.inconclusive]
-    bad = [(m, r.failed) for m, r in results.items() if (m in fails) or (not fails and r.inconclusive)]
+    fails = [m for m, r in results.items() if r.failed_outright]
+    weak = [m for m, r in results.items() if r.underpowered] if not fails else []
+    incon = [m for m, r in results.items() if r.inconclusive] if not fails and not weak else []
+    movers_keys = fails or weak or incon
+    bad = [(m, results[m].failed) for m in movers_keys]
     failed = "" if not bad else bad[0][1] if len(results) == 1 else "; ".join(f"{name(m)}: {x}" for m, x in bad)
     ok = all(r.ok for r in results.values())
-    movers = results if ok else {m: r for m, r in results.items() if (m in fails) or (not fails and r.inconclusive)}
+    movers = results if ok else {m: results[m] for m in movers_keys}
     flip = (next(iter(movers.values())).flip if len(results) == 1 else
             ("any one of: " if ok else "each of: ") + "; ".join(f"{name(m)}: {r.flip}" for m, r in movers.items()))
-    return Verdict(ok, "; ".join(f"{name(m)}: {r.measured}" for m, r in results.items()),
-                   "; ".join(f"{name(m)}: {r.null}" for m, r in results.items()), failed,
-                   inconclusive=not fails and any(r.inconclusive for r in results.values()), flip=flip)
+    each = lambda f: (getattr(next(iter(results.values())), f) if len(results) == 1 else  # noqa: E731
+                      "; ".join(f"{name(m)}: {getattr(r, f)}" for m, r in results.items()))
+    return Verdict(ok, each("measured"), each("null"), failed, inconclusive=bool(incon), flip=flip,
+                   underpowered="; ".join(f"{name(m)}: {results[m].underpowered}" for m in weak)
+                   if len(results) > 1 else (results[weak[0]].underpowered if weak else ""),
+                   claim_p=each("claim_p"), p_short=each("p_short"), attainable=each("attainable"),
+                   specificity=each("specificity"))
+
+
+def control_text(results: dict[str, Verdict], labels: dict[str, str]) -> str:
+    """The matched controls' verdicts in words, one per trained model: "<control>: <word> (claim p ...)"."""
+    if not results:
+        return "-"
+    return "; ".join(f"{labels.get(c, c)} ({CONTROL_LABEL}): {v.word}" + (f" (claim p {v.p_short})"
+                                                                          if v.p_short != "-" else "")
+                     for c, v in results.items())
 
 
 def families(meta: dict[str, dict]) -> dict[str, list[str]]:
@@ -191,26 +121,56 @@ def families(meta: dict[str, dict]) -> dict[str, list[str]]:
     return fams
 
 
+def controls_of(meta: dict[str, dict]) -> dict[str, str]:
+    """Trained model -> its matched random-layer control (a model whose weights.json says ``control_of`` it)."""
+    return {x["control_of"]: m for m, x in meta.items() if x.get("control_of") in meta}
+
+
 def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: pd.DataFrame,
              theory: list[dict], steer: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per claim (and per family where the claim is measured on models): every criterion of
-    :data:`CRITERIA` on every family, then the synthetic-layer claims of :func:`theory_verdicts`."""
+    """One row per claim (and per family where the claim is measured on models): every claim of :data:`CLAIMS`
+    with a criterion on every family, each trained model's matched control judged the same way beside it, then
+    the synthetic-layer claims of :func:`theory_verdicts`."""
     labels = labels or {}
+    ctrl = controls_of(meta)
     rows = []
     for name, ms in sorted(families(meta).items()):
         trained = [m for m in ms if not meta[m]["random_weights"]]
-        fam = Family(name=name, models=trained or ms, tested=bool(trained), meta=meta, spectra=spectra, dyn=dyn,
-                     steer=steer, criteria=criteria, twins=[m for m in ms if meta[m]["random_weights"]])
-        for c in CRITERIA:
+        twins = [m for m in ms if meta[m]["random_weights"] and not meta[m].get("control_of")]
+        if not trained and not twins:
+            continue
+        fam = Family(name=name, models=trained or twins, tested=bool(trained), meta=meta, spectra=spectra, dyn=dyn,
+                     steer=steer, criteria=criteria, twins=twins, controls={m: ctrl[m] for m in trained if m in ctrl})
+        for claim in CLAIMS:
+            c = claim.criterion
+            if c is None:
+                continue
             results = {m: c.judge(fam, m) for m in c.applies(fam)}
             results = {m: r for m, r in results.items() if r is not None}
             if results:
                 shown = ", ".join(f"{labels.get(m, m)} ({weights_text(meta[m]['weights_label'])})" for m in results)
-                rows.append(row(c.claim, name, shown, c.wording(criteria), combine(results, labels), fam.tested))
+                judged = {fam.controls[m]: c.judge(fam, fam.controls[m]) for m in results if m in fam.controls
+                          and fam.controls[m] in c.applies(_as_models(fam, [fam.controls[m]]))}
+                judged = {k: v for k, v in judged.items() if v is not None}
+                v = combine(results, labels)
+                if claim.id == "C1" and judged and all(x.ok for x in judged.values()) and fam.tested:
+                    v = v._replace(measured=f"{v.measured}; {CONTROL_SENTENCE}")
+                cv = combine(judged, labels) if judged else None
+                rows.append(row(claim.id, name, shown, c.wording(criteria), v, fam.tested,
+                                control_text(judged, labels),
+                                "-" if cv is None else cell(cv.word, "-", cv.p_short, cv.attainable)))
     for claim, (criterion, v) in theory_verdicts(theory, criteria["alpha"]).items():  # synthetic layers, no family
         rows.append(row(claim, "synthetic", "synthetic layers" + (" (softmax attention)" if claim == "C4" else ""),
                         criterion, v))
     return _with_untested(pd.DataFrame(rows))
+
+
+def _as_models(fam: Family, models: list[str]) -> Family:
+    """The family with ``models`` in place of its judged models (a control passes through the claim's own
+    ``applies``: it has the steps the claim needs)."""
+    from dataclasses import replace
+
+    return replace(fam, models=models)
 
 
 def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
@@ -223,13 +183,16 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
         if c not in set(df.get("claim", [])):
             df = pd.concat([df, pd.DataFrame([{"claim": c, "statement": TEXT[c], "family": "-", "models": "-",
                                                "criterion": "-", "measured": "no model in this run exercises it",
-                                               "null": "-", "verdict": NOT_JUDGED,
-                                               "failed part": "-", "would flip if": "-", "figure": FIG[c]}])])
+                                               "null": "-", "claim p": "-", "attainable p": "-",
+                                               "specificity p": "-", "verdict": NOT_JUDGED, "failed part": "-",
+                                               "would flip if": "-", "matched control": "-",
+                                               "control verdict": "-", "p": "-", "figure": FIG[c]}])])
     return df.reset_index(drop=True)
 
 
-__all__ = ['Verdict', 'FIG', 'TEXT', 'TWIN_SENTENCE', 'share_significant', 'n_saturated', 'count', 'REPRODUCED',
-           'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'c1', 'c5', 'c6', 'c7', 'c10', 'c8', 'c9', 'c4',
-           'theory_verdicts', 'albert_size', 'VIEW_MISSING', 'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view',
-           'verdict_class', 'verdict_column_class', 'Family', 'Criterion', 'CRITERIA', 'evaluate', 'family_of',
-           'combine', 'families', 'row']
+__all__ = ['Verdict', 'FIG', 'TEXT', 'CONTROL_SENTENCE', 'CONTROL_LABEL', 'share_significant', 'n_saturated',
+           'count', 'parts', 'REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_JUDGED', 'UNDERPOWERED', 'c1', 'c5',
+           'c6', 'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'VIEW_MISSING',
+           'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
+           'Criterion', 'Claim', 'CLAIMS', 'BY_ID', 'evaluate', 'family_of', 'combine', 'families', 'row',
+           'controls_of', 'control_text']

@@ -1,4 +1,4 @@
-"""table_robustness (paper.md section 4c, revision 4): each trained (claim, family) verdict again under three
+"""table_robustness (paper.md section 4c): each trained (claim, family) verdict again under three
 other Monte Carlo seeds, on three disjoint thirds of the prompt corpus (each with its own Holm) and, for models
 the config quantizes, at each quantization; the verdict view shows "k of n agree" beside each verdict, and a
 verdict that changes with the Monte Carlo seed becomes "inconclusive".

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from powerlens.analysis.claims.criteria import INCONCLUSIVE, NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, TEXT
+from powerlens.analysis.claims.criteria import (
+    INCONCLUSIVE,
+    NOT_JUDGED,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    TEXT,
+    UNDERPOWERED,
+)
+from powerlens.analysis.claims.registry import BY_ID
 
 VIEW_MISSING = {"synthetic layers": "the claim is about trained models, not synthetic layers"}
 
@@ -19,18 +27,18 @@ def is_twin_row(df: pd.DataFrame) -> pd.Series:
     return df["verdict"].str.startswith(NOT_JUDGED) & (df["family"] != "-")
 
 
-# where each claim is judged, shown in the verdict view's statement column (a reader of the view alone must
-# not take C1's law-only verdict for the real model's)
-WHERE = {"C1": " [judged in the attention-only law, FFN removed; table_claims shows the real forward pass and the "
-               "random-weight twin beside it]",
-         "C5": " [attention-only law, long runs]", "C6": " [real forward pass]", "C7": " [real forward pass]",
-         "C8": " [real forward pass]", "C9": " [real forward pass and the law]",
-         "C10": " [real forward pass, split at the attention and FFN sublayers]"}
+CONTROL_COLUMN = "{family}: matched control (random layer weights)"  # a control column's header in the view
 
 
-def cell(verdict: str, failed: str) -> str:
-    """A verdict-view cell: the word, and after a colon the part that failed or why it is inconclusive."""
-    return verdict if verdict == REPRODUCED or failed in ("", "-") else f"{verdict}: {failed}"
+def cell(verdict: str, failed: str, p: str = "-", attainable: str = "-") -> str:
+    """A verdict-view cell: the word, the claim's p beside the smallest p its rule could reach (paper.md section
+    4d; where a part failed, its own p follows the colon instead), and after a colon the part that failed or why
+    it is inconclusive or underpowered."""
+    shown = verdict == REPRODUCED or failed in ("", "-")
+    ps = "; ".join(x for x in (f"claim p {p}" if p not in ("", "-") and shown else "",
+                               f"attainable p {attainable}" if attainable not in ("", "-") else "") if x)
+    word = f"{verdict} ({ps})" if ps else verdict
+    return word if shown else f"{word}: {failed}"
 
 
 def verdict_view(df: pd.DataFrame, agree: dict[tuple[str, str], str] | None = None) -> pd.DataFrame:
@@ -43,19 +51,26 @@ def verdict_view(df: pd.DataFrame, agree: dict[tuple[str, str], str] | None = No
     twin = is_twin_row(df)
     judged = df[~twin & ~df["verdict"].str.startswith(NOT_JUDGED)]
     fams = [f for f in dict.fromkeys(judged["family"]) if f != "synthetic"]
+    controlled = set(judged.loc[judged.get("control verdict", pd.Series("-", index=judged.index)).fillna("-")
+                                != "-", "family"]) if len(judged) else set()
     rows = []
     for claim in TEXT:
-        row = {"claim": claim, "statement": TEXT[claim] + WHERE.get(claim, "")}
+        row = {"claim": claim, "statement": TEXT[claim] + BY_ID[claim].where}
         mine = judged[judged["claim"] == claim]
         for f in fams + ["synthetic"]:
             r = mine[mine["family"] == f]
             col = "synthetic layers" if f == "synthetic" else f
+            row[col] = None
+            if f in controlled:
+                row[CONTROL_COLUMN.format(family=f)] = None
             if not len(r):
-                row[col] = None
                 continue
             r = r.iloc[0]
             k = agree.get((claim, f))
-            row[col] = cell(r["verdict"], r["failed part"]) + (f" [{k}]" if k else "")
+            row[col] = cell(r["verdict"], r["failed part"], r.get("p", "-"), r.get("attainable p", "-")) + (
+                f" [{k}]" if k else "")
+            if f in controlled and r.get("control verdict", "-") not in ("-", "", None):
+                row[CONTROL_COLUMN.format(family=f)] = r["control verdict"]
         gaps = df[(df["claim"] == claim) & twin]["family"].tolist()
         nobody = df[(df["claim"] == claim) & (df["family"] == "-")]
         row[f"{NOT_JUDGED} in this run"] = (", ".join(gaps) + " (random-weight twins only)" if gaps else
@@ -65,16 +80,21 @@ def verdict_view(df: pd.DataFrame, agree: dict[tuple[str, str], str] | None = No
 
 
 def verdict_class(column: str, text: str) -> str | None:
-    """CSS class of a verdict-view cell (green reproduced, red not reproduced, amber inconclusive, grey not
-    judged / not applicable)."""
+    """CSS class of a verdict-view cell (green reproduced, red not reproduced, amber inconclusive, blue-grey
+    underpowered, grey not judged / not applicable; a matched control's cell in italics, uncoloured: random weights
+    passing is a warning about the test, not a result)."""
     if column in ("claim", "statement"):
         return None
+    if column.endswith(CONTROL_COLUMN.format(family="")):  # a control's word is not a verdict: never green or red
+        return "ctl"
     if text.startswith(REPRODUCED):
         return "ok"
     if text.startswith(NOT_REPRODUCED):
         return "fail"
     if text.startswith(INCONCLUSIVE):
         return "inc"
+    if text.startswith(UNDERPOWERED):
+        return "weak"
     return "na"
 
 

@@ -46,6 +46,7 @@ class DynamicsOptions:
     bias_free_control: bool
     seed: int
     alpha: float
+    criteria: dict  # the config's ``claims:`` numbers: which counts of layers the criteria read (R0, extension)
     robustness: bool = False
     extend: bool = True  # extend undecided Monte Carlo tests (off for random weights: never evidence)
     device: str = "cpu"
@@ -121,16 +122,17 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
                        long_run_subset=subset, null_flops=count.flops)
 
 
-def verdict_table(arr, dirs, layer_of, *, seed: int, alpha: float, r0: int, variants: tuple[str, ...] = ("main",),
-                  extend: bool = True):
-    """The per-depth table of one run's sums (:func:`layer_stats`) with the decided tests of F's lead against
-    both nulls (:func:`~powerlens.analysis.dynamics.decided.decide_run`) merged in; also the robustness
+def verdict_table(arr, dirs, layer_of, *, mode: str, criteria: dict, seed: int, alpha: float, r0: int,
+                  variants: tuple[str, ...] = ("main",), extend: bool = True):
+    """The per-depth table of one run's sums (:func:`layer_stats`) with the decided tests of F's lead
+    (:func:`~powerlens.analysis.dynamics.decided.decide_run`: the random-direction null, the lead's rank among
+    F's other eigen-directions, draws where the criteria of ``mode`` can move) merged in; also the robustness
     variants' frames and the main tests' first R0 draws (the .npz's ``null_<q>_lead``)."""
     import pandas as pd
 
     table = layer_stats(arr, dirs, seed=seed)
-    frames, mc = decide_run(arr.states, dirs, lambda t: layer_of[t % len(layer_of)], alpha=alpha, seed=seed, r0=r0,
-                            variants=variants, extend=extend)
+    frames, mc = decide_run(arr.states, dirs, lambda t: layer_of[t % len(layer_of)], mode=mode, crit=criteria,
+                            alpha=alpha, seed=seed, r0=r0, variants=variants, extend=extend)
     table = table.set_index("layer")
     main = frames.pop("main").set_index("layer").reindex(table.index)
     both = [c for c in main.columns if c in table.columns]
@@ -144,8 +146,8 @@ def _tables(arr, ctrl, dirs, layer_of, o: DynamicsOptions):
     bias-free control's columns), the robustness variants' tests, and the main tests' first R draws."""
     import pandas as pd
 
-    table, frames, mc = verdict_table(arr, dirs, layer_of, seed=o.seed, alpha=o.alpha, r0=int(o.null_draws),
-                                      variants=o.variants, extend=o.extend)
+    table, frames, mc = verdict_table(arr, dirs, layer_of, mode=o.mode, criteria=o.criteria, seed=o.seed,
+                                      alpha=o.alpha, r0=int(o.null_draws), variants=o.variants, extend=o.extend)
     if ctrl is not None:
         c = layer_stats(ctrl, dirs, suffix="_nobias", seed=o.seed)
         keep = [k for k in c.columns if k.split("_")[0] in _CONTROL_HEADS and "_M_" not in k and "_Ft_" not in k

@@ -1,22 +1,23 @@
-"""The verdict statistics, decided without hanging on noise (paper.md sections 4b and 4c, revision 4).
+"""The verdict statistics, decided without hanging on noise (paper.md sections 4b, 4c and 4d, revision 5).
 
-For every depth t of the model and every test below, the lead's statistic (F_t's leading direction, the
-paper's v_{1,t}) is compared with two nulls measured on the same tokens in the same pass:
+For every depth t of the model and every test of :data:`powerlens.analysis.verdict_tests.TESTS`, the lead's
+statistic (F_t's leading direction, the paper's v_{1,t}) is measured on the same tokens as
 
-* the Monte Carlo null of R random subspaces of the lead's dimension (seeded stream, :class:`probes.Stream`);
-  p = (#{null beyond lead} + U (1 + #{null == lead})) / (1 + R), U a seeded tie-break;
-* the eigen-direction null: *all* of F_t's other eigen-directions with |lambda| > 1e-9 |lambda_1| (the
-  spectra step's ``eig_null_*`` arrays), enumerated, so it has no Monte Carlo error. A power step favours the
-  leading eigenvector over F's other eigenvectors; a common drift of the corpus favours whatever direction it
-  points along (section 4c).
+* the Monte Carlo null of R random subspaces of the lead's dimension (seeded stream, :class:`probes.Stream`;
+  :class:`powerlens.analysis.nulls.RandomDirections`): p = (#{null beyond lead} + U (1 + #{null == lead})) /
+  (1 + R), U a seeded tie-break, with its 99% interval; Holm across the depth gives each layer's mark in the
+  figures (column ``<test>_sig``: Holm yes, the side condition tilt > 0 / rho > 0.5 holds, not saturated);
+* all of F_t's other eigen-directions of the lead's kind (|lambda| > 1e-9 |lambda_1|, the spectra step's
+  ``eig_null_*`` arrays; :class:`powerlens.analysis.nulls.EigenDirections`), enumerated: the lead's rank among
+  them (``<test>_eig_*``), which the claims sum across the model (the specificity p, section 4d).
 
-Each test's p is an interval (:mod:`powerlens.analysis.decisions`), Holm across the model's depth per test and
-null, and the decision is "yes", "no" or "undecided"; a layer counts as significant only when both nulls say
-yes, the statistic is on the claimed side of its threshold (tilt > 0, rho > 0.5; tilt < 0 for the negative
-tests) and the layer is not saturated (half or more of the draws tie with the lead, section 4). A Monte Carlo
-test that stays undecided is extended along its stream, the layers and statistics that need it only, R0 ->
-10 R0 -> 100 R0 (capped at 200000), unless the tie-break alone spans alpha (column ``<test>_tie_bound``: ties
-with the lead, which more draws do not narrow, decide it; it stays undecided).
+A claim reads these per-layer tests through one p (the partial conjunction, :mod:`powerlens.analysis.parts`).
+Draws are spent only where they can change a verdict (section 4d): R0 is the smallest count at which every rule
+read in the mode can reach significance (at least the configured ``null_draws``); a test no criterion reads in
+the mode is never extended; a criterion already decided (any part "no", or every part "yes") is not extended;
+otherwise only the layers whose intervals straddle the value that decides the part are extended, in turn,
+R0 -> 10 R0 -> 100 R0 (capped at 200000), unless the tie-break alone spans it (ties with the lead, which more
+draws do not narrow).
 
 Variants (table_robustness): ``main`` (the whole corpus, the main stream), ``seed1``..``seed3`` (the whole
 corpus, three other streams and tie-breaks), ``third0``..``third2`` (interleaved thirds of the prompts, the main
@@ -31,25 +32,14 @@ import numpy as np
 import torch
 
 from powerlens.analysis import decisions as dc
+from powerlens.analysis import parts as pt
+from powerlens.analysis.across_layers import tie_rank
 from powerlens.analysis.dynamics.probes import States, Stream, null_sums, probe_sums, subset_weights
-from powerlens.analysis.nulls import SATURATED_TIES, tie_uniform
+from powerlens.analysis.nulls import SATURATED_TIES, EigenDirections, RandomDirections, tie_uniform
+from powerlens.analysis.verdict_tests import TESTS, Field, TestSpec, first_draws, layer_tests, read_tests, readings
 from powerlens.core.runtime import fixed_mmap_threshold
 
-# (probe, statistic, tail, tested against the eigen-direction null too, extended when undecided)
-TESTS = (("layer", "gamma", "upper", False, True), ("layer", "rho", "upper", True, True),
-         ("layer", "tilt", "upper", True, True), ("attn", "tilt", "upper", True, True),
-         ("attn", "tilt", "lower", True, True), ("ffn", "tilt", "upper", True, True),
-         ("ffn", "tilt", "lower", True, True), ("first", "gamma", "upper", False, True),
-         *((p, s, "upper", False, False) for p in ("layer_M", "layer_Ft") for s in ("gamma", "rho", "tilt")))
-THRESHOLD = {"gamma": None, "rho": 0.5, "tilt": 0.0}
 VARIANTS = ("main", "seed1", "seed2", "seed3", "third0", "third1", "third2")
-
-
-def column(probe: str, stat: str, tail: str = "upper") -> str:
-    """The column prefix of a test: ``tilt``, ``rho_M``, ``attn_tilt_neg``, ``first_lead_gamma``..."""
-    base = {"layer": stat, "layer_M": f"{stat}_M", "layer_Ft": f"{stat}_Ft", "attn": f"attn_{stat}",
-            "ffn": f"ffn_{stat}", "first": f"first_lead_{stat}"}[probe]
-    return base + ("_neg" if tail == "lower" else "")
 
 
 @dataclass
@@ -61,8 +51,8 @@ class Sums:
     eig: dict[int, dict]
     null: dict[int, dict] = field(default_factory=dict)
 
-    def drawn(self, t: int) -> int:
-        v = next(iter(self.null[t].values()), None) if t in self.null else None
+    def drawn(self, t: int, probe: str) -> int:
+        v = self.null.get(t, {}).get((probe, "out"))
         return 0 if v is None else v.shape[1]
 
 
@@ -74,59 +64,51 @@ def _value(sums: dict, probe: str, stat: str, row: int, n: float) -> np.ndarray:
     return sums[(probe, "out" if stat == "gamma" else "tilt")][row] / n
 
 
-def _beyond(null: np.ndarray, v: float, tail: str) -> tuple[int, int]:
-    return int(np.sum(null > v if tail == "upper" else null < v)), int(np.sum(null == v))
-
-
-def _one_test(v: float, null: np.ndarray, eig: np.ndarray | None, tail: str, u: float, ue: float) -> dict:
-    """One depth's test of the lead value v against the random draws and (if given) the eigen members."""
+def _one_test(v: float, null: np.ndarray, tail: str, u: float) -> dict:
+    """One depth's random-direction test of the lead value v (its p, 99% interval, the null's summary)."""
     null = null[~np.isnan(null)]
-    R = len(null)
-    above, tied = _beyond(null, v, tail)
-    lo, hi = dc.mc_interval(above, tied, R) if R and not np.isnan(v) else (np.nan, np.nan)
-    rec = {"p": (above + u * (1 + tied)) / (1 + R) if R and not np.isnan(v) else np.nan, "R": R,
-           "ties": tied / R if R else np.nan, "p_lo": lo, "p_hi": hi,
-           # the range the tie-break alone spans (no Monte Carlo error): more draws cannot narrow it
-           "tie_lo": above / R if R and not np.isnan(v) else np.nan,
-           "tie_hi": (above + tied) / R if R and not np.isnan(v) else np.nan,
-           "null_median": float(np.median(null)) if R else np.nan,
-           "null_q95": float(np.quantile(null, 0.95)) if R else np.nan,
-           "pct": float(100.0 * np.mean(null < v)) if R else np.nan}
-    if eig is not None:
-        eig = eig[~np.isnan(eig)]
-        M = len(eig)
-        ea, et = _beyond(eig, v, tail)
-        # no member (a rank-1 F): the test has no power, it cannot decide (interval [0, 1])
-        elo, ehi = (np.nan, np.nan) if np.isnan(v) else dc.exact_interval(ea, et, M) if M else (0.0, 1.0)
-        rec.update({"eig_p": (ea + ue * (1 + et)) / (1 + M) if M and not np.isnan(v) else np.nan, "eig_M": M,
-                    "eig_p_lo": elo, "eig_p_hi": ehi})
-    return rec
+    t = RandomDirections.test(v, null, u, tail)
+    R = t.n
+    ok = R and not np.isnan(v)
+    return {Field.P: t.p, Field.R: R, Field.TIES: t.tied / R if R else np.nan, Field.P_LO: t.lo, Field.P_HI: t.hi,
+            # the range the tie-break alone spans (no Monte Carlo error): more draws cannot narrow it
+            "tie_lo": t.above / R if ok else np.nan, "tie_hi": (t.above + t.tied) / R if ok else np.nan,
+            Field.NULL_MEDIAN: float(np.median(null)) if R else np.nan,
+            Field.NULL_Q95: float(np.quantile(null, 0.95)) if R else np.nan,
+            Field.PCT: float(100.0 * np.mean(null < v)) if R else np.nan}
 
 
-def _family(recs: list[dict], values: np.ndarray, stat: str, tail: str, alpha: float, eigen: bool) -> list[dict]:
-    """Holm across the depths of one test (each null apart), then each depth's decision."""
+def _eig_rank(v: float, members: np.ndarray, tail: str, u: float) -> dict:
+    """The lead among F's other eigen-directions of its kind: members, members it beats, ties, its randomised
+    rank (tie-break ``u``) and percentile (NaN lead: no members)."""
+    t = EigenDirections.test(v, members, u, tail)
+    if np.isnan(t.p):
+        return {Field.EIG_M: 0, Field.EIG_BEATEN: 0, Field.EIG_TIED: 0, Field.EIG_RANK: 0, Field.EIG_PCT: np.nan}
+    return {Field.EIG_M: t.n, Field.EIG_BEATEN: t.beaten, Field.EIG_TIED: t.tied,
+            Field.EIG_RANK: tie_rank(t.beaten, t.tied, u),
+            Field.EIG_PCT: 100.0 * (t.beaten + t.tied / 2) / t.n if t.n else np.nan}
+
+
+def _family(recs: list[dict], values: np.ndarray, spec: TestSpec, alpha: float) -> list[dict]:
+    """Holm across the depths of one test (the random-direction null), then each depth's side condition and
+    per-layer mark."""
     from powerlens.analysis.stats import holm
 
     out = [dict(r) for r in recs]
-    for pre in ("", "eig_") if eigen else ("",):
-        p = np.array([r.get(pre + "p", np.nan) for r in recs], dtype=float)
-        lo, hi = dc.holm_interval([r.get(pre + "p_lo", np.nan) for r in recs],
-                                  [r.get(pre + "p_hi", np.nan) for r in recs])
-        for r, a, b, c in zip(out, holm(p), lo, hi):
-            r[pre + "p_holm"], r[pre + "p_holm_lo"], r[pre + "p_holm_hi"] = float(a), float(b), float(c)
-            r[pre + "sig"] = dc.decide(b, c, alpha)
+    p = np.array([r[Field.P] for r in recs], dtype=float)
+    lo, hi = dc.holm_interval([r[Field.P_LO] for r in recs], [r[Field.P_HI] for r in recs])
+    for r, a, b, c in zip(out, holm(p), lo, hi):
+        r[Field.P_HOLM], r[Field.P_HOLM_LO], r[Field.P_HOLM_HI] = float(a), float(b), float(c)
+        r[Field.MC_SIG] = dc.decide(b, c, alpha)
     t_lo, t_hi = dc.holm_interval([r["tie_lo"] for r in recs], [r["tie_hi"] for r in recs])
     for r, b, c in zip(out, t_lo, t_hi):  # undecided by the tie-break itself: extending cannot help
-        r["tie_bound"] = dc.decide(b, c, alpha) == dc.UNDECIDED
-        del r["tie_lo"], r["tie_hi"]
-    thr = THRESHOLD[stat]
+        r[Field.TIE_BOUND] = dc.decide(b, c, alpha) == dc.UNDECIDED
+    thr = spec.threshold
     for r, v in zip(out, values):
-        side = dc.YES if thr is None else dc.compare(float(v), thr, above=(tail == "upper"))
-        saturated = bool(r["ties"] >= SATURATED_TIES) if not np.isnan(r["ties"]) else False
-        r["saturated"] = saturated
-        r["mc_sig"] = r.pop("sig")
-        parts = [r["mc_sig"], side] + ([r["eig_sig"]] if eigen else [])
-        r["sig"] = dc.NO if saturated else dc.both(*parts)
+        side = dc.YES if thr is None else dc.compare(float(v), thr, above=(spec.tail == "upper"))
+        saturated = bool(r[Field.TIES] >= SATURATED_TIES) if not np.isnan(r[Field.TIES]) else False
+        r[Field.SIDE], r[Field.SATURATED] = side, saturated
+        r[Field.SIG] = dc.NO if saturated else dc.both(r[Field.MC_SIG], side)
     return out
 
 
@@ -156,43 +138,89 @@ def _depths(probe: str, S: int) -> range:
     return range(S - 1, S) if probe == "first" else range(S)
 
 
+def layer_columns(spec: TestSpec, values, nulls, members, us, ues, alpha: float) -> list[dict]:
+    """One test at every depth, as the dynamics table's columns: per depth the lead's value ``values[t]``
+    against the random draws ``nulls[t]`` (tie-break ``us[t]``) and, for a test with ``eigen``, its rank among F's
+    other eigen-directions ``members[t]`` (tie-break ``ues[t]``); Holm across the depths, side conditions and
+    per-layer marks. The one path from statistics to columns (the unit tests plant effects through it)."""
+    recs = []
+    for t, v in enumerate(values):
+        rec = _one_test(float(v), np.asarray(nulls[t], dtype=float), spec.tail, us[t])
+        if spec.eigen:
+            rec.update(_eig_rank(float(v), np.asarray(members[t], dtype=float), spec.tail, ues[t]))
+        recs.append(rec)
+    out = []
+    for v, r in zip(values, _family(recs, np.asarray(values, dtype=float), spec, alpha)):
+        row = {spec.value: float(v)}
+        row.update({spec.col(k): x for k, x in r.items() if not (
+            spec.tail == "lower" and k in (Field.NULL_MEDIAN, Field.NULL_Q95))})
+        out.append(row)
+    return out
+
+
 def _evaluate(v: Variant, sums: Sums, n: float, S: int, probes, R_of: dict, seed: int, alpha: float
-              ) -> tuple[list[dict], dict]:
-    """One variant's tests at every depth: per-depth column dicts, and the tests to extend (key -> next R)."""
+              ) -> list[dict]:
+    """One variant's tests at every depth: per-depth column dicts (``<test>_tie_lo`` / ``_tie_hi`` included, for
+    the planner; dropped from the written table)."""
     rows: list[dict] = [{} for _ in range(S)]
-    need = {}
-    for probe, stat, tail, eigen, extend in TESTS:
-        if probe not in probes:
+    for spec in TESTS:
+        if spec.probe not in probes:
             continue
-        col, ts = column(probe, stat, tail), _depths(probe, S)
-        recs, values = [], []
-        for t in ts:
-            val = float(_value(sums.lead[t], probe, stat, v.row, n)[0])
-            R = R_of[(v.name, col, t)]
-            null = _value(sums.null[t], probe, stat, v.row, n)[:R]
-            eig = _value(sums.eig[t], probe, stat, v.row, n) if eigen else None
-            recs.append(_one_test(val, null, eig, tail, tie_uniform(seed, t, col + v.tag),
-                                  tie_uniform(seed, t, col + "_eig" + v.tag)))
-            values.append(val)
-        for t, val, r in zip(ts, values, _family(recs, np.array(values), stat, tail, alpha, eigen)):
-            rows[t][column(probe, stat)] = val
-            rows[t].update({f"{col}_{k}": x for k, x in r.items() if not (tail == "lower" and k in
-                                                                           ("null_median", "null_q95"))})
-            cur = R_of[(v.name, col, t)]
-            nxt = [x for x in dc.extension_steps(cur) if x > cur]
-            if extend and r["sig"] == dc.UNDECIDED and r["mc_sig"] == dc.UNDECIDED and not r["tie_bound"] and nxt:
-                need[(v.name, col, t)] = nxt[0]
-    return rows, need
+        ts = list(_depths(spec.probe, S))
+        values = [float(_value(sums.lead[t], spec.probe, spec.stat, v.row, n)[0]) for t in ts]
+        nulls = [_value(sums.null[t], spec.probe, spec.stat, v.row, n)[:R_of[(v.name, spec.prefix, t)]] for t in ts]
+        members = [_value(sums.eig[t], spec.probe, spec.stat, v.row, n) if spec.eigen else None for t in ts]
+        us = [tie_uniform(seed, t, spec.prefix + v.tag) for t in ts]
+        ues = [tie_uniform(seed, t, spec.prefix + "_eig" + v.tag) for t in ts]
+        for t, cols in zip(ts, layer_columns(spec, values, nulls, members, us, ues, alpha)):
+            rows[t].update(cols)
+    return rows
+
+
+def _frame(rows: list[dict]):
+    import pandas as pd
+
+    return pd.DataFrame([{"layer": t, **r} for t, r in enumerate(rows)])
+
+
+def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_of: dict) -> dict:
+    """Where more draws can change a verdict (paper.md section 4d): per criterion read in ``mode``, the layers
+    :func:`powerlens.analysis.parts.to_extend` names that are below the cap and not decided by their ties.
+    Returns (variant, test prefix, depth) -> the next draw count."""
+    df = _frame(rows)
+    lts = {r.test: layer_tests(df, r.test) for r in readings(mode)}
+
+    def extendable(part: pt.Part, i: int) -> bool:
+        spec, lt = part.reading.test, lts[part.reading.test]
+        t = int(lt.layers[i])
+        if R_of[(v.name, spec.prefix, t)] >= dc.R_CAP:
+            return False
+        if part.tau is not None:  # the tie-break alone straddles the part's per-layer threshold
+            lo, hi = df.loc[t, spec.col("tie_lo")], df.loc[t, spec.col("tie_hi")]
+            return not (lo < part.tau <= hi)
+        return not bool(df.loc[t, spec.col(Field.TIE_BOUND)])
+
+    need = {}
+    for claim in dict.fromkeys(r.claim for r in readings(mode)):
+        parts = [pt.evaluate(r, lts[r.test], crit, alpha) for r in readings(mode, claim)]
+        for part, i in pt.to_extend(parts, extendable):
+            spec = part.reading.test
+            t = int(lts[spec].layers[i])
+            cur = R_of[(v.name, spec.prefix, t)]
+            need[(v.name, spec.prefix, t)] = next(x for x in dc.extension_steps(cur) if x > cur)
+    return need
 
 
 def _directions(dirs, layer_of, S: int, probes) -> tuple[dict, dict, dict]:
-    """Per depth: each probe's direction block, the eigen members' blocks and each probe's dimension."""
+    """Per depth: each probe's direction block, the eigen members of the lead's kind and each probe's
+    dimension."""
     own = {"layer": "lead", "layer_M": "lead_M", "layer_Ft": "lead_Ft", "attn": "lead", "ffn": "lead"}
     T = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
     lead, eig, dims = {}, {}, {}
     for t in range(S):
         d = dirs[layer_of(t)]
-        members = [(T(B), r) for B, r in ((d.eig_r1, 1), (d.eig_r2, 2)) if B is not None and B.shape[1]]
+        kind = d.eig_r1 if d.lead.shape[1] == 1 else d.eig_r2  # members of the lead's own kind (section 4d)
+        members = [(T(kind), d.lead.shape[1])] if kind is not None and kind.shape[1] else []
         lead[t], eig[t], dims[t] = {}, {}, {}
         for p in probes:
             D = dirs[layer_of(0)].lead if p == "first" else getattr(d, own[p])
@@ -205,15 +233,15 @@ def _directions(dirs, layer_of, S: int, probes) -> tuple[dict, dict, dict]:
     return lead, eig, dims
 
 
-def decide_run(states: States, dirs, layer_of, *, alpha: float, seed: int, r0: int,
+def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, alpha: float, seed: int, r0: int,
                variants: tuple[str, ...] = ("main",), extend: bool = True
                ) -> tuple[dict[str, "object"], dict[str, np.ndarray]]:
-    """Every test of :data:`TESTS` at every depth, for each variant: per variant a DataFrame (one row per
-    depth), and the main variant's first R0 draws per depth (the .npz's ``null_<q>_lead``, so a reader can
-    recompute each p). ``extend`` False: no test goes past R0 draws (random-weight models, never evidence: an
-    undecided layer stays undecided)."""
-    import pandas as pd
-
+    """Every test of :data:`~powerlens.analysis.verdict_tests.TESTS` at every depth, for each variant: per variant
+    a DataFrame (one row per depth), and the main variant's first R0 draws per depth (the .npz's
+    ``null_<q>_lead``, so a reader can recompute each p) with R0 itself (``null_R0``). ``mode``: which criteria
+    read the run (:data:`~powerlens.analysis.verdict_tests.READINGS`); ``crit``: the config's ``claims:``
+    numbers; ``r0``: the configured ``null_draws`` (R0 is raised to what the rules need). ``extend`` False: no
+    test goes past R0 draws (random weights of the paper's architectures, never evidence)."""
     fixed_mmap_threshold()  # the null's (tokens, draws) blocks otherwise fragment glibc's heap (API callers too)
     S, probes = states.depths, states.probes()
     vs = variants_of(variants)
@@ -226,33 +254,68 @@ def decide_run(states: States, dirs, layer_of, *, alpha: float, seed: int, r0: i
     eig = {t: probe_sums(states, t, tuple(eig_b[t]), eig_b[t], W) if any(eig_b[t].values()) else
            {(p, q): np.zeros((len(subsets), 0)) for p in eig_b[t] for q in ("out", "tilt", "inc", "dec")}
            for t in range(S)}
+    R0 = first_draws(mode, S, crit, alpha, r0)
     frames, arrays = {}, {}
-    d = int(states.x[0].shape[-1])
     for key in sorted({v.stream for v in vs}):
         mine = [v for v in vs if v.stream == key]
-        streams: dict[int, Stream] = {}
-        sums = Sums(lead=lead, eig=eig)
-        R_of = {(v.name, column(p, s, tl), t): r0 for v in mine for p, s, tl, *_ in TESTS for t in _depths(p, S)}
-        need_t = {t: (0, r0) for t in range(S)}
-        while True:
-            got = null_sums(states, need_t, dims, lambda r: streams.setdefault(r, Stream(d, r, seed, key)), W)
-            for t, part in got.items():
-                sums.null[t] = part if t not in sums.null else {k: np.concatenate([sums.null[t][k], x], axis=1)
-                                                                for k, x in part.items()}
-            results, need = {}, {}
-            for v in mine:
-                results[v.name], nd = _evaluate(v, sums, float(n_row[v.row]), S, probes, R_of, seed, alpha)
-                need.update(nd)
-            if not need or not extend:
-                break
-            R_of.update(need)  # every key strictly grows towards the cap: the loop ends
-            need_t = {}
-            for (_, _, t), R in need.items():
-                if R > sums.drawn(t):
-                    need_t[t] = (sums.drawn(t), max(R, need_t.get(t, (0, 0))[1]))
+        run = _Stream(states=states, dims=dims, W=W, n_row=n_row, probes=probes, seed=seed, alpha=alpha,
+                      mode=mode, crit=crit, extend=extend)
+        results, sums = run.decide(mine, key, Sums(lead=lead, eig=eig), R0)
         for v in mine:
-            frames[v.name] = pd.DataFrame([{"layer": t, **r} for t, r in enumerate(results[v.name])])
+            f = _frame(results[v.name])
+            frames[v.name] = f[[c for c in f.columns if not c.endswith(("_tie_lo", "_tie_hi"))]]
         if key == 0:
             for q in ("out", "tilt", "inc", "dec"):
-                arrays[f"null_{q}_lead"] = np.stack([sums.null[t][("layer", q)][0, :r0] for t in range(S)])
+                arrays[f"null_{q}_lead"] = np.stack([sums.null[t][("layer", q)][0, :R0] for t in range(S)])
+            arrays["null_R0"] = np.array(R0)
     return frames, arrays
+
+
+@dataclass
+class _Stream:
+    """One stream of random draws decided for its variants: draw R0 for every probe, evaluate, extend where
+    :func:`_plan` says a verdict can move, until nothing is left to extend."""
+
+    states: States
+    dims: dict
+    W: torch.Tensor
+    n_row: np.ndarray
+    probes: tuple
+    seed: int
+    alpha: float
+    mode: str
+    crit: dict
+    extend: bool
+
+    def decide(self, mine: list[Variant], key: int, sums: Sums, R0: int) -> tuple[dict, Sums]:
+        S = self.states.depths
+        d = int(self.states.x[0].shape[-1])
+        streams: dict[int, Stream] = {}
+        read = {s.prefix for s in read_tests(self.mode)}
+        probe_of = {s.prefix: s.probe for s in TESTS}
+        R_of = {(v.name, s.prefix, t): R0 for v in mine for s in TESTS for t in _depths(s.probe, S)}
+        need_t = {t: {p: (0, R0) for p in self.dims[t]} for t in range(S)}
+        while True:
+            got = null_sums(self.states, need_t, self.dims,
+                            lambda r: streams.setdefault(r, Stream(d, r, self.seed, key)), self.W)
+            for t, part in got.items():
+                old = sums.null.setdefault(t, {})
+                for k, x in part.items():
+                    old[k] = x if k not in old else np.concatenate([old[k], x], axis=1)
+            results = {v.name: _evaluate(v, sums, float(self.n_row[v.row]), S, self.probes, R_of, self.seed,
+                                         self.alpha) for v in mine}
+            need = {}
+            if self.extend:
+                for v in mine:
+                    need.update({k: R for k, R in _plan(v, results[v.name], self.mode, self.crit, self.alpha,
+                                                        R_of).items() if k[1] in read})
+            if not need:
+                return results, sums
+            R_of.update(need)  # every key strictly grows towards the cap: the loop ends
+            need_t = {}
+            for (_, prefix, t), R in need.items():
+                p = probe_of[prefix]
+                have = sums.drawn(t, p)
+                if R > have:
+                    start, stop = need_t.setdefault(t, {}).get(p, (have, R))
+                    need_t[t][p] = (start, max(stop, R))

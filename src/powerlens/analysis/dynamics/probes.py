@@ -127,23 +127,27 @@ class Stream:
             yield lo, hi, torch.as_tensor(U, dtype=torch.float64)
 
 
-def null_sums(states: States, need: dict[int, tuple[int, int]], dims: dict[int, dict[str, int]],
+def null_sums(states: States, need: dict[int, dict[str, tuple[int, int]]], dims: dict[int, dict[str, int]],
               stream_of, W: torch.Tensor) -> dict[int, dict[tuple[str, str], np.ndarray]]:
-    """Random directions of each probe's dimension, for every depth t in ``need`` its draws [start, stop):
-    per depth, per probe and quantity, sums (k subsets, stop - start). ``dims[t]``: probe -> r;
-    ``stream_of(r)``: the :class:`Stream` of dimension r. Each chunk of a stream is made once and projected
-    for every depth that needs it."""
+    """Random directions of each probe's dimension, for every depth t and probe p in ``need`` its draws
+    ``need[t][p]`` = [start, stop): per depth, per probe and quantity, sums (k subsets, stop - start).
+    ``dims[t]``: probe -> r; ``stream_of(r)``: the :class:`Stream` of dimension r. Each chunk of a stream is made
+    once and projected for every (depth, probe) that needs it; probes of one depth that need the same draws
+    share their projections."""
     parts: dict[int, dict[tuple[str, str], list[np.ndarray]]] = {t: {} for t in need}
-    for r in sorted({r for t in need for r in dims[t].values()}):
-        ts = [t for t in need if r in dims[t].values()]
-        lo_all, hi_all = min(need[t][0] for t in ts), max(need[t][1] for t in ts)
+    for r in sorted({dims[t][p] for t in need for p in need[t]}):
+        want = [(t, p, a, b) for t in need for p, (a, b) in need[t].items() if dims[t][p] == r and b > a]
+        if not want:
+            continue
+        lo_all, hi_all = min(w[2] for w in want), max(w[3] for w in want)
         for lo, hi, U in stream_of(r).chunks(lo_all, hi_all):
-            for t in ts:
-                a, b = max(lo, need[t][0]), min(hi, need[t][1])
-                if a >= b:
-                    continue
-                probes = tuple(p for p, rp in dims[t].items() if rp == r)
+            groups: dict[tuple[int, int, int], list[str]] = {}
+            for t, p, a0, b0 in want:
+                a, b = max(lo, a0), min(hi, b0)
+                if a < b:
+                    groups.setdefault((t, a, b), []).append(p)
+            for (t, a, b), probes in groups.items():
                 blk = [(U[:, (a - lo) * r:(b - lo) * r], r)]
-                for k, v in probe_sums(states, t, probes, {p: blk for p in probes}, W).items():
+                for k, v in probe_sums(states, t, tuple(probes), {p: blk for p in probes}, W).items():
                     parts[t].setdefault(k, []).append(v)
     return {t: {k: np.concatenate(v, axis=1) for k, v in ps.items()} for t, ps in parts.items()}

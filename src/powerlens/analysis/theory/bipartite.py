@@ -189,7 +189,7 @@ def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.nda
     check = (lin.check_agrees(cls["stability"], cls["spectral_radius"], broke, runs, epsilon=epsilon, d=d,
                               steps=steps, tol=tol) if tested else "-")
     return Result(
-        case="c: bipartite", attention="softmax",
+        id="C4.cell", case="c: bipartite", attention="softmax",
         quantity=f"spectral radius (d {d}, {H} head{'s' if H > 1 else ''}, |score| {s:g})",
         predicted=float("nan"), measured=cls["spectral_radius"],
         criterion=f"Newton-refined equilibrium (one law step moves it by < {sci(lin.RESIDUAL)}); unstable if the "
@@ -220,7 +220,7 @@ def _c4_positive_control(d: int, n_tokens: int, signs: np.ndarray, *, seed: int,
                               epsilon=epsilon, residual=residual, tol=tol, causal=True)
     stability = lin.classify(rho)
     return Result(
-        case="c: bipartite, positive control", attention="self only",
+        id="C4.positive_control", case="c: bipartite, positive control", attention="self only",
         quantity="spectral radius (known unstable: +-v_2, x <- N(M x))", predicted=float(abs(vals[0] / vals[1])),
         measured=rho, criterion="the linearisation classifies a known unstable equilibrium as unstable (spectral "
         "radius |mu_1 / mu_2|), and the perturbation runs break (>= 90%) while the epsilon = 0 control stays",

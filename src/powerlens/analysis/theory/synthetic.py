@@ -120,6 +120,10 @@ def fit_rate(err: np.ndarray, lo: float = 1e-11, hi: float = 1e-4) -> tuple[floa
 
 @dataclass(kw_only=True)
 class Result:
+    """One synthetic-layer check. ``id`` names it for the code (``C2.rate.full``, ``C4.cell``...); ``case``,
+    ``attention`` and ``quantity`` are its display labels, never looked up."""
+
+    id: str
     case: str
     attention: str
     quantity: str
@@ -159,7 +163,8 @@ def experiment_real(d, n_heads, n_tokens, steps, seed, residual, attention="full
     Xi = iterate(rng.standard_normal((n_tokens, d)), lw, n_heads, steps, residual)
     side = np.sign(Xi[-1] @ v1)
     minority = float(min(np.mean(side > 0), np.mean(side < 0)))
-    res = Result(case="a: real dominant", attention=attention, quantity="rate per step", predicted=predicted,
+    res = Result(id=f"C2.rate.{attention}", case="a: real dominant", attention=attention, quantity="rate per step",
+                 predicted=predicted,
                  measured=measured, criterion=f"|measured - |mu2/mu1|| <= {C2_REL_TOL:.0%} (full attention)",
                  passed=bool(abs(measured - predicted) <= C2_REL_TOL * predicted),
                  detail={"mu1": complex(vals[0]), "mu2": complex(vals[1]), "steps_fitted": n_fit,
@@ -187,10 +192,12 @@ def experiment_complex(d, n_heads, n_tokens, steps, seed, residual, attention="f
     tail = dtheta[-20:]
     measured_angle = float(np.mean(tail))
     predicted = float(np.angle(vals[0]))
-    r_dist = Result(case="b: complex pair", attention=attention, quantity="plane distance", predicted=0.0,
+    r_dist = Result(id=f"C3.distance.{attention}", case="b: complex pair", attention=attention,
+                    quantity="plane distance", predicted=0.0,
                     measured=float(dist[-1]), criterion=f"final distance < {sci(C3_DIST_TOL)} (full attention)",
                     passed=bool(dist[-1] < C3_DIST_TOL), detail={"mu1": complex(vals[0])})
-    r_angle = Result(case="b: complex pair", attention=attention, quantity="angle per step (rad)", predicted=predicted,
+    r_angle = Result(id=f"C3.angle.{attention}", case="b: complex pair", attention=attention,
+                     quantity="angle per step (rad)", predicted=predicted,
                      measured=measured_angle,
                      criterion=f"|measured - arg(mu1)| < {sci(C3_ANGLE_TOL)} rad (full attention)",
                      passed=bool(abs(measured_angle - predicted) < C3_ANGLE_TOL),

@@ -14,6 +14,16 @@ RESIDUAL = 1e-9  # an equilibrium: one full law step moves it by less than this 
 UNSTABLE, STABLE, NEUTRAL = "unstable", "stable", "neutral"
 
 
+def record_id(r: dict) -> str:
+    """A theory record's id (``C2.rate.full``, ``C4.cell``...): what the code looks records up by."""
+    if "id" not in r:
+        from powerlens.core.errors import PowerlensError
+
+        raise PowerlensError("a theory result without an id (written by a powerlens before revision 5)",
+                             "re-run the theory step: snakemake --forcerun theory (with your other arguments)")
+    return r["id"]
+
+
 def c4_verdict(results: list[dict], alpha: float) -> dict | None:
     """C4's verdict from the sweep's results (dicts as the theory step writes them), the one place table_theory
     and table_claims take it from. Over the non-degenerate cells with an equilibrium, at the (size,
@@ -24,8 +34,8 @@ def c4_verdict(results: list[dict], alpha: float) -> dict | None:
 
     from powerlens.analysis import decisions as dc
 
-    cells = [r for r in results if r["case"] == "c: bipartite" and r["detail"].get("sweep")]
-    pos = next((r for r in results if r["case"] == "c: bipartite, positive control"), None)
+    cells = [r for r in results if record_id(r) == "C4.cell"]
+    pos = next((r for r in results if record_id(r) == "C4.positive_control"), None)
     if not cells:
         return None
     tested = [r for r in cells if r["passed"]]

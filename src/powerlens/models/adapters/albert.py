@@ -18,6 +18,20 @@ class AlbertAdapter(Adapter):
     arch, model_type, norm, causal, config_class = "albert", "albert", "post", False, "AlbertConfig"
     unused_modules = ("pooler",)  # AlbertModel's pooler acts on [CLS] after the last layer: no hidden state
 
+    #: C5 (c): albert-base-v2 and -large-v2 have a real leading eigenvalue, -xlarge-v2 and -xxlarge-v2 a complex one
+    paper_leading_types = {"base": "real", "large": "real", "xlarge": "complex", "xxlarge": "complex"}
+
+    def paper_size(self, meta, paper_models):
+        """base / large / xlarge / xxlarge when (hidden size, heads, layers) is one of the four albert-*-v2
+        configurations of ``paper_models`` (powerlens.models.archs.PAPER_MODELS): "base" in a name also matches
+        "database"."""
+        dims = (meta.get("d_model"), meta.get("n_heads"), meta.get("n_layers"))
+        for name, a in paper_models.items():
+            c = a.kwargs
+            if a.arch == self.arch and dims == (c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]):
+                return name.split("-")[1]
+        return None
+
     def output_projection(self, model):
         return self.base(model).encoder.albert_layer_groups[-1].albert_layers[-1].attention.dense, "linear"
 
@@ -62,6 +76,10 @@ class AlbertAdapter(Adapter):
         return _layer(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O, ln_w=_t(ln.weight),
                       ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=1.0 / math.sqrt(d // H), window=None,
                       has_bias={"Q": hq, "K": hk, "V": hv, "O": ho})
+
+    def value_params(self, model, key):
+        v = self._att(model, key).value
+        return [(v.weight, (slice(None),))] + ([(v.bias, (slice(None),))] if v.bias is not None else [])
 
     def sites(self, model):
         return [Site(self._att(model, k), self._att(model, k)) for k in self.layer_map(model.config)]

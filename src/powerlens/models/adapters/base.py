@@ -173,6 +173,29 @@ class Adapter:
         :meth:`extract_unique` reads from the built model, for :mod:`powerlens.models.direct`."""
         raise NotImplementedError
 
+    #: The leading eigenvalue's type the paper reports per size of this family (C5 (c)); empty: none.
+    paper_leading_types: dict[str, str] = {}
+
+    def paper_size(self, meta: dict, paper_models: dict) -> str | None:
+        """The paper's size name of a model of this family (C5 (c)), recognised from its configuration (hidden
+        size, heads, layers in its weights.json) among ``paper_models`` (the paper's configurations), never from
+        its name; None for a configuration the paper did not use, or a family without sizes."""
+        return None
+
+    def value_params(self, model: nn.Module, key: tuple[int, ...]) -> list[tuple["torch.Tensor", tuple]]:
+        """The parameters that hold unique layer ``key``'s value projection (W_V and b_V), each with the index of
+        its part where a parameter is fused (GPT-2's Q|K|V): what :meth:`scale_values` scales."""
+        raise NotImplementedError
+
+    def scale_values(self, model: nn.Module, key: tuple[int, ...], c: float) -> None:
+        """Multiply unique layer ``key``'s value projection (weights and bias) by ``c`` in place: F = W_O W_V
+        scales by ``c`` (a matched control's rescaling to the trained |lambda_1|, paper.md section 4d)."""
+        import torch
+
+        with torch.no_grad():
+            for p, idx in self.value_params(model, key):
+                p[idx] *= c
+
     def extraction_checks(self, w: "ModelWeights") -> dict[str, Any]:
         """Family-specific facts recorded by the proof of extraction."""
         return {}

@@ -48,6 +48,10 @@ class BertAdapter(Adapter):
                       ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=1.0 / math.sqrt(d // H), window=None,
                       has_bias={"Q": hq, "K": hk, "V": hv, "O": ho})
 
+    def value_params(self, model, key):
+        v = self._att(model, key[0]).self.value
+        return [(v.weight, (slice(None),))] + ([(v.bias, (slice(None),))] if v.bias is not None else [])
+
     def sites(self, model):
         return [Site(att, att) for att in (self._att(model, t) for t in range(model.config.num_hidden_layers))]
 

@@ -49,6 +49,12 @@ class GPT2Adapter(_DecoderAdapter):
                       ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=scale, window=None,
                       has_bias={"Q": True, "K": True, "V": True, "O": True})
 
+    def value_params(self, model, key):
+        attn = self.base(model).h[key[0]].attn.c_attn
+        d = self.d_model(model.config)
+        v = slice(2 * d, 3 * d)  # Q|K|V fused along the output dimension, stored (in, out)
+        return [(attn.weight, (slice(None), v)), (attn.bias, (v,))]
+
     def max_positions(self, cfg):
         return cfg.n_positions
 

@@ -30,6 +30,10 @@ class GPTNeoAdapter(_DecoderAdapter):
     def value_output_names(self, key):
         return f"h.{key[0]}.attn.attention.v_proj.weight", f"h.{key[0]}.attn.attention.out_proj.weight"
 
+    def value_params(self, model, key):
+        v = self.base(model).h[key[0]].attn.attention.v_proj
+        return [(v.weight, (slice(None),))] + ([(v.bias, (slice(None),))] if v.bias is not None else [])
+
     def extract_unique(self, model, key):
         t = key[0]
         cfg = model.config

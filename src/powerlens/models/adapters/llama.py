@@ -51,6 +51,10 @@ class LlamaAdapter(Adapter):
                       norm_kind=self.norm_kind, q_norm=q_norm, k_norm=k_norm, post_w=post_w, rope_inv_freq=inv_freq,
                       rope_scale=rscale, softmax_fp32=True, norm_fp32=True)
 
+    def value_params(self, model, key):
+        v = self.base(model).layers[key[0]].self_attn.v_proj
+        return [(v.weight, (slice(None),))] + ([(v.bias, (slice(None),))] if v.bias is not None else [])
+
     def sites(self, model):
         return [Site(layer, layer.self_attn) for layer in self.base(model).layers]
 

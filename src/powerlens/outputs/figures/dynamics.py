@@ -36,9 +36,10 @@ def _depth_note(ax, g_all, g_shown):
 
 
 def _marks(ax, g, stat: str, above: float, alpha: float, color: str, mode: str) -> None:
-    """Filled: significant as the claims count it (the dynamics table's decided ``<stat>_sig``: both nulls
-    where the statistic has two, Holm, the claimed side of its bound, not saturated); open: not significant;
-    cross: saturated (half or more of the null's draws tie); ring: undecided after the Monte Carlo extension."""
+    """Filled: the per-layer Holm mark (the dynamics table's decided ``<stat>_sig``: the random-direction null
+    after Holm across layers, the claimed side of its bound, not saturated); open: not significant; cross:
+    saturated (half or more of the null's draws tie); ring: undecided at the draws this layer got (a layer is
+    extended only where a claim's verdict can move, paper.md section 4d)."""
     sat = (g[f"{stat}_saturated"].fillna(False).astype(bool) if f"{stat}_saturated" in g
            else pd.Series(False, index=g.index))
     if f"{stat}_sig" in g:
@@ -48,10 +49,10 @@ def _marks(ax, g, stat: str, above: float, alpha: float, color: str, mode: str) 
         sig, und = (g[f"{stat}_p_holm"] < alpha) & (g[stat] > above) & ~sat, pd.Series(False, index=g.index)
     sat = sat & ~und
     ax.scatter(g["layer"][sig], g[stat][sig], color=color, s=16, zorder=3,
-               label=f"{mode}: significant (Holm < {alpha}" + (", both nulls)" if stat != "gamma" else ")"))
+               label=f"{mode}: per-layer Holm < {alpha} (random directions)")
     if und.any():
         ax.scatter(g["layer"][und], g[stat][und], facecolors="none", edgecolors=color, s=40, linewidths=1.5,
-                   zorder=3, label=f"{mode}: undecided at the Monte Carlo cap")
+                   zorder=3, label=f"{mode}: per-layer Holm undecided at its draws")
     sig = sig | und
     ax.scatter(g["layer"][~sig & ~sat], g[stat][~sig & ~sat], facecolors="white", edgecolors=color, s=16, zorder=3,
                label=f"{mode}: not significant")
@@ -238,18 +239,36 @@ def rotation_runs(csvs: list, npzs: list, shared: dict, labels: dict, weights: d
     return runs
 
 
-def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float):
+def _claim_note(g: pd.DataFrame, claim: str, crit: dict, alpha: float) -> str:
+    """A claim's one p and its specificity p on one model's table ("" if it has neither)."""
+    from powerlens.analysis.claims.layer_criteria import parts
+    from powerlens.core.fmt import fmt_num
+
+    x = parts(g, claim, {**crit, "alpha": alpha})[0]
+    if x.conj is None or np.isnan(x.conj.p):
+        return ""
+    return (f"claim p {fmt_num(x.conj.p)} (attainable {fmt_num(x.attainable)})"
+            + (f", specificity p {fmt_num(x.spec.p)}" if x.spec is not None else ""))
+
+
+def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float, crit: dict,
+             full: pd.DataFrame | None = None, controls: dict[str, str] | None = None):
     """The tilt a(t+1) - a(t) towards each layer's v_1 (C1 in the attention-only law; C10 in the real forward
     pass split at the sublayers), one panel per model: the law's tilt and the real pass's attention and FFN
-    sublayer tilts, each with the random-direction null's 95th percentile as a thin line and F's other
-    eigen-directions' mean tilt (the second null) dotted; marks as the claims count them."""
+    sublayer tilts, each with the random-direction null's 95th percentile as a thin line; marks are the per-layer
+    Holm decisions of the random-direction null (the claims read one p across the layers, written in the panel
+    with its specificity p); the model's matched random-layer control (``controls``, its rows in ``full``)
+    drawn beside the law in grey."""
     style()
+    full = df if full is None else full
+    controls = controls or {}
     models = list(df["model"].unique())
     fig, axes = grid(len(models), ncols=3, size=3.5)
     curves = (("attention-only", "tilt", "C0", "--", "law (attention-only)"),
               ("model", "attn_tilt", "C1", "-", "real pass: attention sublayer"),
               ("model", "ffn_tilt", "C2", "-.", "real pass: FFN sublayer"))
     for ax, m in zip(axes, models):
+        notes = []
         for mode, stat, c, ls, name in curves:
             g = df[(df["model"] == m) & (df["mode"] == mode)]
             g = g[g[f"{stat}_p_holm"].notna()] if f"{stat}_p_holm" in g else g.iloc[:0]
@@ -259,41 +278,56 @@ def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, a
             _marks(ax, g, stat, 0.0, alpha, c, name)
             ax.plot(g["layer"], g[f"{stat}_null_q95"], color=c, lw=0.7, ls=(0, (1, 1.5)),
                     label=f"{name}: random directions' 95th percentile")
-            if stat == "tilt" and "tilt_null_eig" in g:
-                ax.plot(g["layer"], g["tilt_null_eig"], color=c, lw=0.7, ls=(0, (3, 2)), alpha=0.7,
-                        label=f"{name}: F's other eigen-directions (mean tilt)")
+            claim = {"tilt": "C1", "attn_tilt": "C10"}.get(stat)
+            note = _claim_note(g, claim, crit, alpha) if claim else ""
+            if note:
+                notes.append((c, f"{claim}: {note}"))
+        ctrl = controls.get(m)
+        g = full[(full["model"] == ctrl) & (full["mode"] == "attention-only")] if ctrl else full.iloc[:0]
+        g = g[g["tilt_p_holm"].notna()] if "tilt_p_holm" in g else g.iloc[:0]
+        if len(g):
+            ax.plot(g["layer"], g["tilt"], color="0.45", lw=1.0, ls="--", marker=".", ms=3,
+                    label="matched control (random layer weights): law tilt")
+            note = _claim_note(g, "C1", crit, alpha)
+            if note:
+                notes.append(("0.35", f"control C1: {note}"))
+        for k, (c, text) in enumerate(reversed(notes)):  # above the axes, under the title: no curve hidden
+            ax.text(0.0, 1.015 + 0.055 * k, text, transform=ax.transAxes, fontsize=5.8, color=c, va="bottom")
         ax.axhline(0, color="0.3", lw=0.8)
-        ax.set_title(_name(labels, weights, m))
+        ax.set_title(_name(labels, weights, m), pad=4 + 8.5 * len(notes))
         ax.set_xlabel("layer t")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=8))
         ax.set_ylabel(r"tilt $a(t+1) - a(t)$ towards $v_{1,t}$")
     fig.suptitle("Tilt of the tokens towards each layer's leading eigenvector v_1 (C1: the attention-only law; C10: "
-                 "the real forward pass split at the sublayers).\nFilled: beats both nulls after Holm, as the claims "
-                 "count it; thin dotted: random directions' 95th percentile.", y=1.03, fontsize=9)
+                 "the real forward pass split at the sublayers).\nMarks: per-layer Holm against random directions; "
+                 "the claims read one p across the layers (in each panel) and the lead's rank among F's other "
+                 "eigen-directions (specificity p).", y=1.03, fontsize=9)
     fig.tight_layout()
     legend_below(fig, *unique_handles(axes), ncol=3)
     return save(fig, stem, dpi)
 
 
-def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha: float, dpi: int,
+def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha: float, crit: dict, dpi: int,
                      stems: dict) -> pd.DataFrame:
     """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation and table_alignment from the dynamics
     step's CSVs and arrays and each model's weights.json; ``stems`` maps each output's name to its path
     without suffix. Returns the alignment table."""
-    shared = {m["model"]: m["shared_weights"] for m in map(read_json, metas)}
+    meta = {m["model"]: m for m in map(read_json, metas)}
+    shared = {m: x["shared_weights"] for m, x in meta.items()}
+    controls = {x["control_of"]: m for m, x in meta.items() if x.get("control_of")}
     df = pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True)
     df["shared"] = df["model"].map(shared)
     weights = dict(zip(df["model"], df["weights"]))
     draw_split(lambda d, s: fig_gamma(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_gamma"], dpi,
                "fig_gamma")
     draw_split(lambda d, s: fig_rho(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_rho"], dpi, "fig_rho")
-    draw_split(lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_tilt"], dpi,
-               "fig_tilt")
+    draw_split(lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha, crit=crit, full=df, controls=controls),
+               df, weights, stems["fig_tilt"], dpi, "fig_tilt")
     draw_split(lambda d, s: fig_albert_consensus(d, labels, weights, s, dpi), df, weights,
                stems["fig_albert_consensus"], dpi, "fig_albert_consensus")
     draw_split(lambda d, s: fig_albert_rotation(d, s, dpi), rotation_runs(csvs, npzs, shared, labels, weights),
                weights, stems["fig_albert_rotation"], dpi, "fig_albert_rotation")
-    t = alignment_table(df, labels, alpha=alpha)
+    t = alignment_table(df, labels, alpha=alpha, crit=crit)
     write_table(t, stems["table_alignment"], caption="Alignment of tokens with each layer's leading eigenvector: "
                 "gamma vs null models; rho > 0.5 and the tilt decided against the Monte Carlo null of random "
                 "directions after Holm (sign tests only as secondary columns).",

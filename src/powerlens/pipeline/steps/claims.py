@@ -55,24 +55,42 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str) -> No
     import pandas as pd
 
     from powerlens.analysis.claims import VIEW_MISSING, VIEW_NOT_APPLICABLE, verdict_class, verdict_column_class
+    from powerlens.analysis.claims.view import CONTROL_COLUMN
     from powerlens.outputs.tables import write_table
 
     fams = [c for c in view.columns if c not in ("claim", "statement", "not judged in this run")]
-    words = ("Verdict words (paper.md section 4b, revision 4): reproduced; not reproduced (the part that failed "
-             "follows); inconclusive (the outcome rests on layers left undecided after the Monte Carlo extension "
-             "to 200000 draws, or on a value within 1e-6 of its threshold, or it changes with the Monte Carlo "
-             "seed); not judged (no trained model of the family ran). [k of n agree]: how many of the verdict's "
-             "robustness variants (3 other Monte Carlo seeds, 3 disjoint thirds of the corpus, each quantization "
-             "of a quantized model) give the same word (table_robustness).")
+    controls = {c for c in fams if c.endswith(CONTROL_COLUMN.format(family=""))}
+    words = ("Verdict words (paper.md sections 4b and 4d, revision 5): reproduced; not reproduced (the part that "
+             "failed follows); inconclusive (the outcome rests on layers left undecided after the Monte Carlo "
+             "extension to 200000 draws, or on a value within 1e-6 of its threshold, or it changes with the Monte "
+             "Carlo seed); underpowered (the criterion could not have passed at this resolution, or its pass rests "
+             "on a clause that could not have failed: the reason follows in numbers); not judged (no trained model "
+             "of the family ran). Each cell gives the claim's one p (the partial conjunction over layers for 'at "
+             "least u of L layers', with its 99% interval) beside the smallest p its rule could reach at this "
+             "resolution (attainable p). [k of n agree]: how many of the verdict's robustness variants (3 other "
+             "Monte Carlo seeds, 3 disjoint thirds of the corpus, each quantization of a quantized model) give the "
+             "same word (table_robustness). A matched-control column: each trained model's own configuration and "
+             "embeddings with seeded random layer weights, rescaled to the trained |lambda_1| per layer, judged "
+             "by the same criterion (random weights are never evidence: a control that also passes means the "
+             "test does not need training).")
     write_table(view, verdicts, caption="Claims at a glance: one row per claim, one column per model family with "
-                "trained weights (a family's verdict needs every trained model of it to pass), the synthetic-layer "
-                "checks last. A failed multi-part criterion names the part that failed. The evidence is in "
-                "table_claims; random-weight twins are never evidence (table_claims_twins). " + words,
-                missing={**{f: VIEW_NOT_APPLICABLE for f in fams}, **VIEW_MISSING}, cell_class=verdict_class)
-    write_table(judged, table, caption="Claims audit (paper.md section 4b), models with "
-                "trained weights and synthetic layers: criterion fixed in the config before the run, measured value, "
-                "the null it was judged against, verdict and the part of the criterion that failed. A family's "
-                "verdict uses its trained models only.", cell_class=verdict_column_class)
+                "trained weights (a family's verdict needs every trained model of it to pass) and its matched "
+                "random-layer control beside it, the synthetic-layer checks last. A failed multi-part criterion "
+                "names the part that failed. The evidence is in table_claims; random-weight twins of the paper's "
+                "architectures are never evidence (table_claims_twins). " + words,
+                missing={**{f: VIEW_NOT_APPLICABLE for f in fams}, **VIEW_MISSING,
+                         **{c: "the matched control is judged on the dynamics claims only (C1, C6, C7, C8, C10)"
+                            for c in controls}}, cell_class=verdict_class)
+    judged = judged.drop(columns=["control verdict", "p"], errors="ignore")
+    twin_rows = twin_rows.drop(columns=["control verdict", "matched control", "p"], errors="ignore")
+    write_table(judged, table, caption="Claims audit (paper.md sections 4b and 4d), models with trained weights and "
+                "synthetic layers: criterion fixed in the config before the run, measured value, the null it was "
+                "judged against, the claim's one p and the smallest p its rule could reach at this resolution "
+                "(attainable p: below alpha, or the verdict reads underpowered), the specificity p (the lead's ranks "
+                "among F's other eigen-directions of its kind summed across the model; the independence of the "
+                "layers' ranks is our modelling choice), verdict, the part of the criterion that failed, and the "
+                "matched random-layer control judged the same way. A family's verdict uses its trained models only.",
+                cell_class=verdict_column_class)
     if not len(twin_rows):
         twin_rows = pd.DataFrame([{"claim": "-", "family": "-", "measured": "no family in this run has random-weight "
                                    "twins only"}])

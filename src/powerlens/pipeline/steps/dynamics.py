@@ -39,6 +39,9 @@ OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
     Option("control", "config:dynamics.bias_free_control", kind="yesno",
            help="attention-only: also run the bias-free control (attention biases removed)"),
     Option("alpha", "config:dynamics.alpha", kind="float"),
+    Option("criteria", "config:claims", kind="json",
+           help="JSON of the claims criteria (config `claims:`): the counts of layers the criteria read decide R0 "
+                "and where more draws can change a verdict"),
     Option("robustness", "config:dynamics.robustness", kind="yesno",
            help="trained models: also decide the verdict statistics under 3 other Monte Carlo seeds and on 3 "
                 "disjoint thirds of the corpus (table_robustness)"),
@@ -51,7 +54,7 @@ OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
 def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_npz, out_csv, out_json,
              mode: str, norm: str, steps: int, batch_size: int, max_tokens: int, seed: int, device: str,
              dtype: str, threads: int, null_draws: int, control: bool, long_run_prompts: int, batch_tokens: int,
-             alpha: float, robustness: bool, out_robustness) -> "pd.DataFrame":
+             alpha: float, criteria: dict, robustness: bool, out_robustness) -> "pd.DataFrame":
     """Token dynamics of one model in one mode (:func:`powerlens.analysis.dynamics.analyse`): per-token
     alignments (.npz), per-layer statistics (.csv), the robustness variants' tests (trained models; a header
     only for random weights, which are never evidence), what was run (.json)."""
@@ -73,8 +76,10 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     opts = DynamicsOptions(mode=mode, norm=norm, steps=steps, long_run_prompts=long_run_prompts,
                            batch_size=batch_size, batch_tokens=batch_tokens, max_tokens=max_tokens, dtype=dtype,
                            null_draws=null_draws, bias_free_control=control, seed=seed, device=device,
-                           alpha=alpha, robustness=bool(robustness and not man["random_weights"]),
-                           extend=not man["random_weights"])
+                           alpha=alpha, criteria=criteria,
+                           robustness=bool(robustness and not man["random_weights"]),
+                           # a matched control is judged exactly like its trained model (paper.md section 4d)
+                           extend=bool(not man["random_weights"] or man.get("control_of")))
     run = analyse(lambda: load_model(man, dtype=torch.float32).to(device), get_adapter(man["arch"]), tok, prompts,
                   read_generated_npz(spectra_npz, "spectra"), lambda: ModelWeights.load(weights_st, weights_json),
                   depth=int(meta["n_layers"]), d_model=int(meta["d_model"]), options=opts)
@@ -115,19 +120,21 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
         "special_tokens": ("kept in the forward pass, excluded from the statistics: BOS/CLS/SEP are not prompt "
                            "text (paper.md section 4)"),
         "tokenizer": tokenizer, "device": device, "seed": seed,
-        "null": {"draws": int(o.null_draws), "kind": (
-            "paper.md sections 4, 4b and 4c (revision 4). Monte Carlo null: random subspaces of the lead's "
+        "null": {"draws": int(o.null_draws), "R0": int(run.arrays["null_R0"]), **draws(run), "kind": (
+            "paper.md sections 4, 4b, 4c and 4d (revision 5). Monte Carlo null: random subspaces of the lead's "
             "dimension (Haar), one seeded stream per dimension shared by all layers; p = (#{null > lead} + U (1 + "
-            "#{null == lead})) / (1 + R) with a seeded tie-break U, one-sided, Holm across the model's depth. Its 99% "
-            "interval (Clopper-Pearson, covering every U) is carried through Holm; a test whose interval straddles "
-            "alpha is extended along its stream (R0, 10 R0, 100 R0, at most 200000; R per test in the CSV, "
-            "column <test>_R), and stays 'undecided' at the cap. Eigen-direction null: all other eigen-directions "
-            "of F with |lambda| > 1e-9 |lambda_1| (columns <test>_eig_*), Holm apart. A layer is significant "
-            "(<test>_sig = yes) when both nulls and the sign of the statistic say so and it is not saturated"),
+            "#{null == lead})) / (1 + R) with a seeded tie-break U, one-sided, with its 99% interval "
+            "(Clopper-Pearson, covering every U); Holm across the model's depth for the per-layer marks "
+            "(<test>_sig). A claim reads one p: the partial conjunction of the layers' p (powerlens.analysis."
+            "across_layers). R0 is the smallest count at which every rule read in this mode can reach "
+            "significance, at least `draws`; a test whose criterion can still move is extended where it decides "
+            "(R0, 10 R0, 100 R0, at most 200000; R per test in the CSV, column <test>_R). The lead's rank among "
+            "F's other eigen-directions of its kind (|lambda| > 1e-9 |lambda_1|; columns <test>_eig_*) is summed "
+            "across the model by the claims (the specificity p)"),
             "alpha": float(o.alpha), "variants": list(o.variants),
-            "extension": ("R0, 10 R0, 100 R0 (at most 200000) where a decision straddles alpha" if o.extend else
-                          "off: random weights are never evidence, so no test is extended past R0 draws (an "
-                          "undecided layer stays undecided)"),
+            "extension": ("where a criterion read in this mode can still move: R0, 10 R0, 100 R0 (at most 200000)"
+                          if o.extend else "off: random weights of a paper architecture are never evidence, so no "
+                          "test is extended past R0 draws (an undecided layer stays undecided)"),
             "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
         "statistics_dtype": "float64",
         "arithmetic": {"null_projection_flops": float(run.null_flops), "counts": (
@@ -139,9 +146,24 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
     }
 
 
+def draws(run) -> dict:
+    """The Monte Carlo draws the run's tests used (paper.md section 4d: every test records its draws): the sum
+    over tests and depths of each test's R, for the main statistics and with the robustness variants."""
+    from powerlens.analysis.verdict_tests import TESTS
+
+    def total(df) -> int:
+        cols = [t.col("R") for t in TESTS if t.col("R") in df]
+        return int(df[cols].fillna(0).to_numpy().sum()) if cols and len(df) else 0
+
+    main = total(run.table)
+    return {"draws_main": main, "draws_total": main + total(run.robustness),
+            "draws_per_test": {t.prefix: int(run.table[t.col("R")].fillna(0).sum()) for t in TESTS
+                               if t.col("R") in run.table}}
+
+
 def show(result, kw: dict) -> None:
-    cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p_holm", "rho", "rho_null_q95",
-            "rho_p_holm", "tilt", "tilt_p_holm"]
+    cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p", "rho", "rho_null_q95", "rho_p", "tilt",
+            "tilt_p", "tilt_eig_pct"]
     print(result[cols].head(60).to_string(index=False))
 
 

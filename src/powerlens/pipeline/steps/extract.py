@@ -33,6 +33,7 @@ def extract(manifest_path: str | Path, st_path: str | Path, json_path: str | Pat
     extra = {
         "model": man["model"], "source": man["source"], "random_weights": man["random_weights"],
         "weights_label": man["weights_label"], "repo_id": man.get("repo_id"), "twin_of": man.get("twin_of"),
+        "control_of": man.get("control_of"),
         "resolved_revision": man.get("resolved_revision"), "n_params": n_params,
         "weight_files_sha256": {k: v["sha256"] for k, v in man["files"].items() if k.endswith(".safetensors")},
         "model_type": cfg.model_type, "dtype": "float32 (weights), float64 (F)",

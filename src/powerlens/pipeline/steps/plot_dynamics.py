@@ -16,16 +16,17 @@ OPTIONS = (
     Option("fig-albert-rotation", "param:rotation", help="path of fig_albert_rotation without suffix"),
     Option("table-alignment", "param:table", help="path of table_alignment without suffix"),
     Option("alpha", "config:dynamics.alpha", kind="float", help="significance level after Holm correction"),
+    Option("criteria", "config:claims", kind="json", help="JSON of the claims criteria (config `claims:`)"),
     Option("dpi", "config:plot.dpi", kind="int", help="resolution of the PNG figures"),
 )
 
 
 def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: dict, fig_gamma: str, fig_rho: str,
                   fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha:
-                  float, dpi: int):
+                  float, criteria: dict, dpi: int):
     from powerlens.outputs.figures import dynamics_figures
 
-    return dynamics_figures(csv, npz, meta, labels, alpha=alpha, dpi=dpi,
+    return dynamics_figures(csv, npz, meta, labels, alpha=alpha, crit=criteria, dpi=dpi,
                             stems={"fig_gamma": fig_gamma, "fig_rho": fig_rho, "fig_tilt": fig_tilt,
                                    "fig_albert_consensus": fig_albert_consensus,
                                    "fig_albert_rotation": fig_albert_rotation, "table_alignment": table_alignment})

@@ -29,8 +29,8 @@ def plot_theory(*, fig: str, table: str, dpi: int, alpha: float, **cases: str):
     for c in CASES:
         with np.load(cases[f"{c}_npz"], allow_pickle=False) as z:
             arrs[c] = {k: z[k] for k in z.files}
-    rate = next(r["predicted"] for r in docs["real"]["results"] if r["attention"] == "full")
-    angle = next(r["predicted"] for r in docs["complex"]["results"] if r["quantity"].startswith("angle"))
+    rate = next(r["predicted"] for r in docs["real"]["results"] if r["id"] == "C2.rate.full")
+    angle = next(r["predicted"] for r in docs["complex"]["results"] if r["id"] == "C3.angle.full")
     fig_theory(arrs["real"], arrs["complex"], arrs["bipartite"], {"rate": rate, "angle": angle}, fig, dpi)
     t = theory_table([r for c in CASES for r in docs[c]["results"]], alpha=alpha)
     write_table(t, table, caption="Theory checks on synthetic layers (prediction under full attention; "

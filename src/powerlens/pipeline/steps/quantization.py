@@ -36,13 +36,14 @@ OPTIONS = (
     Option("top-k", "config:spectra.top_k", kind="int"),
     Option("null-draws", "config:dynamics.null_draws", kind="int"),
     Option("alpha", "config:dynamics.alpha", kind="float"),
+    Option("criteria", "config:claims", kind="json", help="JSON of the claims criteria (config `claims:`)"),
     Option("threads", "threads", kind="int"),
 )
 
 
 def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_csv, out_json, out_dynamics,
                  qtypes: list[str], batch_size: int, max_tokens: int, seed: int, top_k: int, null_draws: int,
-                 alpha: float, threads: int) -> "pd.DataFrame":
+                 alpha: float, criteria: dict, threads: int) -> "pd.DataFrame":
     """Quantization sensitivity of one full-precision model: spectra and model-mode dynamics of copies
     quantized with the gguf package's quantizers, compared per layer with the full-precision results."""
     import pandas as pd
@@ -70,7 +71,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
     # are unused in model mode
     opts = DynamicsOptions(mode="model", norm="l2", steps=1, long_run_prompts=1, batch_size=batch_size,
                            batch_tokens=None, max_tokens=max_tokens, dtype="float32", null_draws=null_draws,
-                           bias_free_control=False, seed=seed, alpha=alpha)
+                           bias_free_control=False, seed=seed, alpha=alpha, criteria=criteria)
     tables = []
     for qtype in qtypes:
         model = load_model(man, dtype=torch.float32)

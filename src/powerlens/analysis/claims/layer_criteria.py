@@ -1,0 +1,287 @@
+"""The criteria read on the token dynamics (C1, C6, C7, C8, C10: paper.md sections 4b and 4d), each a small
+function of one model's per-layer tables returning a :class:`~powerlens.analysis.claims.criteria.Verdict`: one
+p per claim (the partial conjunction over layers), the specificity p across the model, the smallest p each
+rule could reach at this resolution ("underpowered" where it could not pass, or where a pass rests on a clause
+that could not fail), and the per-layer Holm marks the figures draw (:class:`Count`)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from powerlens.analysis import decisions as dc
+from powerlens.analysis.claims import flip as fl
+from powerlens.analysis.claims.criteria import Verdict, verdict
+from powerlens.analysis.parts import Part, evaluate
+from powerlens.analysis.verdict_tests import AT_LEAST, FEWER_THAN, NOT_LAST, layer_tests, readings
+from powerlens.core.fmt import fmt_num
+
+RANDOM_NULL = "random directions (Monte Carlo, partial conjunction over layers)"
+SPECIFIC_NULL = ("F's other eigen-directions of the lead's kind (|lambda| > 1e-9 |lambda_1|): the lead's ranks summed "
+                 "across the model, layers taken as independent (our modelling choice)")
+BOTH_NULLS = f"{RANDOM_NULL}; specificity against {SPECIFIC_NULL}"
+
+def _f(x: float) -> str:
+    return fmt_num(x)
+
+
+def _depth(g: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the model's own depth (long shared-weight runs test only those against the nulls)."""
+    for c in ("tilt_p", "rho_p", "rho_p_holm"):
+        if c in g:
+            return g[g[c].notna()]
+    return g
+
+
+class Count(NamedTuple):
+    """Layers of the model's own depth whose per-layer Holm mark ``<col>_sig`` says yes, and undecided, out of
+    ``of`` (the figures' marks; a claim's verdict reads one p, :func:`parts`)."""
+
+    yes: int
+    undecided: int
+    of: int
+    saturated: int
+    max_R: int
+
+    def text(self) -> str:
+        extra = [f"{self.undecided} undecided at R = {self.max_R}" if self.undecided else "",
+                 f"{self.saturated} saturated, not counted" if self.saturated else ""]
+        extra = [e for e in extra if e]
+        return f"{self.yes} of {self.of}" + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def count(g: pd.DataFrame, col: str, *, alpha: float, above: float = -np.inf) -> Count:
+    """Per-layer Holm marks of test ``col`` (``tilt``, ``attn_tilt_neg``...) over the model's own depth. A table
+    without ``<col>_sig`` (the bias-free control's columns) counts ``<col>_p_holm`` < alpha with ``col`` above
+    ``above``, saturated layers excluded."""
+    d = _depth(g)
+    if f"{col}_sig" in d:
+        s = d[f"{col}_sig"].fillna(dc.NO).astype(str)
+    elif f"{col}_p_holm" in d:
+        ok = (d[f"{col}_p_holm"] < alpha) & (d[col] > above)
+        if f"{col}_saturated" in d:
+            ok &= ~d[f"{col}_saturated"].fillna(False).astype(bool)
+        s = ok.map({True: dc.YES, False: dc.NO})
+    else:
+        s = pd.Series([dc.NO] * len(d), dtype=object)
+    sat = _saturated(d, col)
+    R = int(d[f"{col}_R"].max()) if f"{col}_R" in d and len(d) and d[f"{col}_R"].notna().any() else 0
+    return Count(int((s == dc.YES).sum()), int((s == dc.UNDECIDED).sum()), len(d), sat, R)
+
+
+def share_significant(g: pd.DataFrame, stat: str, *, alpha: float, above: float = 0.0) -> tuple[int, int]:
+    """(layers whose per-layer Holm mark says significant, layers of the model's depth): the counts the figures
+    annotate. ``alpha`` and ``above`` are part of each test's decision in the dynamics table already."""
+    c = count(g, stat, alpha=alpha, above=above)
+    return c.yes, c.of
+
+
+def _saturated(d: pd.DataFrame, col: str) -> int:
+    return int(d[f"{col}_saturated"].fillna(False).astype(bool).sum()) if f"{col}_saturated" in d else 0
+
+
+def n_saturated(g: pd.DataFrame, stat: str) -> int:
+    """Layers of the model's own depth whose ``stat`` is saturated (ties with half or more of the draws)."""
+    return _saturated(_depth(g), stat)
+
+
+def parts(g: pd.DataFrame | None, claim: str, crit: dict, mode: str | None = None, r_cap: int = dc.R_CAP
+          ) -> list[Part]:
+    """Every part of ``claim``'s criterion (:data:`~powerlens.analysis.verdict_tests.READINGS`, those of ``mode``
+    when given) on one model's dynamics table; ``r_cap``: the most draws a Monte Carlo test may get (the
+    resolution the power is computed at)."""
+    d = _depth(g) if g is not None and len(g) else None
+    return [evaluate(r, layer_tests(d, r.test) if d is not None else None, crit, crit["alpha"], r_cap)
+            for r in readings(mode, claim)]
+
+
+def _label(x: Part) -> str:
+    return f"{x.reading.part}: " if x.reading.part else ""
+
+
+def _part_failed(x: Part, alpha: float) -> str:
+    """What failed (or stays undecided) in one part, in numbers."""
+    r = x.reading
+    if r.rule == AT_LEAST:
+        bits = []
+        for name, t in (("random directions", x.conj), ("specificity", x.spec)):
+            if t is None or t.decision == dc.YES:
+                continue
+            bits.append(f"{name} p {_f(t.p)} >= {alpha}" if t.decision == dc.NO else
+                        f"{name} p {_f(t.p)}, its 99% interval {_f(t.lo)} to {_f(t.hi)} straddles {alpha}")
+        return _label(x) + "; ".join(bits)
+    if r.rule == FEWER_THAN:
+        return f"{_label(x)}significant (per-layer Holm) in {x.yes} of {x.of} layers, must stay under {x.limit}" + (
+            f" ({x.undecided} undecided)" if x.undecided else "")
+    if r.rule == NOT_LAST:
+        return f"{_label(x)}the last output is aligned with the first layer's v_1 beyond the null (p {_f(x.p)})"
+    return f"{_label(x)}max {_f(x.value)} not below the bound"
+
+
+def _part_flip(x: Part, alpha: float) -> str:
+    r = x.reading
+    if r.rule == AT_LEAST:
+        out = []
+        if x.conj is not None:
+            out.append(fl.threshold(x.conj.p, alpha, f"{_label(x)}claim p", above=False))
+        if x.spec is not None:
+            out.append(fl.threshold(x.spec.p, alpha, f"{_label(x)}specificity p", above=False))
+        return "; ".join(out)
+    if r.rule == FEWER_THAN:
+        return fl.below(x.yes, x.undecided, x.of, x.limit, f"{_label(x)}significant layers")
+    if r.rule == NOT_LAST:
+        return (f"{_label(x)}the last output's alignment with the first v_1 would have to "
+                + ("become significant" if x.decision == dc.YES else "lose its significance"))
+    return ""
+
+
+def from_parts(ps: list[Part], crit: dict, measured: str, null: str, extra_failed: list[tuple[str, str]] = ()
+               ) -> Verdict:
+    """A Verdict from a criterion's parts (and any part judged outside them, as (text, tri-state)): the state,
+    what failed, what would flip it, the claim's p, the attainable p and the specificity (paper.md section 4d).
+    A part that must be significant and could not be at this resolution makes the verdict "underpowered"; so
+    does a pass that rests on a clause of absence that could not fail."""
+    alpha = crit["alpha"]
+    states = [x.decision for x in ps] + [s for _, s in extra_failed]
+    state = dc.both(*states)
+    failed = "; ".join([_part_failed(x, alpha) for x in ps if x.decision == dc.NO]
+                       + [t for t, s in extra_failed if s == dc.NO])
+    undecided = "; ".join([_part_failed(x, alpha) + ": undecided" for x in ps if x.decision == dc.UNDECIDED]
+                          + [t + ": undecided" for t, s in extra_failed if s == dc.UNDECIDED])
+    flip = fl.join([(_part_flip(x, alpha), x.decision) for x in ps], state)
+    cannot_pass = [x for x in ps if x.reading.rule == AT_LEAST and not x.powered]
+    cannot_fail = [x for x in ps if x.reading.rule in (FEWER_THAN, NOT_LAST) and not x.powered]
+    reason = ""
+    if cannot_pass:
+        reason = "could not pass at this resolution: " + "; ".join(_label(x) + x.power for x in cannot_pass)
+    elif state == dc.YES and cannot_fail:
+        reason = "the pass rests on a clause that could not fail: " + "; ".join(_label(x) + x.power
+                                                                                for x in cannot_fail)
+    main = next((x for x in ps if x.reading.rule == AT_LEAST), None)
+    claim_p = main.conj.text() if main is not None and main.conj is not None else "-"
+    p_short = _f(main.conj.p) if main is not None and main.conj is not None else "-"
+    conj_parts = [x for x in ps if x.reading.rule == AT_LEAST]
+    attainable = "; ".join((_label(x) if len(conj_parts) > 1 else "") + _f(x.attainable) for x in conj_parts) or "-"
+    spec = next((x.spec for x in ps if x.spec is not None), None)
+    v = verdict(state, measured, null, failed, undecided, flip)
+    if reason:
+        v = v._replace(ok=False, inconclusive=False, underpowered=reason, failed=reason)
+    return v._replace(claim_p=claim_p, p_short=p_short, attainable=attainable,
+                      specificity=spec.text() if spec is not None else "-")
+
+
+def c1(law: pd.DataFrame, model: pd.DataFrame | None, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+    """C1 in the attention-only law (the claim drops the FFN): the tilt a(t+1) - a(t) towards v_1 beats random
+    directions in at least a share u of the L layers (one p: the partial conjunction, paper.md section 4d) AND
+    the lead beats F's other eigen-directions across the model (the specificity p). The row shows beside it the
+    same test in the real forward pass (never the basis of the verdict)."""
+    ps = parts(law, "C1", crit, r_cap=r_cap)
+    d = _depth(law)
+    x = ps[0]
+    marks = count(law, "tilt", alpha=crit["alpha"])
+    measured = (f"law: claim {x.conj.text()}; specificity {x.spec.text()}; per-layer Holm marks {marks.text()}; "
+                f"median tilt {_f(d['tilt'].median())}")
+    if model is not None and len(model):
+        m = parts(model, "C1", crit, r_cap=r_cap)  # the same reading on the real pass's tables
+        if m and m[0].conj is not None and not np.isnan(m[0].conj.p):
+            measured += (f"; real forward pass (FFN included), same test: claim {m[0].conj.text()}, specificity p "
+                         f"{_f(m[0].spec.p)}")
+    null = (f"{BOTH_NULLS}; random directions: median tilt {_f(d['tilt_null_median'].median())}, q95 "
+            f"{_f(d['tilt_null_q95'].median())}")
+    return from_parts(ps, crit, measured, null)
+
+
+def c6(g: pd.DataFrame, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+    """(a) gamma above the random-direction null in at least one layer (partial conjunction with u = 1, i.e.
+    Bonferroni over the layers), (b) below the weak bound in every layer, and (c) no accumulation (the last
+    output is not aligned with the first layer's v_1 beyond the null)."""
+    ps = parts(g, "C6", crit, r_cap=r_cap)
+    a, b, c = ps
+    d = _depth(g)
+    measured = (f"(a) gamma above the null: claim {a.conj.text()} (above the null's q95, uncorrected: "
+                f"{int((d['gamma'] > d['gamma_null_q95']).sum())} layers); (b) max gamma {_f(b.value)} "
+                f"(< {crit['C6_weak_below']}: {b.decision}); (c) last output vs first v_1: {_f(c.value)} (p "
+                f"{_f(c.p)}, beyond the null: {({dc.NO: 'yes', dc.YES: 'no'}).get(c.decision, 'undecided')})")
+    null = (f"random directions: median gamma {_f(d['gamma_null_median'].median())}, q95 "
+            f"{_f(d['gamma_null_q95'].median())}")
+    return from_parts(ps, crit, measured, null)
+
+
+def c7(g: pd.DataFrame, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+    """rho > 0.5 beating random directions in at least a share u of the layers (partial conjunction; saturated
+    layers count as no evidence) AND the specificity p across the model, over the model's own depth."""
+    ps = parts(g, "C7", crit, r_cap=r_cap)
+    d = _depth(g)
+    x = ps[0]
+    measured = (f"claim {x.conj.text()}; specificity {x.spec.text()}; per-layer Holm marks "
+                f"{count(g, 'rho', alpha=crit['alpha']).text()}; median rho {_f(d['rho'].median())}")
+    null = (f"{BOTH_NULLS}; random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
+            f"{_f(d['rho_null_q95'].median())}")
+    return from_parts(ps, crit, measured, null)
+
+
+def c10(model: pd.DataFrame, law: pd.DataFrame | None, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+    """C10 in the real forward pass, split at the sublayers: the attention sublayer's tilt beats random
+    directions in at least a share u of the layers (partial conjunction) with the specificity p, AND the FFN
+    sublayer's tilt is significantly negative (per-layer Holm) in fewer than a quarter of them (a clause of
+    absence: checked for whether it could fail). The law's claim p is C1's, shown for reference."""
+    if "attn_tilt_p" not in model:
+        return Verdict(False, "no sublayer tilts in this run's model-mode table", "-", "no sublayer tilts")
+    ps = parts(model, "C10", crit, r_cap=r_cap)
+    att, ffn = ps
+    al = crit["alpha"]
+    measured = (f"real forward pass: attention sublayer claim {att.conj.text()}, specificity {att.spec.text()}; "
+                f"per-layer Holm marks: attention positive {count(model, 'attn_tilt', alpha=al).text()}, negative "
+                f"{count(model, 'attn_tilt_neg', alpha=al).text()}; FFN positive "
+                f"{count(model, 'ffn_tilt', alpha=al).text()}, negative {ffn.yes} of {ffn.of} (must stay under "
+                f"{ffn.limit}; {ffn.power})")
+    if law is not None and len(law):
+        lp = parts(law, "C1", crit, r_cap=r_cap)
+        if lp and lp[0].conj is not None:
+            measured += f"; the law (C1): claim p {_f(lp[0].conj.p)}"
+    return from_parts(ps, crit, measured, f"{BOTH_NULLS}; FFN clause: random directions, Holm across layers")
+
+
+def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
+    """Spearman correlation across layers between 1 - |lambda_next|/|lambda_1| and gamma_t - null median,
+    positive and significant (one-sided). Its attainable p is 1 / L! (a perfect ordering of L layers): with
+    too few layers the test cannot pass ("underpowered")."""
+    from scipy.stats import spearmanr
+
+    from powerlens.analysis.across_layers import spearman_attainable
+
+    d = _depth(g).merge(spec[["layer", "ratio_next"]], on="layer")
+    x, y = 1 - d["ratio_next"].to_numpy(), (d["gamma"] - d["gamma_null_median"]).to_numpy()
+    floor = spearman_attainable(len(d))
+    if floor >= alpha:
+        why = f"{len(d)} layers: the smallest attainable p is 1/{len(d)}! = {_f(floor)} >= {alpha}"
+        return Verdict(False, f"{len(d)} layers", "no correlation (one-sided Spearman test)", why,
+                       underpowered=why, attainable=_f(floor))
+    if len(d) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return Verdict(False, f"{len(d)} layers: correlation not defined", "-", "correlation not defined",
+                       attainable=_f(floor))
+    r = spearmanr(x, y, alternative="greater")
+    ok = bool(r.statistic > 0 and r.pvalue < alpha)
+    flip = fl.threshold(float(r.pvalue), alpha, "p", above=False)
+    return Verdict(ok, f"Spearman {_f(r.statistic)} (p {_f(r.pvalue)}, {len(d)} layers); median ratio beyond "
+                   f"the pair {_f(float(np.median(d['ratio_next'])))}", "no correlation (one-sided Spearman test)",
+                   "" if ok else f"Spearman {_f(r.statistic)}, p {_f(r.pvalue)}", flip=flip,
+                   claim_p=f"p {_f(r.pvalue)} (Spearman {_f(r.statistic)}, {len(d)} layers)", p_short=_f(r.pvalue),
+                   attainable=_f(floor))
+
+
+
+
+def tilt_summary(g: pd.DataFrame, crit: dict) -> dict:
+    """table_alignment's columns of C1's reading on one model-mode table: the claim's p (partial conjunction at
+    C1's share of the layers), the specificity p, the lead's mean percentile among F's other eigen-directions
+    of its kind and its layers in their top 5% beside the number expected."""
+    x = parts(g, "C1", crit)[0]
+    if x.conj is None or x.spec is None:
+        return {}
+    s = x.spec
+    return {"tilt claim p (partial conjunction, C1's share)": x.conj.p, "tilt specificity p": s.p,
+            "tilt lead: mean percentile among F's eigen-directions": s.mean_pct,
+            "tilt lead in top 5% (layers; expected)": f"{s.top5} of {s.layers}; {_f(s.top5_expected)}"}

@@ -1,0 +1,136 @@
+"""A claim part's decision from its test's columns (:class:`powerlens.analysis.verdict_tests.Reading`), what the
+part could reach with perfect data (paper.md section 4d: power first), and which layers' draws could still
+change it. The dynamics step calls :func:`evaluate` to decide where to extend the Monte Carlo draws; the claims
+call it to judge: one function, so the draws are spent exactly where the verdict can move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from powerlens.analysis import decisions as dc
+from powerlens.analysis.across_layers import Conjunction, Specificity, partial_conjunction, specificity, zero_upper
+from powerlens.analysis.verdict_tests import AT_LEAST, BELOW_ALL, FEWER_THAN, NOT_LAST, LayerTests, Reading
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a criterion on one model. ``decision``: the part holds (yes), fails (no) or rests on tests
+    still undecided (undecided). ``powered``: the part could have gone the other way at this resolution (a
+    part that must be significant could pass; a clause of absence could fail); ``power`` says so in numbers.
+    ``straddling``: layer indices (into the test's rows) whose intervals straddle the value that decides the
+    part, most promising first; ``need``: how many of them must move to decide it."""
+
+    reading: Reading
+    decision: str
+    powered: bool
+    power: str
+    conj: Conjunction | None = None
+    spec: Specificity | None = None
+    yes: int = 0  # fewer_than: layers significant (per-layer Holm), undecided, of
+    undecided: int = 0
+    of: int = 0
+    limit: int = 0
+    value: float = float("nan")  # below_all: the largest value; not_last: the statistic at the last depth
+    p: float = float("nan")  # not_last: its p
+    straddling: tuple[int, ...] = field(default_factory=tuple)
+    need: int = 0
+    tau: float | None = None  # at_least: the per-layer p below which a layer counts (alpha / (L - u + 1))
+
+    @property
+    def attainable(self) -> float:
+        """The smallest p the part's rule could produce at the cap (the larger of its tests' where it has two)."""
+        vals = [x.attainable for x in (self.conj, self.spec) if x is not None]
+        return max(vals) if vals else float("nan")
+
+
+def _fmt(x: float) -> str:
+    from powerlens.core.fmt import fmt_num
+
+    return fmt_num(x)
+
+
+def evaluate(reading: Reading, lt: LayerTests | None, crit: dict, alpha: float, r_cap: int = dc.R_CAP) -> Part:
+    """The part ``reading`` on the test columns ``lt`` (None: the run has no such test, the part fails)."""
+    if lt is None or lt.L == 0:
+        return Part(reading, dc.NO, False, "no such test in this run")
+    L = lt.L
+    if reading.rule == AT_LEAST:
+        return _at_least(reading, lt, crit, alpha, r_cap)
+    if reading.rule == FEWER_THAN:
+        m = reading.u(L, crit)
+        yes, und = int(np.sum(lt.sig == dc.YES)), int(np.sum(lt.sig == dc.UNDECIDED))
+        decision = dc.YES if yes + und < m else dc.NO if yes >= m else dc.UNDECIDED
+        floor = L * zero_upper(r_cap)  # Holm's smallest adjusted p with perfect data at the cap
+        powered = m <= L and floor < alpha
+        power = (f"could fail: {m} of {L} layers significant would need Holm's first step L x {_fmt(zero_upper(r_cap))}"
+                 f" = {_fmt(floor)} < {alpha}" if powered else
+                 f"could not fail: {m} significant layers of {L} " + (
+                     "cannot exist" if m > L else f"need Holm p below {alpha}; the smallest attainable is "
+                                                  f"{_fmt(floor)}"))
+        order = sorted(np.flatnonzero(lt.sig == dc.UNDECIDED), key=lambda i: lt.p[i])
+        return Part(reading, decision, powered, power, yes=yes, undecided=und, of=L, limit=m,
+                    straddling=tuple(int(i) for i in order), need=max(0, m - yes))
+    if reading.rule == NOT_LAST:
+        i = L - 1
+        s = str(lt.sig[i])
+        decision = {dc.YES: dc.NO, dc.NO: dc.YES}.get(s, dc.UNDECIDED)
+        floor = zero_upper(r_cap)
+        powered = floor < alpha
+        power = (f"could fail: one test, smallest attainable p {_fmt(floor)} < {alpha}" if powered else
+                 f"could not fail: smallest attainable p {_fmt(floor)} >= {alpha}")
+        return Part(reading, decision, powered, power, value=float(lt.value[i]), p=float(lt.p[i]),
+                    straddling=(i,) if decision == dc.UNDECIDED else (), need=1 if decision == dc.UNDECIDED else 0)
+    if reading.rule == BELOW_ALL:
+        bound = float(crit[reading.bound_key])
+        decision = dc.both(*[dc.compare(float(x), bound, above=False) for x in lt.value])
+        return Part(reading, decision, True, "a bound on every layer's value (no null)",
+                    value=float(np.nanmax(lt.value)))
+    raise ValueError(f"unknown reading rule {reading.rule!r}")
+
+
+def _at_least(reading: Reading, lt: LayerTests, crit: dict, alpha: float, r_cap: int) -> Part:
+    L, u = lt.L, reading.u(lt.L, crit)
+    p, lo, hi = lt.claim_p()
+    conj = partial_conjunction(p, lo, hi, u, alpha, r_cap)
+    spec = specificity(lt.eig_beaten, lt.eig_tied, lt.eig_M, lt.eig_rank, alpha) if reading.specific else None
+    decision = dc.both(conj.decision, spec.decision) if spec is not None else conj.decision
+    can = [conj.attainable < alpha] + ([spec.attainable < alpha] if spec is not None else [])
+    k = L - u + 1
+    power = [f"random directions: at least {u} of {L} layers, smallest attainable p {k} x "
+             f"{_fmt(zero_upper(r_cap))} = {_fmt(conj.attainable)} at {r_cap} draws"]
+    if spec is not None:
+        power.append("specificity: " + ("F has no other eigen-direction of the lead's kind in any layer: no power"
+                                         if not spec.layers else
+                                         f"{spec.layers} layers with {min(spec.members)}-{max(spec.members)} "
+                                         f"eigen-directions of the lead's kind, smallest attainable p "
+                                         f"{_fmt(spec.attainable)}"))
+    straddling, need = (), 0
+    if conj.decision == dc.UNDECIDED:
+        tau = alpha / k
+        straddling = tuple(int(i) for i in sorted(np.flatnonzero((lo < tau) & (hi >= tau)), key=lambda i: p[i]))
+        need = max(0, u - int(np.sum(hi < tau)))
+    return Part(reading, decision, all(can), f"needs p < {alpha}; " + "; ".join(power), conj=conj, spec=spec,
+                straddling=straddling, need=need, tau=alpha / k)
+
+
+def claim_decision(parts: list[Part]) -> str:
+    """A criterion's tri-state over its parts (:func:`powerlens.analysis.decisions.both`)."""
+    return dc.both(*[x.decision for x in parts])
+
+
+def to_extend(parts: list[Part], extendable) -> list[tuple[Part, int]]:
+    """(part, layer index) pairs whose draws could change the criterion: none once any part fails or all hold;
+    else, per undecided part, its first ``need`` straddling layers that ``extendable(part, i)`` allows (an
+    undecided absence clause: all of its straddling layers)."""
+    if claim_decision(parts) != dc.UNDECIDED:
+        return []
+    out: list[tuple[Part, int]] = []
+    for x in parts:
+        if x.decision != dc.UNDECIDED or not x.straddling:
+            continue
+        ok = [i for i in x.straddling if extendable(x, i)]
+        out += [(x, i) for i in (ok if x.reading.rule in (FEWER_THAN, NOT_LAST) else ok[: max(1, x.need)])]
+    return out

@@ -1,0 +1,222 @@
+"""The verdict statistics' names, declared once: which per-layer tests the dynamics step decides, the columns it
+writes for each, and which claim reads which test, in which mode and by which rule. The dynamics step
+(:mod:`powerlens.analysis.dynamics.decided`: what to compute and where more draws can change a verdict) and the
+claims (:mod:`powerlens.analysis.claims`) both import this module, so a column name is spelled in one place.
+
+A *test* is a probe (which states and which direction, :mod:`powerlens.analysis.dynamics.probes`), a statistic
+(gamma, rho, the tilt) and a tail. Its columns in a dynamics table are ``<prefix>_<field>`` (:class:`Field`):
+``tilt_p``, ``rho_p_hi``, ``attn_tilt_neg_eig_beaten``...
+
+A *reading* is how one part of a claim's criterion reads one test (paper.md sections 4b and 4d):
+
+``at_least``   "in at least u of the L layers": the partial-conjunction p over the layers' random-direction p
+               (side condition applied), with the specificity p across the model where the claim needs it;
+``fewer_than`` a clause of absence: the test is significant (per-layer Holm) in fewer than a share of the layers;
+``not_last``   a clause of absence at the last depth: the test is not significant there (C6 (c));
+``below_all``  a value below a bound in every layer (C6 (b), no null).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from powerlens.analysis import decisions as dc
+
+THRESHOLD = {"gamma": None, "rho": 0.5, "tilt": 0.0}  # the side condition of a statistic (None: none)
+
+
+class Field:
+    """The per-test fields of a dynamics table (suffixes of ``<prefix>_``)."""
+
+    P, P_LO, P_HI = "p", "p_lo", "p_hi"  # the random-direction p and its 99% interval (unadjusted)
+    R, TIES, SATURATED, TIE_BOUND = "R", "ties", "saturated", "tie_bound"
+    NULL_MEDIAN, NULL_Q95, PCT = "null_median", "null_q95", "pct"
+    P_HOLM, P_HOLM_LO, P_HOLM_HI = "p_holm", "p_holm_lo", "p_holm_hi"  # Holm across the depth (the figures' marks)
+    MC_SIG = "mc_sig"  # Holm decision of the random-direction null alone
+    SIDE = "side"  # the side condition (tilt > 0, rho > 0.5; tilt < 0 for a lower test): yes / no / undecided
+    SIG = "sig"  # the per-layer mark: Holm yes, the side condition holds, not saturated
+    # the lead among F's other eigen-directions of its kind: members, members it beats, ties, randomised rank,
+    # percentile
+    EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT = "eig_M", "eig_beaten", "eig_tied", "eig_rank", "eig_pct"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One per-layer test: a probe, a statistic and a tail (``upper``: larger than the null; ``lower``: smaller).
+    ``eigen``: the lead's rank among F's other eigen-directions of its kind is recorded (specificity)."""
+
+    probe: str
+    stat: str
+    tail: str = "upper"
+    eigen: bool = False
+
+    @property
+    def value(self) -> str:
+        """The statistic's value column (shared by both tails): ``tilt``, ``rho_M``, ``attn_tilt``..."""
+        return {"layer": self.stat, "layer_M": f"{self.stat}_M", "layer_Ft": f"{self.stat}_Ft",
+                "attn": f"attn_{self.stat}", "ffn": f"ffn_{self.stat}", "first": f"first_lead_{self.stat}"}[self.probe]
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of the test's own columns: the value column, ``_neg`` for a lower test."""
+        return self.value + ("_neg" if self.tail == "lower" else "")
+
+    def col(self, field: str) -> str:
+        return f"{self.prefix}_{field}"
+
+    @property
+    def threshold(self) -> float | None:
+        return THRESHOLD[self.stat]
+
+
+GAMMA = TestSpec("layer", "gamma")
+RHO = TestSpec("layer", "rho", eigen=True)
+TILT = TestSpec("layer", "tilt", eigen=True)
+ATTN_TILT = TestSpec("attn", "tilt", eigen=True)
+ATTN_TILT_NEG = TestSpec("attn", "tilt", "lower", eigen=True)
+FFN_TILT = TestSpec("ffn", "tilt", eigen=True)
+FFN_TILT_NEG = TestSpec("ffn", "tilt", "lower", eigen=True)
+FIRST_GAMMA = TestSpec("first", "gamma")
+TESTS: tuple[TestSpec, ...] = (GAMMA, RHO, TILT, ATTN_TILT, ATTN_TILT_NEG, FFN_TILT, FFN_TILT_NEG, FIRST_GAMMA,
+                               *(TestSpec(p, s) for p in ("layer_M", "layer_Ft") for s in ("gamma", "rho", "tilt")))
+
+
+def spec_of(prefix: str) -> TestSpec:
+    """The test whose column prefix is ``prefix`` (``tilt``, ``attn_tilt_neg``...)."""
+    for t in TESTS:
+        if t.prefix == prefix:
+            return t
+    raise KeyError(f"no verdict test has the column prefix {prefix!r}")
+
+
+AT_LEAST, FEWER_THAN, NOT_LAST, BELOW_ALL = "at_least", "fewer_than", "not_last", "below_all"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How one part of a claim's criterion reads one test (see the module's docstring). ``share_key``: the
+    config ``claims:`` key holding the share of layers (None: u = 1); ``bound_key``: the key holding a bound
+    (``below_all``); ``specific``: the specificity p across the model is part of it."""
+
+    claim: str
+    part: str
+    mode: str
+    test: TestSpec
+    rule: str
+    share_key: str | None = None
+    specific: bool = False
+    bound_key: str | None = None
+
+    def u(self, L: int, crit: dict) -> int:
+        """The count of layers the part needs (``at_least``) or must stay under (``fewer_than``)."""
+        from powerlens.analysis.across_layers import layers_needed
+
+        return 1 if self.share_key is None else layers_needed(float(crit[self.share_key]), L)
+
+    def holm_k(self, L: int, crit: dict) -> int:
+        """The multiplier of the smallest p in this part's decision: L - u + 1 (partial conjunction), L (Holm's
+        first step, for a Holm count), 1 (one test)."""
+        return {AT_LEAST: L - self.u(L, crit) + 1, FEWER_THAN: L, NOT_LAST: 1}.get(self.rule, 1)
+
+    def needs_draws(self) -> bool:
+        return self.rule in (AT_LEAST, FEWER_THAN, NOT_LAST)
+
+
+READINGS: tuple[Reading, ...] = (
+    Reading("C1", "", "attention-only", TILT, AT_LEAST, "C1_share_layers", specific=True),
+    Reading("C6", "(a)", "model", GAMMA, AT_LEAST),
+    Reading("C6", "(b)", "model", GAMMA, BELOW_ALL, bound_key="C6_weak_below"),
+    Reading("C6", "(c)", "model", FIRST_GAMMA, NOT_LAST),
+    Reading("C7", "", "model", RHO, AT_LEAST, "C7_share_layers", specific=True),
+    Reading("C10", "attention", "model", ATTN_TILT, AT_LEAST, "C1_share_layers", specific=True),
+    Reading("C10", "FFN", "model", FFN_TILT_NEG, FEWER_THAN, "C10_ffn_negative_below"),
+)
+
+
+def readings(mode: str | None = None, claim: str | None = None) -> tuple[Reading, ...]:
+    return tuple(r for r in READINGS if (mode is None or r.mode == mode) and (claim is None or r.claim == claim))
+
+
+def reading(claim: str, part: str = "") -> Reading:
+    return next(r for r in READINGS if r.claim == claim and r.part == part)
+
+
+def read_tests(mode: str) -> set[TestSpec]:
+    """The tests some criterion reads in this mode: the only ones whose draws are ever extended."""
+    return {r.test for r in readings(mode) if r.needs_draws()}
+
+
+def first_draws(mode: str, L: int, crit: dict, alpha: float, configured: int) -> int:
+    """R0 from the rule (paper.md section 4d): the smallest count at which every rule read in this mode can reach
+    significance (k times the 99% upper bound of zero exceedances out of R0 below alpha), at least the
+    configured ``null_draws``."""
+    from powerlens.analysis.across_layers import draws_to_reach
+
+    need = [draws_to_reach(r.holm_k(L, crit), alpha) for r in readings(mode) if r.needs_draws()]
+    return max([int(configured)] + [n for n in need if n is not None])
+
+
+@dataclass(frozen=True)
+class LayerTests:
+    """One test's columns over a model's own depth, as arrays (what a criterion reads)."""
+
+    spec: TestSpec
+    value: np.ndarray
+    p: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    side: np.ndarray  # object: yes / no / undecided
+    saturated: np.ndarray
+    sig: np.ndarray  # object: the per-layer Holm mark (yes / no / undecided)
+    mc_sig: np.ndarray
+    R: np.ndarray
+    tie_bound: np.ndarray
+    eig_M: np.ndarray
+    eig_beaten: np.ndarray
+    eig_tied: np.ndarray
+    eig_rank: np.ndarray
+    layers: np.ndarray
+
+    @property
+    def L(self) -> int:
+        return len(self.value)
+
+    def claim_p(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-layer (p, lo, hi) for a claim "at least u layers": 1 where the side condition fails or the layer
+        is saturated (no evidence), the upper end 1 where the side condition is undecided (within rounding)."""
+        no = (self.side == dc.NO) | self.saturated | np.isnan(self.value)
+        und = self.side == dc.UNDECIDED
+        p = np.where(no, 1.0, self.p)
+        lo = np.where(no, 1.0, self.lo)
+        hi = np.where(no | und, 1.0, self.hi)
+        return p, lo, hi
+
+
+def layer_tests(df, spec: TestSpec) -> LayerTests | None:
+    """The test's columns of a dynamics table, over the model's own depth (rows where the test has a p); None if
+    the table has no such test."""
+    if spec.col(Field.P) not in df:
+        return None
+    d = df[df[spec.col(Field.P)].notna()]
+
+    def num(field: str, fill: float = np.nan) -> np.ndarray:
+        c = spec.col(field)
+        return d[c].to_numpy(dtype=float) if c in d else np.full(len(d), fill)
+
+    def word(field: str) -> np.ndarray:
+        c = spec.col(field)
+        return (d[c].fillna(dc.NO).astype(str).to_numpy(dtype=object) if c in d else
+                np.full(len(d), dc.NO, dtype=object))
+
+    sat = d[spec.col(Field.SATURATED)].fillna(False).astype(bool).to_numpy() if spec.col(Field.SATURATED) in d \
+        else np.zeros(len(d), dtype=bool)
+    tb = d[spec.col(Field.TIE_BOUND)].fillna(False).astype(bool).to_numpy() if spec.col(Field.TIE_BOUND) in d \
+        else np.zeros(len(d), dtype=bool)
+    side = word(Field.SIDE) if spec.col(Field.SIDE) in d else np.full(len(d), dc.YES, dtype=object)
+    return LayerTests(spec=spec, value=d[spec.value].to_numpy(dtype=float), p=num(Field.P), lo=num(Field.P_LO),
+                      hi=num(Field.P_HI), side=side, saturated=sat, sig=word(Field.SIG), mc_sig=word(Field.MC_SIG),
+                      R=num(Field.R, 0), tie_bound=tb, eig_M=num(Field.EIG_M, 0), eig_beaten=num(Field.EIG_BEATEN, 0),
+                      eig_tied=num(Field.EIG_TIED, 0), eig_rank=num(Field.EIG_RANK, 0),
+                      layers=d["layer"].to_numpy(dtype=int))
