@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from powerlens.analysis.claims import count, n_saturated, share_significant, theory_verdicts
+from powerlens.analysis.claims import count, n_saturated, share_significant
 from powerlens.analysis.claims.layer_criteria import tilt_summary
 from powerlens.core.fmt import DASH, fmt_num, is_random_label, weights_text  # noqa: F401  (the one number format, re-exported)
 from powerlens.core.io import atomic_path, write_text
 from powerlens.models.sources import revision_text, source_text
+from powerlens.outputs.theory_table import THEORY_MISSING, theory_table  # noqa: F401 (re-exported)
 
 MISSING_DEFAULT = "the quantity is not defined for this row"
 
@@ -237,51 +238,6 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
     return pd.DataFrame(rows)
 
 
-def theory_table(results: list[dict], *, alpha: float) -> pd.DataFrame:
-    """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, the row's
-    own check, notes; then one row per claim (C2, C3, C4) with its verdict from
-    :func:`powerlens.analysis.claims.theory_verdicts`, the function table_claims takes it from (so they cannot
-    disagree)."""
-    rows = []
-    for r in results:
-        det = r["detail"]
-        extra = "-"
-        if det.get("sweep"):
-            status = ("degenerate (uniform attention, not tested)" if det.get("degenerate") else
-                      f"{det['stability']} equilibrium" if det.get("equilibrium_found") else "no equilibrium")
-            extra = (f"{status}; equilibrium residual {fmt_num(det['fixed_point_residual'])} after "
-                     f"{det['equilibrium_steps']} steps and {det['newton_iterations']} Newton iterations"
-                     f"{' (groups swap each step)' if det.get('swap') else ''}; |score| at equilibrium mean "
-                     f"{fmt_num(det['score_at_equilibrium'])}, max {fmt_num(det['max_score_at_equilibrium'])}; "
-                     f"check: {det['broke']}/{det['runs']} perturbed runs broke ({det['check']}); epsilon = 0 "
-                     f"control stays: {'yes' if det['control_stays'] else 'no'}")
-        elif "runs" in det:
-            extra = (f"{det['broke']}/{det['runs']} runs broke; epsilon = 0 control stays: "
-                     f"{'yes' if det['control_stays'] else 'no'}")
-        elif "isotropic_starts_minority_fraction" in det:
-            extra = f"isotropic starts: minority on -v1 = {fmt_num(det['isotropic_starts_minority_fraction'])}"
-        check = "pass" if r["passed"] else "fail"
-        if det.get("sweep"):
-            check = ("in the test" if r["passed"] else "degenerate: reported, not tested" if det.get("degenerate")
-                     else "no equilibrium: reported, not tested")
-        if r["attention"] == "softmax" and not r["id"].startswith("C4."):
-            check = "reported (prediction is for full attention)"
-        rows.append({"case": r["case"], "attention": r["attention"], "quantity": r["quantity"],
-                     "predicted": r["predicted"], "measured": r["measured"], "relative error": r["rel_error"],
-                     "criterion": r["criterion"], "check": check, "notes": extra})
-    for claim, (criterion, v) in theory_verdicts(results, alpha).items():
-        rows.append({"case": f"{claim} verdict", "attention": "softmax" if claim == "C4" else "full",
-                     "quantity": "-", "predicted": None, "measured": None, "relative error": None,
-                     "criterion": criterion, "check": v.word + ("" if v.ok else f": {v.failed}"),
-                     "notes": v.measured})
-    return pd.DataFrame(rows)
-
-
-THEORY_MISSING = {"predicted": "no analytic prediction (the C4 sweep cells and the verdict rows)",
-                  "measured": "a verdict row (its measurement is in notes)",
-                  "relative error": "no prediction to compare with, or the prediction is 0 (plane distance)"}
-
-
 def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
     """``table_steering``: per model, target and method, at the largest kappa and at kappa = 0; the baseline
     (activation addition at the edit's site) has the same norm of change as the rank-1 edit at each kappa."""
@@ -292,7 +248,7 @@ def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd
         for meth, gm in g.groupby("method", sort=False):
             top = gm[gm["kappa"] == kmax].iloc[0]
             zero = gm[gm["kappa"] == 0].iloc[0]
-            principal = g[g["u_principal"] & g["method"].str.startswith("rank-1")]["kappa"]
+            principal = g[g["u_principal"].astype(bool) & g["method"].str.startswith("rank-1")]["kappa"]
             rows.append({
                 "model": labels.get(m, m), "weights": weights_text(top["weights"]), "target": tgt, "method": meth,
                 "kappa max": kmax,
@@ -308,7 +264,10 @@ def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd
                 "|cos| after layer (k max), model": top["cos_after_layer_model"],
                 "|cos| (k max), attention-only": top["cos_after_layer_attention_only"],
                 "P(target) k=0": zero["p_target"], "P(target) k max": top["p_target"],
-                "KL k max": top["kl_from_unsteered"], "LM head": top["lm_head"],
+                "KL k max": top["kl_from_unsteered"],
+                "KL on unrelated prompts (k max)": top.get("kl_unrelated", float("nan")),
+                "saturation share along p*u (k max)": top.get("saturation_share", float("nan")),
+                "largest |cos| the cap allows": top.get("cos_ceiling", float("nan")), "LM head": top["lm_head"],
             })
     return pd.DataFrame(rows)
 
@@ -386,5 +345,10 @@ STEERING_MISSING = {
     "P(target) k=0": "the target is not a token (a random direction, or an encoder without an LM head)",
     "P(target) k max": "the target is not a token (a random direction, or an encoder without an LM head)",
     "KL k max": "no LM head (vector alignment only)",
+    "KL on unrelated prompts (k max)": "no LM head (vector alignment only), or no corpus prompt beyond the steering "
+                                       "ones",
+    "saturation share along p*u (k max)": "no norm follows W_O in this architecture (only Gemma 3 has one), or "
+                                          "the row is activation addition's",
+    "largest |cos| the cap allows": "no norm follows W_O in this architecture (only Gemma 3 has one): no cap",
 }
 QUANTIZATION_MISSING: dict[str, str] = {}

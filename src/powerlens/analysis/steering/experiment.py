@@ -41,6 +41,8 @@ class _Run:
     site: "torch.nn.Module"  # the last layer's output projection
     post: "torch.nn.Module | None"  # Gemma 3: the post-attention norm between W_O and the residual add
     last_inputs: list | None  # the last depth's inputs, replayed by every pass but the first (None: whole stack)
+    bs_kl: list | None  # the unrelated prompts' batches the KL is measured on (models with an LM head)
+    kl_inputs: list | None  # their last depth's inputs, as last_inputs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,21 +106,27 @@ class _Target:
     post_ref: list | None
     base: dict  # the unsteered pass's measures
     ref: list  # its log-probabilities (the steered passes' KL)
+    ref_kl: list | None  # the unsteered log-probabilities on the unrelated prompts
+    direction: np.ndarray  # the baseline's direction: u, or p * u (normalised) where a norm follows W_O
 
 
 def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[dict], kappas: list[float], *,
                  head: bool, shared_edit: str, seed: int = 0, model_name: str = "", weights_label: str = "",
-                 continuation_prompts: list[str] | None = None, continuation_tokens: int = 12) -> dict:
+                 continuation_prompts: list[str] | None = None, continuation_tokens: int = 12,
+                 kl_batches: list | None = None) -> dict:
     """The steering experiment of claim C9 on a loaded model (its LM head if ``head``) and its extracted
     weights ``w``, over the batches ``bs``: for every target u and kappa (alpha = kappa ``lam1``, the last
     layer's |lambda_1|), the principal-eigenvector check of F', then the rank-1 edit and activation addition
     at matched norm of change, each in the real forward pass and in the attention-only law; for causal LMs
     and token targets, greedy continuations of ``continuation_prompts``. The model is restored exactly (a
-    checksum proves it). Returns {"rows", "continuations", "checksum_before", "checksum_after", "generates"}."""
+    checksum proves it). With an LM head and ``kl_batches`` (prompts unrelated to the steering prompts), the KL
+    of each setting is also measured there, and activation addition is run over a sweep of beta (rows "activation
+    addition (beta sweep)") so that the two methods can be compared at matched KL (paper.md section 4d, C9).
+    Returns {"rows", "continuations", "checksum_before", "checksum_after", "generates"}."""
     before = checksum(model)
     s = _prepare(model, tok, arch, w, bs, lam1, kappas, head=head, shared_edit=shared_edit, model_name=model_name,
                  weights_label=weights_label, continuation_prompts=continuation_prompts or [],
-                 continuation_tokens=continuation_tokens)
+                 continuation_tokens=continuation_tokens, kl_batches=kl_batches if head else None)
     rows, cont = [], []
     for ti, tgt in enumerate(targets):
         _target(s, tgt, ti, len(targets), kappas, seed, rows, cont)
@@ -130,7 +138,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
 
 
 def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float], *, head: bool,
-             shared_edit: str, **labels) -> _Setting:
+             shared_edit: str, kl_batches: list | None, **labels) -> _Setting:
     """What no setting changes, computed once: the attention-only states entering the edited depth, the law's
     cache, the bound, and (model mode) the list the first unsteered pass fills with the last depth's inputs,
     replayed by every other pass, which re-runs only the last depth, final norm and head; shared weights with
@@ -156,7 +164,8 @@ def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float
         check_continuation_lengths(tok, labels["continuation_prompts"], labels["continuation_tokens"],
                                    adapter.max_positions(model.config))
     run = _Run(model=model, tok=tok, arch=arch, w=w, bs=bs, head=head, layer_module=adapter.layer_modules(model)[-1],
-               site=output_projection(model, arch)[0], post=post, last_inputs=None if whole_stack else [])
+               site=output_projection(model, arch)[0], post=post, last_inputs=None if whole_stack else [],
+               bs_kl=kl_batches or None, kl_inputs=None if whole_stack or not kl_batches else [])
     alg = _Algebra(lam1=lam1, F=F, W_V=last.v_per_head().double().numpy(), b_V=last.b_v_per_head().double().numpy(),
                    p_gain=p_gain,
                    cap=float(np.sqrt(w.d_model) * np.abs(p_gain).max()) if post is not None else float("nan"),
@@ -184,16 +193,25 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
     replay = None if s.run.last_inputs is None or first else s.run.last_inputs
     base, ref = measure_model(s.run.model, s.run.arch, s.run.layer_module, s.run.bs, u, tid, s.run.head,
                               capture=s.run.last_inputs if first else None, replay=replay, post=s.run.post,
-                              post_ref=post_ref, pu=pu)
+                              post_ref=post_ref, pu=pu, ceiling=saturation if pu is not None else None)
+    ref_kl = None
+    if s.run.bs_kl:  # the unsteered pass on the unrelated prompts: the reference of every setting's KL
+        first_kl = s.run.kl_inputs is not None and not s.run.kl_inputs
+        _, ref_kl = measure_model(s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, u, tid, s.run.head,
+                                  capture=s.run.kl_inputs if first_kl else None,
+                                  replay=None if s.run.kl_inputs is None or first_kl else s.run.kl_inputs)
     target = _Target(u=u, tid=tid, name=name, z=z_vec, resid=resid, note=bound_note(resid), pu=pu, post_ref=post_ref,
-                     saturation=saturation, base=base, ref=ref, token=tgt.get("token"))
+                     saturation=saturation, base=base, ref=ref, token=tgt.get("token"), ref_kl=ref_kl,
+                     direction=u if pu is None else pu)
     for kappa in _progress(kappas, f"steering, target {ti + 1}/{n_targets} {name} (kappas)", every=0):
         rows.extend(_kappa(s, target, kappa, cont))
+    if ref_kl is not None:
+        rows.extend(_beta_sweep(s, target, rows))
     rows.append({"model": s.labels.model_name, "target": name, "target_token_id": tid, "kappa": -1.0,
                  "method": "unsteered", "cos_after_layer_model": base["cos_layer"],
                  "cos_output_model": base["cos_output"], "p_target": base["p_target"],
                  "cos_pu_after_layer_model": base["cos_pu_layer"], "lstsq_residual": resid,
-                 "weights": s.labels.weights_label, "lm_head": s.labels.lm})
+                 "cos_ceiling": base["cos_ceiling"], "weights": s.labels.weights_label, "lm_head": s.labels.lm})
 
 
 def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
@@ -204,18 +222,25 @@ def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
     run_args = (s.run.model, s.run.arch, s.run.layer_module, s.run.bs, u, tid, s.run.head)
     measure = dict(ref_probs=g.ref, site=s.run.site, replay=s.run.last_inputs, post=s.run.post, post_ref=g.post_ref,
                    pu=g.pu)
+    kl_args = (s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, u, tid, s.run.head)
+    kl_measure = dict(ref_probs=g.ref_kl, site=s.run.site, replay=s.run.kl_inputs, post=s.run.post)
     if scale == 0:  # kappa 0 changes nothing: the unsteered pass's numbers (KL exactly 0)
-        r1 = ra = {**g.base, "kl": 0.0 if s.run.head else float("nan")}
+        r1 = ra = {**g.base, "kl": 0.0 if s.run.head else float("nan"),
+                   "kl_unrelated": 0.0 if g.ref_kl is not None else float("nan")}
     else:
         with rank1_output_edit(s.run.model, s.run.arch, u, z_vec, scale) as _:
             r1, _ = measure_model(*run_args, z=z_vec, **measure)
+            r1["kl_unrelated"] = (measure_model(*kl_args, **kl_measure)[0]["kl"] if g.ref_kl is not None
+                                  else float("nan"))
         ra = None
     # the edit's mean norm of change where the residual stream receives it: alpha |z^T h| at W_O's
     # output, or after the post-attention norm where one follows (Gemma 3); the baseline adds beta u there
     site_change = scale * r1.get("mean_abs_hz", 0.0)
     beta = site_change if s.run.post is None else (r1["post_change"] if scale else 0.0)
     if ra is None:
-        ra, _ = measure_model(*run_args, add=beta * u, **measure)
+        ra, _ = measure_model(*run_args, add=beta * g.direction, **measure)
+        ra["kl_unrelated"] = (measure_model(*kl_args, add=beta * g.direction, **kl_measure)[0]["kl"]
+                              if g.ref_kl is not None else float("nan"))
     ao = attention_only_steering(s.law.x_ins, s.run.w, s.run.bs, u, z_vec, scale, s.law.depths, cache=s.law.cache)
     if s.labels.generates and tid is not None:
         cont.extend(_continuations(s, g, kappa, scale, beta))
@@ -225,21 +250,57 @@ def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
               "cos_v1_u": chk["cos_v1_u"], "gap_after": chk["gap"], "ratio_after": chk["ratio"],
               "post_norm_cap": s.alg.cap, "lm_head": s.labels.lm, "weights": s.labels.weights_label,
               # the largest change along u the norm lets through for this target: sqrt(d) ||p * u|| (section 6)
-              "post_norm_saturation_u": g.saturation}
+              "post_norm_saturation_u": g.saturation, "cos_ceiling": g.base["cos_ceiling"]}
     return [{**common, "method": "rank-1 (last layer O')", "change_norm_model": beta,
              "change_norm_at_W_O": site_change, "change_norm_attention_only": ao["change_norm"],
              "cos_pu_after_layer_model": r1["cos_pu_layer"],
              "edit_constant_norm": abs(scale * float(z_vec @ s.alg.b_V)),
              "cos_after_layer_model": r1["cos_layer"], "cos_output_model": r1["cos_output"],
              "cos_after_layer_attention_only": ao["cos_rank1"],
-             "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "n_tokens": r1["n_tokens"]},
-            {**common, "method": "activation addition (beta u, matched norm)",
+             "p_target": r1["p_target"], "kl_from_unsteered": r1["kl"], "kl_unrelated": r1["kl_unrelated"],
+             "saturation_share": (r1.get("post_along_pu", float("nan")) / g.saturation if g.pu is not None and scale
+                                  else float("nan")), "n_tokens": r1["n_tokens"]},
+            {**common, "method": "activation addition (beta u, matched norm)" if g.pu is None else
+             "activation addition (beta p*u, matched norm)", "beta": beta,
              "change_norm_model": beta, "change_norm_at_W_O": beta if s.run.post is None else float("nan"),
              "change_norm_attention_only": ao["beta"], "cos_pu_after_layer_model": ra["cos_pu_layer"],
              "edit_constant_norm": float("nan"),
              "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
              "cos_after_layer_attention_only": ao["cos_actadd"],
-             "p_target": ra["p_target"], "kl_from_unsteered": ra["kl"], "n_tokens": ra["n_tokens"]}]
+             "p_target": ra["p_target"], "kl_from_unsteered": ra["kl"], "kl_unrelated": ra["kl_unrelated"],
+             "n_tokens": ra["n_tokens"]}]
+
+
+#: The beta sweep of activation addition, in units of the matched-norm beta at the largest kappa: a curve of
+#: alignment and P(target) against the KL on unrelated prompts, to compare with the edit at matched KL.
+BETA_SWEEP = tuple(2.0 ** k for k in range(-6, 7))
+
+
+def _beta_sweep(s: _Setting, g: _Target, rows: list[dict]) -> list[dict]:
+    """Activation addition of beta times the baseline's direction over :data:`BETA_SWEEP` (relative to the
+    largest kappa's matched-norm beta): alignment and P(target) on the steering prompts, KL on the unrelated ones
+    (paper.md section 4d, C9: the baseline clause at matched KL)."""
+    mine = [r for r in rows if r.get("target") == g.name and str(r.get("method", "")).startswith("activation")
+            and r.get("kappa", -1) > 0]
+    b0 = max((float(r["beta"]) for r in mine), default=0.0)
+    if not b0 > 0:
+        return []
+    run_args = (s.run.model, s.run.arch, s.run.layer_module, s.run.bs, g.u, g.tid, s.run.head)
+    kl_args = (s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, g.u, g.tid, s.run.head)
+    out = []
+    for f in BETA_SWEEP:
+        add = f * b0 * g.direction
+        ra, _ = measure_model(*run_args, ref_probs=g.ref, add=add, site=s.run.site, replay=s.run.last_inputs,
+                              post=s.run.post, pu=g.pu)
+        kl = measure_model(*kl_args, ref_probs=g.ref_kl, add=add, site=s.run.site, replay=s.run.kl_inputs,
+                           post=s.run.post)[0]["kl"]
+        out.append({"model": s.labels.model_name, "target": g.name, "target_token_id": g.tid, "kappa": float("nan"),
+                    "method": "activation addition (beta sweep)", "beta": f * b0,
+                    "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
+                    "cos_pu_after_layer_model": ra["cos_pu_layer"], "p_target": ra["p_target"],
+                    "kl_from_unsteered": ra["kl"], "kl_unrelated": kl, "n_tokens": ra["n_tokens"],
+                    "weights": s.labels.weights_label, "lm_head": s.labels.lm})
+    return out
 
 
 def _continuations(s: _Setting, g: _Target, kappa: float, scale: float, beta: float) -> list[dict]:
@@ -248,7 +309,8 @@ def _continuations(s: _Setting, g: _Target, kappa: float, scale: float, beta: fl
     with rank1_output_edit(s.run.model, s.run.arch, u, g.z, scale):
         t1 = greedy_continuations(s.run.model, s.run.tok, s.labels.continuation_prompts, s.labels.continuation_tokens)
     ta = greedy_continuations(s.run.model, s.run.tok, s.labels.continuation_prompts, s.labels.continuation_tokens,
-                              site=s.run.site if s.run.post is None else s.run.post, add=beta * u if beta else None)
+                              site=s.run.site if s.run.post is None else s.run.post,
+                              add=beta * g.direction if beta else None)
     token = g.token.strip().lower()
     return [{"model": s.labels.model_name, "target": g.name, "kappa": kappa, "prompt": p,
              "rank-1 (last layer O')": t1[pi], "activation addition (matched norm)": ta[pi],

@@ -6,7 +6,12 @@ In :func:`measure_model`, ``post`` is the norm between the site and the residual
 the baseline's ``add`` acts on the norm's output (where the residual stream receives the attention output),
 and the norm of change is measured there: ``post_ref`` (a list) is filled with the norm's outputs by the
 unsteered pass, and a steered pass given that list measures the mean ||P(o') - P(o)|| over counted tokens.
-``pu``: a second unit direction (p * u normalised) whose mean |cos| after the layer is reported beside u's.
+``pu``: a second unit direction (p * u normalised) whose mean |cos| after the layer is reported beside u's; with
+``post`` also the mean |P(o) . pu| (``post_along_pu``: how far along p * u the norm's output points, against its
+saturation value). ``ceiling``: the largest change the norm lets through (its saturation value along p * u): the
+mean over tokens of the largest |cos(y_i + c pu, u)| over |c| <= ceiling (``cos_ceiling``), y_i the layer's
+output: what any change of that size along p * u could reach (our bound: the FFN's answer to it is not
+modelled).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
                   ref_probs: list | None = None, add: np.ndarray | None = None, site=None,
                   z: np.ndarray | None = None, capture: list | None = None,
                   replay: list | None = None, post=None, post_ref: list | None = None,
-                  pu: np.ndarray | None = None) -> tuple[dict, list]:
+                  pu: np.ndarray | None = None, ceiling: float | None = None) -> tuple[dict, list]:
     """One pass over the batches: |cos| with u after the last layer and at the output; LM metrics.
 
     ``site``: the last layer's output projection (the edit's site; ALBERT's is shared, so it fires at every
@@ -51,13 +56,13 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     change confined to the last depth: everything before it is the same computation on the same inputs (not
     for a shared layer edited at every depth).
 
-    ``post``, ``post_ref``, ``pu``: the post-attention norm's measures (module docstring).
+    ``post``, ``post_ref``, ``pu``, ``ceiling``: the post-attention norm's measures (module docstring).
     Returns the measures and, for a pass without ``ref_probs`` (the unsteered one), the per-batch
     log-probabilities the steered passes' KL is taken from."""
     adapter = get_adapter(arch)
     ut = torch.as_tensor(u, dtype=torch.float64)
     acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0, "post_change": 0.0,
-           "cos_pu": 0.0}
+           "cos_pu": 0.0, "post_pu": 0.0, "ceiling": 0.0}
     fill_post = post is not None and post_ref is not None and not post_ref  # the unsteered pass fills it
     probs_out, captured = [], {}
     zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
@@ -78,17 +83,27 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
             _add_alignments(acc, captured, last, stat, ut, zt, ptu)
             if post is not None and post_ref is not None:
                 _post_change(acc, captured["post"], post_ref, i, stat, fill_post)
+            if ptu is not None:
+                _add_along_pu(acc, captured, stat, ut, ptu, post is not None, ceiling)
             if head:
                 logp = _add_lm_metrics(acc, logits[stat], tid, None if ref_probs is None else ref_probs[i])
                 if ref_probs is None:
                     probs_out.append(logp)
+    has = {"p_target": head and tid is not None, "kl": head and ref_probs is not None,
+           "post_change": post is not None and not fill_post, "cos_pu_layer": pu is not None,
+           "post_along_pu": post is not None and pu is not None, "cos_ceiling": ceiling is not None and pu is not None}
+    return _means(acc, has), probs_out
+
+
+def _means(acc: dict, has: dict) -> dict:
+    """A pass's sums as means over its counted tokens (NaN for a measure the pass did not take)."""
     n = max(acc["n"], 1)
-    res = {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
-           "p_target": acc["p_target"] / n if head and tid is not None else float("nan"),
-           "kl": acc["kl"] / n if head and ref_probs is not None else float("nan"), "mean_abs_hz": acc["hz"] / n,
-           "post_change": acc["post_change"] / n if post is not None and not fill_post else float("nan"),
-           "cos_pu_layer": acc["cos_pu"] / n if pu is not None else float("nan")}
-    return res, probs_out
+    nan = float("nan")
+    return {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
+            "mean_abs_hz": acc["hz"] / n,
+            **{k: (acc[src] / n if has[k] else nan) for k, src in (
+                ("p_target", "p_target"), ("kl", "kl"), ("post_change", "post_change"), ("cos_pu_layer", "cos_pu"),
+                ("post_along_pu", "post_pu"), ("cos_ceiling", "ceiling"))}}
 
 
 @contextlib.contextmanager
@@ -145,6 +160,24 @@ def _add_alignments(acc: dict, captured: dict, last, stat, ut, zt, ptu) -> None:
         acc["hz"] += float((captured["h"][stat].double() @ zt).abs().sum())
     if ptu is not None:
         acc["cos_pu"] += _mean_abs_cos(captured["y"], ptu, stat)[0]
+
+
+def _add_along_pu(acc: dict, captured: dict, stat, ut, ptu, post: bool, ceiling: float | None) -> None:
+    """One batch's sums along p * u: |P(o) . pu| after the norm, and the |cos| ceiling of a capped change."""
+    if post:
+        acc["post_pu"] += float((captured["post"][stat].double() @ ptu).abs().sum())
+    if ceiling is not None:
+        acc["ceiling"] += _ceiling(captured["y"][stat].double(), ut, ptu, ceiling)
+
+
+def _ceiling(y: torch.Tensor, u: torch.Tensor, w: torch.Tensor, S: float, grid: int = 401) -> float:
+    """Sum over tokens of max over |c| <= S of |cos(y_i + c w, u)| (y (n, d), u and w unit vectors), on a grid of c
+    with both ends."""
+    c = torch.linspace(-S, S, grid, dtype=torch.float64)  # (G,)
+    yu, wu, yw, yy = y @ u, float(w @ u), y @ w, (y * y).sum(-1)  # (n,), scalar, (n,), (n,)
+    num = (yu[:, None] + c[None, :] * wu).abs()  # (n, G)
+    den = (yy[:, None] + 2 * c[None, :] * yw[:, None] + c[None, :] ** 2).clamp_min(1e-300).sqrt()
+    return float((num / den).max(dim=1).values.sum())
 
 
 def _add_lm_metrics(acc: dict, logits, tid: int | None, ref):

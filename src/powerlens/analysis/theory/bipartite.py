@@ -1,21 +1,27 @@
-"""Claim C4: the bipartite state, its multi-head equilibrium, breaking runs, the sweep over sizes, head
-counts and sharpness with its positive control, and the verdict from Fisher tests."""
+"""Claim C4 (paper.md section 4d, revision 5): the bipartite state, its multi-head equilibrium followed by
+Newton continuation along the attention sharpness, its stability by linearisation, the perturbation check, how
+often random starts end bipartite ("rare"), over a sweep of sizes, head counts, sharpness and weight seeds, with
+a positive control."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import torch
 
 from powerlens.analysis.theory import linearise as lin
 from powerlens.analysis.theory.synthetic import (
+    BIPARTITE_ELSEWHERE,
+    BIPARTITE_V1,
     Result,
+    ending,
     leading_pair,
     prescribed_matrix,
+    sharpened,
     step_matrix,
     synthetic_layer,
+    typical_score,
 )
 from powerlens.core.fmt import sci
 from powerlens.models.attention import attention_only_step, attention_output, visible_keys
@@ -27,37 +33,42 @@ def bipartite_state(v: np.ndarray, n_tokens: int) -> np.ndarray:
     return signs[:, None] * (v / np.linalg.norm(v))[None, :]
 
 
-STALL_STEPS, STALL_MOVED = 300, 1e-6  # a plain iteration still moving this much by then is cycling: Newton takes over
-
-
-def bipartite_equilibrium(X0: np.ndarray, lw: LayerWeights, n_heads: int, residual: bool, max_steps: int = 800,
-                          causal: bool = False) -> dict:
-    """The bipartite equilibrium reached from the bipartite state X0 (tokens s_i w, s_i = +-1, equal groups).
-
-    The exact law keeps a bipartite state bipartite (the two groups see mirror-image attention), so the plain
-    iteration runs on w alone (one law step, then w <- the sign-weighted mean of the tokens; a swap of the
-    groups, w -> -w, is the same state) until it moves by less than 1e-10, stalls (still moving by 1e-6 after
-    300 steps) or reaches ``max_steps``; then Newton refines it to a fixed point (:func:`linearise.refine`), so
-    that the step budget only sets where Newton starts, never whether an equilibrium is found. Returns a dict:
-    X (the state), sigma, residual (one full law step, max abs), steps (plain iteration), newton (its
-    iterations), found (residual < :data:`linearise.RESIDUAL`)."""
+def plain_iteration(X0: np.ndarray, lw: LayerWeights, n_heads: int, residual: bool, max_steps: int,
+                    causal: bool = False) -> np.ndarray:
+    """The plain law iterated from the bipartite state X0 (tokens s_i w) on w alone (the exact law keeps a
+    bipartite state bipartite; w -> -w, a swap of the groups, is the same state), ``max_steps`` steps or until it
+    moves by less than 1e-10: the unit vector w it ends at. Only a check of the equilibrium Newton finds (a stable
+    one attracts it, an unstable one repels it): the budget never decides an equilibrium or its class."""
     step = lin.law_step(lw, n_heads, residual, causal)
     signs = np.sign(X0 @ X0[0])
     w = X0[0] / np.linalg.norm(X0[0])
     s = torch.as_tensor(signs, dtype=torch.float64)
-    k = 0
     with torch.no_grad():
-        for k in range(1, max_steps + 1):
+        for _ in range(max_steps):
             Y = step(s[:, None] * torch.as_tensor(w)[None, :]).numpy()
             w_new = (signs[:, None] * Y).mean(axis=0)
             w_new /= np.linalg.norm(w_new)
-            w_new *= 1.0 if w_new @ w >= 0 else -1.0  # a swap of the two groups is the same state
+            w_new *= 1.0 if w_new @ w >= 0 else -1.0
             moved = float(np.abs(w_new - w).max())
             w = w_new
-            if moved < 1e-10 or (k == STALL_STEPS and moved > STALL_MOVED):
+            if moved < 1e-10:
                 break
-    w, sigma, res, it = lin.refine(w, signs, step)
-    return {"X": signs[:, None] * w[None, :], "sigma": sigma, "residual": res, "steps": k, "newton": it,
+    return w
+
+
+def newton_equilibrium(w0: np.ndarray, signs: np.ndarray, lw: LayerWeights, n_heads: int, residual: bool,
+                       causal: bool = False) -> dict:
+    """The bipartite fixed point Newton reaches from the unit vector w0. The swap sign (sigma = +1: the groups
+    stay; -1: they swap each step) is chosen after the refinement: first the sign of g(w0) . w0, and if Newton
+    finds no equilibrium with it (residual >= :data:`linearise.RESIDUAL`), the other one; of two failures the
+    smaller residual. No step budget enters. Returns X, w, sigma, residual, newton (iterations), found."""
+    step = lin.law_step(lw, n_heads, residual, causal)
+    w, sigma, res, it = lin.refine(w0, signs, step)
+    if not res < lin.RESIDUAL:
+        w2, sigma2, res2, it2 = lin.refine(w0, signs, step, sigma=-sigma)
+        if res2 < res:
+            w, sigma, res, it = w2, sigma2, res2, it2
+    return {"X": signs[:, None] * w[None, :], "w": w, "sigma": sigma, "residual": res, "newton": it,
             "found": bool(res < lin.RESIDUAL)}
 
 
@@ -69,17 +80,6 @@ def antipodal(X: np.ndarray, signs: np.ndarray, tol: float = 1e-3) -> np.ndarray
     w = w / np.linalg.norm(w, axis=-1, keepdims=True).clip(1e-300)
     c = np.einsum("snd,sd->sn", Xn, w) * signs[None, :]  # (steps, n): signed cosines
     return (c > 1 - tol).all(axis=1)
-
-
-def typical_score(X: np.ndarray, lw: LayerWeights, n_heads: int) -> float:
-    """Mean |s <q_i, k_j>| over heads and token pairs of the state X (n, d): how sharp attention is there
-    (about 0.1: near uniform, every bipartite state near neutral; about 10: near hard attention)."""
-    x = torch.as_tensor(X / np.linalg.norm(X, axis=-1, keepdims=True), dtype=torch.float64)
-    n, d = x.shape
-    dh = d // n_heads
-    q = (x @ lw.W_Q.T).view(n, n_heads, dh).transpose(0, 1)  # (H, n, dh)
-    k = (x @ lw.W_K.T).view(n, n_heads, dh).transpose(0, 1)
-    return float((lw.attn_scale * (q @ k.transpose(1, 2))).abs().mean())
 
 
 def broken_runs(X0s: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, residual: bool, signs: np.ndarray,
@@ -105,46 +105,53 @@ def broken_runs(X0s: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, res
 
 
 def experiment_c4_sweep(sizes: list[int], heads_list: list[int], sharpness: list[float], n_tokens: int, steps: int,
-                        seed: int, runs: int, epsilon: float, residual: bool, tol: float = 1e-3,
-                        max_eq_steps: int = 800) -> tuple[list[Result], dict]:
-    """C4 over a sweep: per size d, head count H and target sharpness s (the typical |score| of the bipartite
-    start, set through the q.k scale: scores scale as its square), the multi-head bipartite equilibrium refined
-    by Newton (:func:`bipartite_equilibrium`), its stability from the spectral radius of one law step's
-    Jacobian (:mod:`powerlens.analysis.theory.linearise`), and as a check ``runs`` perturbed starts (epsilon)
-    with an epsilon = 0 control: a run breaks when its groups stop being antipodal within ``steps`` steps.
-    Every cell with an equilibrium is tested unless its attention there is uniform (degenerate).
+                        seed: int, runs: int, epsilon: float, residual: bool, seeds: int, rare_runs: int,
+                        tol: float = 1e-3, max_eq_steps: int = 800) -> tuple[list[Result], dict]:
+    """C4 over a sweep (paper.md section 4d, revision 5): per size d, head count H, weight seed k and target
+    sharpness s (the typical |score| of the bipartite start, set through the q.k scale), the bipartite
+    equilibrium on the branch that continues +-v_1 of M: Newton from the start at the smallest sharpness, then
+    from each equilibrium at the next (:func:`newton_equilibrium`; our choice: the equilibrium the bipartite
+    start belongs to, whatever the step budget). Every equilibrium is classified by the spectral radius of one
+    law step's Jacobian (:mod:`powerlens.analysis.theory.linearise`), degenerate ones (uniform attention there)
+    included; its sharpness is measured at the equilibrium. Checks: ``runs`` perturbed starts (epsilon) with an
+    epsilon = 0 control, and the plain iteration from the start (``max_eq_steps`` steps). "Rare": of
+    ``rare_runs`` random isotropic starts, how many end in two antipodal groups (:func:`ending`).
 
     Positive control (a setting known to be unstable): attention on the token itself only, where the law is
     the power method token by token, x <- N(M x), and the bipartite state on +-v_2 of M is an exact equilibrium
-    with spectral radius |mu_1 / mu_2| > 1 (every perturbation with a v_1 component grows)."""
-    shape = (len(sizes), len(heads_list), len(sharpness))
-    arrays = {k: np.full(shape, np.nan) for k in ("sweep_rate", "sweep_rate_all", "sweep_score", "sweep_radius")}
+    with spectral radius |mu_1 / mu_2| > 1."""
     signs = np.where(np.arange(n_tokens) % 2 == 0, 1.0, -1.0)
     results = []
-    for di, d in enumerate(sizes):
-        rng = np.random.default_rng([seed, 3, d])
-        F = prescribed_matrix(d, [3.0], rest_radius=-0.1, rng=rng, rest_min=-0.9)
-        vals, V = leading_pair(step_matrix(F, residual))
-        X0 = bipartite_state(V[:, 0].real, n_tokens)
-        for hi, H in enumerate(heads_list):
-            if d % H:
-                continue
-            base = synthetic_layer(F, H, np.random.default_rng([seed, 3, d, H]), "softmax", qk_scale=1.0)
-            for si, s in enumerate(sharpness):
-                r = _c4_cell(X0, base, H, s, signs, d=d, si=si, seed=seed, steps=steps, runs=runs, epsilon=epsilon,
-                             residual=residual, tol=tol, max_eq_steps=max_eq_steps)
-                arrays["sweep_score"][di, hi, si] = r.detail["score_at_equilibrium"]
-                arrays["sweep_rate"][di, hi, si] = r.detail["break_rate"] if r.passed else np.nan
-                arrays["sweep_rate_all"][di, hi, si] = r.detail["break_rate"]
-                arrays["sweep_radius"][di, hi, si] = r.measured
-                results.append(r)
+    for d in sizes:
+        for k in range(seeds):
+            rng = np.random.default_rng([seed, 3, d, k])
+            F = prescribed_matrix(d, [3.0], rest_radius=-0.1, rng=rng, rest_min=-0.9)
+            vals, V = leading_pair(step_matrix(F, residual))
+            X0 = bipartite_state(V[:, 0].real, n_tokens)
+            for H in heads_list:
+                if d % H:
+                    continue
+                base = synthetic_layer(F, H, np.random.default_rng([seed, 3, d, H, k]), "softmax", qk_scale=1.0)
+                w = X0[0].copy()
+                for s in sorted(sharpness):
+                    r = _c4_cell(X0, w, base, H, s, signs, d=d, k=k, seed=seed, steps=steps, runs=runs,
+                                 epsilon=epsilon, residual=residual, tol=tol, max_eq_steps=max_eq_steps,
+                                 rare_runs=rare_runs)
+                    if r.detail["equilibrium_found"]:
+                        w = np.asarray(r.detail["w"])  # the branch goes on from here
+                    results.append(r)
     control = _c4_positive_control(sizes[0], n_tokens, signs, seed=seed, steps=steps, runs=runs, epsilon=epsilon,
                                    residual=residual, tol=tol)
     results.append(control)
-    arrays.update({"sweep_sizes": np.array(sizes), "sweep_heads": np.array(heads_list),
-                   "sweep_sharpness": np.array(sharpness, dtype=float),
-                   "positive_control_rate": np.array(control.detail["break_rate"]),
-                   "positive_control_radius": np.array(control.measured), "epsilon": np.array(epsilon)})
+    arrays = {"sweep_sizes": np.array(sizes), "sweep_heads": np.array(heads_list),
+              "sweep_sharpness": np.array(sorted(sharpness), dtype=float),
+              "positive_control_rate": np.array(control.detail["break_rate"]),
+              "positive_control_radius": np.array(control.measured), "epsilon": np.array(epsilon)}
+    for key, f in (("cell_d", "d"), ("cell_heads", "heads"), ("cell_seed", "seed"), ("cell_target", "sharpness"),
+                   ("cell_score", "score_at_equilibrium"), ("cell_radius", "spectral_radius")):
+        arrays[key] = np.array([r.detail[f] for r in results if r.id == "C4.cell"], dtype=float)
+    arrays["cell_degenerate"] = np.array([r.detail["degenerate"] for r in results if r.id == "C4.cell"])
+    arrays["cell_found"] = np.array([r.detail["equilibrium_found"] for r in results if r.id == "C4.cell"])
     return results, arrays
 
 
@@ -158,15 +165,11 @@ def _perturbed(X: np.ndarray, lw: LayerWeights, H: int, signs, *, prng, steps: i
 
 
 def _classified(eq: dict, lw: LayerWeights, H: int, causal: bool, residual: bool) -> dict:
-    """Degeneracy, spectral radius and stability of a found equilibrium (dashes where there is none)."""
+    """Degeneracy, spectral radius and stability of an equilibrium found (a dash where there is none). A
+    degenerate one (uniform attention there: max |score| < 1e-8) is classified too: its stratum is its own."""
     out = {"max_score_at_equilibrium": lin.max_score(eq["X"], lw, H), "spectral_radius": float("nan"),
-           "stability": "-", "degenerate": False}
-    # uniform attention at the refined point: heads cannot matter there, found or not (rounding decides the
-    # residual of such a state, never its class)
+           "stability": "-"}
     out["degenerate"] = bool(out["max_score_at_equilibrium"] < lin.UNIFORM_SCORE)
-    if out["degenerate"]:
-        out["stability"] = "degenerate"  # never tested; its residual is rounding's, not a class
-        return out
     if not eq["found"]:
         return out
     rho = lin.spectral_radius(eq["X"], eq["sigma"], lin.law_step(lw, H, residual, causal))
@@ -174,32 +177,59 @@ def _classified(eq: dict, lw: LayerWeights, H: int, causal: bool, residual: bool
     return out
 
 
-def _c4_cell(X0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.ndarray, *, d: int, si: int,
-             seed: int, steps: int, runs: int, epsilon: float, residual: bool, tol: float,
-             max_eq_steps: int) -> "Result":
-    """One cell of the C4 sweep: the layer's q.k scaled to sharpness s, its Newton-refined bipartite
-    equilibrium, the Jacobian's spectral radius there, and the perturbation check."""
-    qk = math.sqrt(s / typical_score(X0, base, H))  # W_Q, W_K scaled by qk: every score by qk^2
-    lw = dataclasses.replace(base, W_Q=base.W_Q * qk, W_K=base.W_K * qk)
-    eq = bipartite_equilibrium(X0, lw, H, residual, max_steps=max_eq_steps)
+def _bipartite_endings(lw: LayerWeights, H: int, v1: np.ndarray, *, rng, n_tokens: int, steps: int, runs: int,
+                       residual: bool) -> int:
+    """Of ``runs`` random isotropic starts (run together), how many end in two antipodal groups (on +-v_1 or
+    elsewhere, :func:`ending`)."""
+    if runs == 0:
+        return 0
+    d = lw.W_Q.shape[1]
+    x = torch.as_tensor(rng.standard_normal((runs, n_tokens, d)), dtype=torch.float64)
+    x = x / x.norm(dim=-1, keepdim=True)
+    mask = torch.ones(runs, n_tokens, dtype=torch.long)
+    prev = x
+    for _ in range(steps):
+        prev = x
+        if residual:
+            x = attention_only_step(x, lw, H, False, mask, "l2")
+        else:
+            y = attention_output(x, lw, H, visible_keys(n_tokens, False, lw.window, mask))
+            x = y / y.norm(dim=-1, keepdim=True)
+    return sum(ending(np.stack([prev[i].numpy(), x[i].numpy()]), v1) in (BIPARTITE_V1, BIPARTITE_ELSEWHERE)
+               for i in range(runs))
+
+
+def _c4_cell(X0: np.ndarray, w0: np.ndarray, base: LayerWeights, H: int, s: float, signs: np.ndarray, *, d: int,
+             k: int, seed: int, steps: int, runs: int, epsilon: float, residual: bool, tol: float,
+             max_eq_steps: int, rare_runs: int) -> "Result":
+    """One cell and weight seed of the C4 sweep: the layer's q.k scaled to sharpness s at the start, the
+    bipartite equilibrium Newton reaches from w0, the Jacobian's spectral radius there, the checks."""
+    lw, qk = sharpened(base, X0, H, s)
+    eq = newton_equilibrium(w0, signs, lw, H, residual)
     cls = _classified(eq, lw, H, False, residual)
-    broke, stays = _perturbed(eq["X"], lw, H, signs, prng=np.random.default_rng([seed, 30, d, H, si]), steps=steps,
-                              runs=runs, epsilon=epsilon, residual=residual, tol=tol)
-    tested = eq["found"] and not cls["degenerate"]
+    broke, stays = _perturbed(eq["X"], lw, H, signs, prng=np.random.default_rng([seed, 30, d, H, k, round(s * 1e6)]),
+                              steps=steps, runs=runs, epsilon=epsilon, residual=residual, tol=tol)
     check = (lin.check_agrees(cls["stability"], cls["spectral_radius"], broke, runs, epsilon=epsilon, d=d,
-                              steps=steps, tol=tol) if tested else "-")
+                              steps=steps, tol=tol) if eq["found"] else "-")
+    w_plain = plain_iteration(X0, lw, H, residual, max_eq_steps)
+    rare = _bipartite_endings(lw, H, X0[0], rng=np.random.default_rng([seed, 31, d, H, k, round(s * 1e6)]),
+                              n_tokens=len(signs), steps=steps, runs=rare_runs, residual=residual)
+    score = typical_score(eq["X"], lw, H)
     return Result(
         id="C4.cell", case="c: bipartite", attention="softmax",
-        quantity=f"spectral radius (d {d}, {H} head{'s' if H > 1 else ''}, |score| {s:g})",
+        quantity=f"spectral radius (d {d}, {H} head{'s' if H > 1 else ''}, seed {k}, |score| {s:g} at the start)",
         predicted=float("nan"), measured=cls["spectral_radius"],
-        criterion=f"Newton-refined equilibrium (one law step moves it by < {sci(lin.RESIDUAL)}); unstable if the "
-        f"spectral radius of one step's Jacobian (tangent space) > 1 + {sci(lin.RADIUS_TOL)}, stable < 1 - "
-        f"{sci(lin.RADIUS_TOL)}; degenerate (not tested) if max |score| < {sci(lin.UNIFORM_SCORE)}; check: groups no "
-        f"longer antipodal (|cos| < 1 - {sci(tol)}) within {steps} steps", passed=bool(tested),
-        detail={"d": d, "heads": H, "sharpness": s, "score_at_equilibrium": typical_score(eq["X"], lw, H),
+        criterion=f"Newton continuation of the bipartite equilibrium on +-v_1 along the sharpness (one law step "
+        f"moves it by < {sci(lin.RESIDUAL)}); unstable if the spectral radius of one step's Jacobian (tangent space) "
+        f"> 1 + {sci(lin.RADIUS_TOL)}, stable < 1 - {sci(lin.RADIUS_TOL)}; degenerate (its own stratum) if max |score| "
+        f"< {sci(lin.UNIFORM_SCORE)} there; check: groups no longer antipodal (|cos| < 1 - {sci(tol)}) within {steps} "
+        "steps", passed=bool(eq["found"]),
+        detail={"d": d, "heads": H, "seed": k, "sharpness": s, "score_at_equilibrium": score,
                 "qk_scale": qk, "runs": runs, "broke": broke, "break_rate": broke / runs,
-                "fixed_point_residual": eq["residual"], "equilibrium_found": eq["found"],
-                "equilibrium_steps": eq["steps"], "newton_iterations": eq["newton"], "swap": eq["sigma"] < 0,
+                "fixed_point_residual": eq["residual"], "equilibrium_found": eq["found"], "newton_iterations":
+                eq["newton"], "swap": eq["sigma"] < 0, "w": [float(x) for x in eq["w"]],
+                "plain_iteration_reaches": bool(abs(float(w_plain @ eq["w"])) > 1 - 1e-6),
+                "plain_iteration_steps": max_eq_steps, "random_starts": rare_runs, "random_starts_bipartite": rare,
                 "control_stays": stays, "epsilon": epsilon, "check": check, "sweep": True, **cls})
 
 

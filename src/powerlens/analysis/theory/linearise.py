@@ -60,14 +60,16 @@ def full_residual(step, X: np.ndarray, sigma: float) -> float:
     return float(np.abs(Y - sigma * X).max())
 
 
-def refine(w0: np.ndarray, signs: np.ndarray, step, max_iter: int = 60) -> tuple[np.ndarray, float, float, int]:
+def refine(w0: np.ndarray, signs: np.ndarray, step, max_iter: int = 60, sigma: float | None = None
+           ) -> tuple[np.ndarray, float, float, int]:
     """Newton-refined bipartite equilibrium from the unit vector w0: (w, sigma, full-law residual, Newton
-    iterations). sigma is the sign of g(w0) . w0 (the groups swap each step when it is -1)."""
+    iterations). ``sigma``: +1 (the groups stay) or -1 (they swap each step); None: the sign of g(w0) . w0."""
     s = torch.as_tensor(signs, dtype=torch.float64)
     g = _reduced(step, s)
     w = torch.as_tensor(w0 / np.linalg.norm(w0), dtype=torch.float64)
-    with torch.no_grad():
-        sigma = 1.0 if float(g(w) @ w) >= 0 else -1.0
+    if sigma is None:
+        with torch.no_grad():
+            sigma = 1.0 if float(g(w) @ w) >= 0 else -1.0
 
     def r(v):
         return torch.cat([g(v) - sigma * v, ((v @ v - 1) / 2)[None]])
@@ -105,7 +107,7 @@ def spectral_radius(X: np.ndarray, sigma: float, step) -> float:
     J = torch.autograd.functional.jacobian(lambda Z: sigma * step(Z), Xt, vectorize=True).reshape(n, d, n, d).numpy()
     w = X[0] / np.linalg.norm(X[0])
     T = np.linalg.svd(np.eye(d) - np.outer(w, w))[0][:, : d - 1]  # orthonormal basis of w's complement
-    Jr = np.einsum("ak,iajb,bl->ikjl", T, J, T).reshape(n * (d - 1), n * (d - 1))
+    Jr = np.einsum("ak,iajb,bl->ikjl", T, J, T, optimize=True).reshape(n * (d - 1), n * (d - 1))  # two contractions
     return float(np.abs(np.linalg.eigvals(Jr)).max())
 
 

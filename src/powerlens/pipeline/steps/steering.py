@@ -61,27 +61,34 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     head = st.config_has_lm_head(cfg)
     model = load_model(man, dtype=torch.float32, head=head).to(device)
     tok = load_tokenizer(man)
-    prompts = read_prompts(prompts_path)[:max_prompts]
-    bs, _, _, truncated = prompt_batches(prompts, tok, min(max_tokens, adapter.max_positions(model.config)),
-                                         batch_size)
+    every = read_prompts(prompts_path)
+    prompts = every[:max_prompts]
+    max_len = min(max_tokens, adapter.max_positions(model.config))
+    bs, _, _, truncated = prompt_batches(prompts, tok, max_len, batch_size)
+    # the KL of a setting is measured on prompts unrelated to the steering ones: the next max_prompts of the corpus
+    # (our choice; none when the corpus has no more, or without an LM head)
+    unrelated = every[max_prompts:2 * max_prompts] if head else []
+    bs_kl = prompt_batches(unrelated, tok, max_len, batch_size)[0] if unrelated else None
     lam1 = float(np.abs(read_generated_npz(spectra_npz, "spectra")["eigvals"][w.layer_map[-1]][0]))
     res = st.run_steering(model, tok, man["arch"], w, bs, lam1, targets, kappas, seed=seed, head=head,
                           shared_edit=shared_edit,
                           model_name=man["model"], weights_label=man["weights_label"],
-                          continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens)
+                          continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens,
+                          kl_batches=bs_kl)
     df = pd.DataFrame(res["rows"])
     write_csv(out_csv, df)
     if out_continuations is not None:
         write_csv(out_continuations, pd.DataFrame(res["continuations"], columns=st.CONTINUATION_COLUMNS))
     write_json(out_json, _record(man, w, res, df, targets=targets, kappas=kappas, shared_edit=shared_edit,
-                                 n_prompts=len(prompts), truncated=truncated, head=head,
+                                 n_prompts=len(prompts), truncated=truncated, head=head, n_unrelated=len(unrelated),
                                  continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens,
                                  threads=threads, seed=seed, device=device))
     return df
 
 
 def _record(man: dict, w, res: dict, df, *, targets, kappas, shared_edit: str, n_prompts: int, truncated: int,
-            head: bool, continuation_prompts, continuation_tokens: int, threads: int, seed: int, device: str) -> dict:
+            head: bool, n_unrelated: int, continuation_prompts, continuation_tokens: int, threads: int, seed: int,
+            device: str) -> dict:
     """What one steering run did (its JSON): the checksums, the sites, the baseline, the bound, provenance."""
     from powerlens.analysis import steering as st
 
@@ -91,15 +98,23 @@ def _record(man: dict, w, res: dict, df, *, targets, kappas, shared_edit: str, n
     return {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
                           "checksum_before": before, "checksum_after": after, "n_prompts": n_prompts,
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
+                          "kl_prompts": ({"n": n_unrelated, "which": "the corpus prompts after the steering prompts "
+                                          "(our choice: unrelated to them); the KL of each setting against the "
+                                          "unsteered model, mean over counted tokens"} if n_unrelated else
+                                         "none: no LM head, or no corpus prompt beyond the steering ones"),
+                          "beta_sweep": ("activation addition at beta = 2^k times the largest kappa's matched beta, "
+                                         "k = -6..6, along the baseline's direction, for the comparison at matched "
+                                         "KL (paper.md section 4d)") if n_unrelated else "none",
                           "shared_weights": w.shared, "shared_edit": shared_edit,
                           "intervention_sites": st.intervention_sites(w, shared_edit),
                           "baseline": ("activation addition of beta u at the output projection's output, beta = "
                                        "the edit's mean norm of change there (alpha |z^T h|) at each kappa: the two "
                                        "methods are compared on curves over the norm of the change"
                                        if not post_cap else
-                                       "activation addition of beta u after the post-attention norm (where the "
-                                       "residual stream receives the attention output), beta = the edit's mean "
-                                       "norm of change there, ||P(o') - P(o)||, at each kappa"),
+                                       "activation addition of beta p * u (normalised) after the post-attention norm "
+                                       "(where the residual stream receives the attention output, along the edit's "
+                                       "effective direction), beta = the edit's mean norm of change there, ||P(o') - "
+                                       "P(o)||, at each kappa"),
                           "post_attention_norm": ({"cap": post_cap, "meaning": "the largest norm the post-attention "
                                                    "norm's output can have (sqrt(d) max |p_i|, eps aside): every "
                                                    "change at W_O reaches the residual stream through it, capped, "

@@ -31,38 +31,36 @@ OPTIONS = (
     Option("c4-sharpness", "config:theory.c4_sharpness", kind="float", many=True,
            help="C4 sweep: typical |score| of the bipartite start"),
     Option("c4-equilibrium-steps", "config:theory.c4_equilibrium_steps", kind="int",
-           help="C4 sweep: most steps of each cell's equilibrium search"),
+           help="C4 sweep: steps of the plain iteration from the bipartite start (a check of Newton's equilibrium)"),
+    Option("seeds", "config:theory.seeds", kind="int",
+           help="weight seeds per cell of the sweeps (C2, C3: per sharpness; C4: per size, head count, sharpness)"),
+    Option("c4-random-starts", "config:theory.c4_random_starts", kind="int",
+           help="C4 sweep: random isotropic starts per cell and seed, to measure how rarely runs end bipartite"),
     Option("threads", "threads", kind="int"),
 )
 
 
 def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, heads: int, tokens: int, steps: int,
            seed: int, runs: int, epsilon: float, residual: bool, threads: int, c4_sizes: list[int],
-           c4_heads: list[int], c4_sharpness: list[float], c4_equilibrium_steps: int) -> list[dict]:
-    """One synthetic experiment (a: real, b: complex, c: bipartite, the C4 sweep over sizes, head counts and
-    attention sharpness with its positive control), full and softmax attention."""
+           c4_heads: list[int], c4_sharpness: list[float], c4_equilibrium_steps: int, seeds: int,
+           c4_random_starts: int) -> list[dict]:
+    """One synthetic experiment (a: real, C2; b: complex, C3; c: bipartite, C4), each over the sweep of attention
+    sharpness (``c4_sharpness``) and ``seeds`` weight draws, with its uniform-attention or known-unstable positive
+    control (paper.md section 4d, revision 5)."""
     from powerlens.analysis import theory as th
 
     threads = set_threads(threads)
     rows, arrays = [], {}
     if case == "real":
-        for att in ("full", "softmax"):
-            r, c = th.experiment_real(d, heads, tokens, steps, seed, residual, att)
-            rows.append(r)
-            arrays[f"err_{att}"] = c["err"]
+        rows, arrays = th.experiment_real(d, heads, tokens, steps, seed, residual, list(c4_sharpness), seeds)
     elif case == "complex":
-        for att in ("full", "softmax"):
-            r1, r2, c = th.experiment_complex(d, heads, tokens, steps, seed, residual, att)
-            rows += [r1, r2]
-            arrays[f"dist_{att}"] = c["dist"]
-            arrays[f"dtheta_{att}"] = c["dtheta"]
-            arrays[f"coords_{att}"] = c["coords"]
+        rows, arrays = th.experiment_complex(d, heads, tokens, steps, seed, residual, list(c4_sharpness), seeds)
     elif case == "bipartite":
         if 1 not in c4_heads:
             raise PowerlensError(f"theory.c4_heads {list(c4_heads)} lacks 1", "add 1: every other head count is "
                                  "tested against one head")
         res, arrays = th.experiment_c4_sweep(list(c4_sizes), sorted(set(c4_heads)), list(c4_sharpness), tokens,
-                                             steps, seed, runs, epsilon, residual,
+                                             steps, seed, runs, epsilon, residual, seeds, c4_random_starts,
                                              max_eq_steps=c4_equilibrium_steps)
         rows += res
     else:
@@ -76,11 +74,11 @@ def theory(case: str, *, out_json: str | Path, out_npz: str | Path, d: int, head
     write_npz(out_npz, arrays)
     write_json(out_json, {"case": case, "results": out,
                           "setup": {"d": d, "heads": heads, "tokens": tokens, "steps": steps, "seed": seed,
-                                    "runs": runs, "epsilon": epsilon, "residual": residual,
+                                    "runs": runs, "epsilon": epsilon, "residual": residual, "seeds": seeds,
+                                    "sharpness": list(c4_sharpness),
                                     **({"c4_sizes": list(c4_sizes), "c4_heads": list(c4_heads),
-                                        "c4_sharpness": list(c4_sharpness),
-                                        "c4_equilibrium_steps": c4_equilibrium_steps} if case == "bipartite"
-                                       else {}),
+                                        "c4_equilibrium_steps": c4_equilibrium_steps,
+                                        "c4_random_starts": c4_random_starts} if case == "bipartite" else {}),
                                     "weights_label": "synthetic (prescribed spectrum)"},
                           "provenance": provenance.record(threads=threads, seed=seed)})
     return out
