@@ -140,7 +140,11 @@ def model_location(path_or_id) -> tuple[str, Path | str]:
 def weights_label_of(path_or_id) -> str:
     """The weights label of a run's model folder (its manifest: "random weights" for a twin), else ""."""
     p = Path(str(path_or_id)).expanduser()
-    if (p / TWIN_MARKER).is_file():
+    if (p / TWIN_MARKER).is_file():  # a twin, or a matched control ("random layer weights"): the marker says which
+        with contextlib.suppress(Exception):
+            label = json.loads((p / TWIN_MARKER).read_text(encoding="utf-8")).get("weights_label")
+            if isinstance(label, str) and is_random_label(label):
+                return label
         return "random weights"
     for man_path in (p / "manifest.json", p.parent / "manifest.json"):  # a run's model folder, or its weights
         with contextlib.suppress(Exception):
