@@ -93,7 +93,8 @@ def main():
     import pandas as pd
     import yaml
 
-    from powerlens.pipeline.resources import MARGIN, fit
+    from powerlens.pipeline.resource_fit import fit
+    from powerlens.pipeline.resources import MARGIN
 
     measured = Path(a.measured)
     old = pd.read_csv(measured, sep="\t") if measured.is_file() else pd.DataFrame(columns=COLUMNS)

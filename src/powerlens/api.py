@@ -6,7 +6,7 @@
     >>> lens.spectra()[3].eigvals[:4]            # layer 3's leading eigenvalues (sorted by modulus)
     >>> lens.dynamics(["The cat sat on the mat."])   # gamma_t, rho_t, tilt per layer, with the null
     >>> with lens.steer("water", kappa=16):     # rank-1 change of the last layer's W_O, undone on exit
-    ...     model(...)
+    ...     model(...)                           # lens.F(-1), lens.spectra() see the edited layer here
 
 Everything here calls the functions the pipeline's steps call: the adapters' extraction,
 :func:`powerlens.analysis.spectra.model_spectra` and :func:`~powerlens.analysis.spectra.spectra_table` (the
@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -39,10 +40,11 @@ from powerlens.analysis.spectra import layer_matrices, model_spectra, spectra_ar
 from powerlens.core.corpus import check_prompt_list
 from powerlens.core.errors import PowerlensError
 from powerlens.core.fmt import is_random_label
-from powerlens.core.io import read_generated_json
 from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
 from powerlens.models.archs import has_lm_head
-from powerlens.models.sources import TWIN_MARKER, check_model_dir, fetch_hf, from_pretrained_checked, has_tokenizer
+from powerlens.models.locate import is_gguf, model_id_text, model_location, weights_label_of  # noqa: F401  (API)
+from powerlens.models.sources import check_model_dir, fetch_hf, from_pretrained_checked, has_tokenizer
+from powerlens.models.sources.coverage import check_token_ids
 from powerlens.pipeline.config import check_options, schema_defaults
 from powerlens.pipeline.targets import check_targets
 
@@ -89,71 +91,6 @@ class Spectra:
             ["layer", "leading_type", "abs_lambda1", "ratio_next", "gap_beyond_pair"]].to_string(index=False)
 
 
-def is_gguf(path: Path) -> bool:
-    """A GGUF file (llama.cpp's format) by its name or its 4-byte magic."""
-    try:
-        with open(path, "rb") as f:
-            return path.suffix.lower() == ".gguf" or f.read(4) == b"GGUF"
-    except OSError:
-        return False
-
-
-def model_location(path_or_id) -> tuple[str, Path | str]:
-    """("path", folder) or ("hub", id) for an argument of :meth:`Lens.from_pretrained` / ``powerlens inspect``.
-
-    It is a path, never sent to the hub, when it cannot be a hub id: it starts with ``.``, ``/`` or ``~``, has
-    more than one ``/``, or its first part is an existing folder (``results/...``). A run's model folder
-    (``results/<run>/<model>``, which holds a manifest.json but no config.json) stands for the weights its
-    manifest names. A path that does not exist, or is not a model folder, stops with the reason."""
-    s = str(path_or_id)
-    p = Path(s).expanduser()
-    first = s.split("/", 1)[0]
-    looks_like_path = (s.startswith((".", "/", "~")) or s.count("/") > 1 or p.exists()
-                       or (first != s and Path(first).expanduser().is_dir()))
-    if not looks_like_path:
-        return "hub", s
-    if not p.exists():
-        raise PowerlensError(f"{s!r} is read as a local path (it cannot be a hub id), and it does not exist",
-                             "check the path (e.g. results/<run>/<model>, a folder saved by save_pretrained), "
-                             "relative to the current folder")
-    gguf = [p] if p.is_file() and is_gguf(p) else sorted(p.glob("*.gguf")) if p.is_dir() else []
-    if gguf and not (p.is_dir() and (p / "config.json").exists()):
-        raise PowerlensError(f"{s!r} is {'a GGUF file' if p.is_file() else 'a folder of GGUF files'} "
-                             f"({gguf[0].name}): inspect and Lens read safetensors folders",
-                             "run it through the pipeline (a model entry with `source: gguf`), then inspect its "
-                             "dequantized folder: results/<run>/<model>")
-    if not p.is_dir():
-        raise PowerlensError(f"{s!r} is a file, not a model folder",
-                             "give the folder that holds config.json and *.safetensors, or a run's model folder "
-                             "results/<run>/<model>")
-    if not (p / "config.json").exists() and (p / "manifest.json").exists():
-        man = read_generated_json(p / "manifest.json", "fetch_model")  # a truncated file: a message, not a trace
-        where = man.get("path") if isinstance(man, dict) else None
-        if not isinstance(where, str) or not where or not Path(where).is_dir():
-            raise PowerlensError(f"{s!r}: its manifest.json names no weights folder that exists ({where!r})",
-                                 "re-run the run's fetch step for this model "
-                                 "(snakemake ... --forcerun fetch_model), then inspect again")
-        return "path", Path(man["path"]).resolve()
-    return "path", p.resolve()
-
-
-def weights_label_of(path_or_id) -> str:
-    """The weights label of a run's model folder (its manifest: "random weights" for a twin), else ""."""
-    p = Path(str(path_or_id)).expanduser()
-    if (p / TWIN_MARKER).is_file():  # a twin, or a matched control ("random layer weights"): the marker says which
-        with contextlib.suppress(Exception):
-            label = json.loads((p / TWIN_MARKER).read_text(encoding="utf-8")).get("weights_label")
-            if isinstance(label, str) and is_random_label(label):
-                return label
-        return "random weights"
-    for man_path in (p / "manifest.json", p.parent / "manifest.json"):  # a run's model folder, or its weights
-        with contextlib.suppress(Exception):
-            man = json.loads(man_path.read_text(encoding="utf-8"))
-            if man_path.parent == p or Path(man.get("path", "")).resolve() == p.resolve():
-                return man.get("weights_label", "")
-    return ""
-
-
 def layer_matrices_of(path_or_id, arch: str | None = None, revision: str | None = None):
     """``(description, matrices, layer_map, n_heads)`` of a model for its spectra: the
     :class:`~powerlens.analysis.spectra.LayerMatrices` of every unique layer (no norm gains) and depth ->
@@ -182,6 +119,17 @@ def layer_matrices_of(path_or_id, arch: str | None = None, revision: str | None 
     return repr(lens), mats, list(w.layer_map), w.n_heads
 
 
+def _integer(x, otherwise=None):
+    """``x`` as a Python int when it is an integer of any kind (int, numpy.int64, ...: ``operator.index``), else
+    ``otherwise``: a bool, a float (3.0 too), a string or None is not a count."""
+    if isinstance(x, (bool, np.bool_)):
+        return otherwise
+    try:
+        return operator.index(x)
+    except TypeError:
+        return otherwise
+
+
 class Lens:
     """One transformers model (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3) read as power-method steps."""
 
@@ -194,6 +142,8 @@ class Lens:
         self.arch = arch or arch_of(model)
         self.adapter = get_adapter(self.arch)
         self.adapter.check(self.adapter.base(model))
+        rows = int(self.adapter.input_embeddings(model).shape[0])  # ids beyond it: IndexError in dynamics (#52)
+        check_token_ids(tokenizer, rows, "Lens: the tokenizer given with the model")
         self._weights = None
         self.random_weights = False  # a twin (from_pretrained reads its label): its tests are not extended
 
@@ -257,13 +207,15 @@ class Lens:
     def spectra(self, k: int | None = None, threads: int = 1, seed: int | None = None) -> Spectra:
         """Eigenvalues (float64, sorted by modulus) and the k leading eigenvectors of every unique F (``k`` and
         ``seed``: the config schema's ``spectra.top_k`` and ``seed`` unless given)."""
+        seed = _integer(seed, seed)  # numpy integers as ints; anything else as given, for the pipeline's check
         check_options("", seed=seed)  # the pipeline's bounds, with its wording
         d = self.weights.d_model
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d):
+        if k is not None and not 1 <= _integer(k, 0) <= d:
             raise PowerlensError(f"k {k!r} is not a number of leading eigenvectors from 1 to d_model {d}",
                                  "pass an integer k from 1 to d_model, or leave it out (the schema's spectra.top_k)")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        if _integer(threads, 0) < 1:
             raise PowerlensError(f"threads {threads!r} is not a positive integer", "pass threads=1 or more")
+        k, threads = (None if k is None else _integer(k)), _integer(threads)
         defaults = schema_defaults()
         k = defaults["spectra"]["top_k"] if k is None else k
         seed = defaults["seed"] if seed is None else seed
@@ -316,10 +268,12 @@ class Lens:
         alpha = kappa |lambda_1(F_last)|, so u becomes F's principal eigenvector for kappa large enough.
         ``target``: a token (its ``kind`` = embedding or unembedding row), a unit vector (d,), or "random".
         Yields {"u", "scale", "principal"}: the edit's scale alpha = kappa |lambda_1| and the eigen-check of the
-        edited F."""
+        edited F. Inside, the lens's own matrices (:meth:`F`, :meth:`spectra`, :meth:`dynamics`) are the edited
+        model's, F' = F + alpha u (V^T z)^T; on exit the unedited ones."""
         from powerlens.analysis.steering import principal_check, rank1_output_edit, rank1_z, target_vector
 
         check_options("steering", kappas=[kappa, 0])  # the pipeline's rule for a kappa: finite, 0 to 1e6
+        seed = _integer(seed, seed)  # numpy integers too
         if not (isinstance(seed, int) and not isinstance(seed, bool)):
             raise PowerlensError(f"seed {seed!r} is not an integer", "pass an integer seed")
         check_options("", seed=seed)
@@ -345,8 +299,26 @@ class Lens:
         lam1 = float(np.abs(np.linalg.eigvals(F)).max())
         scale = float(kappa) * lam1
         z = rank1_z(W_V, u)
-        with rank1_output_edit(self.model, self.arch, u, z, scale):
-            yield {"u": u, "scale": scale, "principal": principal_check(F, W_V, u, scale, None, z)}
+        check = principal_check(F, W_V, u, scale, None, z)
+        with rank1_output_edit(self.model, self.arch, u, z, scale), self._edited_last_layer():
+            yield {"u": u, "scale": scale, "principal": check}
+
+    @contextlib.contextmanager
+    def _edited_last_layer(self) -> Iterator[None]:
+        """While the model's last layer is edited in place, :attr:`weights` (so :meth:`F`, :meth:`spectra`,
+        :meth:`dynamics`) reads the edited layer: F_t = W_O' V_t changes with W_O, and the matrices extracted
+        before the edit would describe a model that is not the one running. Only the last unique layer is read
+        again (ALBERT's one layer is every depth's, as the edited module is); on exit the unedited matrices,
+        untouched, are back."""
+        w = self.weights
+        last = w.layer_map[-1]
+        key = self.adapter.layer_map(self.model.config)[-1]
+        edited = self.adapter.extract_unique(self.adapter.base(self.model), key)
+        self._weights = dataclasses.replace(w, layers=[edited if u == last else lw for u, lw in enumerate(w.layers)])
+        try:
+            yield
+        finally:
+            self._weights = w
 
     def _check_target_token(self, token: str, kind: str) -> None:
         """The pipeline's check of a steering target (:func:`powerlens.pipeline.targets.check_targets`): one vocabulary

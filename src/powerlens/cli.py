@@ -25,7 +25,14 @@ from powerlens import __version__
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import atomic_path, check_writable, pause_before_rename
 from powerlens.core.progress import quiet_third_party_bars
-from powerlens.pipeline.options import add_arguments, step_kwargs
+from powerlens.pipeline.options import add_arguments, check_flags, step_kwargs
+
+
+def print_error(e: PowerlensError) -> None:
+    """A user error as the project prints it: ``ERROR: <problem>`` then ``  fix: <what to do>``."""
+    print(f"ERROR: {e.problem}", file=sys.stderr)
+    if e.fix:
+        print(f"  fix: {e.fix}", file=sys.stderr)
 
 
 def run_guarded(fn, *args) -> None:
@@ -35,9 +42,7 @@ def run_guarded(fn, *args) -> None:
         pause_before_rename()  # a bad test hook stops here, before any work, not at the first write
         fn(*args)
     except PowerlensError as e:
-        print(f"ERROR: {e.problem}", file=sys.stderr)
-        if e.fix:
-            print(f"  fix: {e.fix}", file=sys.stderr)
+        print_error(e)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted: no output was replaced (outputs are written atomically)", file=sys.stderr)
@@ -58,7 +63,10 @@ def inspect_model(a) -> None:
     or a Hugging Face hub id (org/name). An argument that cannot be a hub id (it starts with ., / or ~, has more
     than one /, or its first part is an existing folder) is always a path."""
     t0 = time.perf_counter()
-    if a.csv:  # checked before any work
+    if a.csv:  # checked before any work; never into a run folder (a run's outputs are the pipeline's)
+        from powerlens.pipeline.run_folder import check_not_run_output
+
+        check_not_run_output(a.csv, "--csv")
         check_writable(a.csv, "--csv")
     if a.threads is not None and a.threads < 1:
         raise PowerlensError(f"--threads {a.threads}: must be at least 1", "omit it to use every core")
@@ -109,10 +117,20 @@ class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaults
         return super()._get_help_string(action)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its refusals (a missing flag, a value outside the choices) in the project's voice:
+    ``ERROR: <problem>`` and ``  fix: <what to do>``, exit status 2 as before."""
+
+    def error(self, message: str):
+        print_error(PowerlensError(f"{self.prog}: {message}", f"see `{self.prog} --help` for every flag and "
+                                   "its values (a run passes each from the config)"))
+        sys.exit(2)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command's parser: ``inspect`` and every step, or, with ``only`` (a step's name), that step alone, so
     running a step imports its module and no other."""
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="powerlens", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"powerlens {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -141,7 +159,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def run_step(mod, a: argparse.Namespace) -> None:
-    """Run one step from its parsed options: the step's function, then its summary."""
+    """Run one step from its parsed options, each config-derived flag first checked against its config key's
+    rule (a step run by hand is refused as the config would be): the step's function, then its summary."""
+    check_flags(a, mod.OPTIONS)
     kw = step_kwargs(a, mod.OPTIONS)
     mod.show(mod.STEP(**kw), kw)
 
@@ -150,7 +170,11 @@ def main(argv: list[str] | None = None) -> None:
     from powerlens.pipeline.steps import STEPS
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    a = build_parser(argv[0] if argv and argv[0] in STEPS else None).parse_args(argv)
+    try:  # a flag's value refused while parsing (not a number) is a user error too
+        a = build_parser(argv[0] if argv and argv[0] in STEPS else None).parse_args(argv)
+    except PowerlensError as e:
+        print_error(e)
+        sys.exit(2)
     quiet_third_party_bars()
     run_guarded(a.func, a)
 

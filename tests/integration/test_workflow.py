@@ -44,6 +44,8 @@ def copied_run(run: Path, tmp_path: Path) -> Path:
     import shutil
 
     shutil.copytree(run, tmp_path / "run", symlinks=True)
+    # the copy is another config's to change: forget which config made it (powerlens.pipeline.run_folder)
+    (tmp_path / "run" / "results" / "test" / ".powerlens-run.json").unlink(missing_ok=True)
     return tmp_path / "run"
 
 

@@ -130,8 +130,8 @@ def test_prompt_file_with_control_characters_or_a_directory(tmp_path):
     p.write_text("a\x00b\n")
     with pytest.raises(PowerlensError, match="line 1: control character"):
         read_prompts(p)
-    p.write_text("first\r\nsecond\tline\n\n")
-    assert read_prompts(p) == ["first", "second\tline"]
+    p.write_text("first\r\nsecond\tline\n\nthird\n")  # 3 prompts: corpus.MIN_PROMPTS
+    assert read_prompts(p) == ["first", "second\tline", "third"]
     with pytest.raises(PowerlensError, match="is a directory"):
         read_prompts(tmp_path)
 

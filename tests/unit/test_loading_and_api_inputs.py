@@ -125,8 +125,8 @@ def test_byte_order_mark_is_not_text(tmp_path):
     from powerlens.core.corpus import read_prompts
 
     p = tmp_path / "p.txt"
-    p.write_bytes("\ufeffThe cat sat.\nA dog.\n".encode())
-    assert read_prompts(p) == ["The cat sat.", "A dog."]
+    p.write_bytes("\ufeffThe cat sat.\nA dog.\nA bird.\n".encode())  # 3: corpus.MIN_PROMPTS
+    assert read_prompts(p) == ["The cat sat.", "A dog.", "A bird."]
 
 
 def test_prompts_that_give_no_text_token_stop_with_a_message():

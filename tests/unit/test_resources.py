@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from powerlens.models.archs import PAPER_MODELS, TINY_MODELS, twin_config
-from powerlens.pipeline.resources import MARGIN, RULES, fit, fit_line, load_coefficients, predict, size_of
+from powerlens.pipeline.resource_fit import fit, fit_line
+from powerlens.pipeline.resources import MARGIN, RULES, load_coefficients, predict, size_of
 
 REPO = Path(__file__).resolve().parents[2]
 MEASURED = REPO / "workflow/resources_measured.tsv"

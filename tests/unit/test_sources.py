@@ -57,7 +57,8 @@ def test_local_missing_and_pickle_only(tmp_path):
 def test_local_source_roundtrip(tmp_path):
     rec = fetch_model("t", {"arch": "bert", "source": "random", "twin_of": "tiny-bert"}, tmp_path / "m.json")
     loc = sources.fetch("mine", {"arch": "bert", "source": "local", "path": rec["path"]}, ".")
-    assert loc["files"] == rec["files"] and loc["weights_label"] == "trained weights"
+    # a twin's folder stays random whatever its source kind (its marker; issue #52)
+    assert loc["files"] == rec["files"] and loc["weights_label"] == "random weights"
 
 
 def test_corrupt_weights_refused(tmp_path):

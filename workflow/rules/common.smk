@@ -15,6 +15,11 @@ from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, 
 from powerlens.models.sources import random_weights as is_random
 from powerlens.core.errors import PowerlensError, user_errors_in_logs
 from powerlens.core.io import params_json
+from powerlens.outputs.provenance import sha256_file
+from powerlens.pipeline.cluster import check_executor_tools
+from powerlens.pipeline.code_hash import step_code_sha256
+from powerlens.pipeline.run_folder import check_run_folder, claim_run_folder
+from powerlens.pipeline.steps import STEPS
 
 
 START = time.time()
@@ -35,10 +40,15 @@ def stop(e):
 
 
 onstart:
-    # before any job of a real run (not -n): one hub connectivity check for the models still to download
+    # before any job of a real run (not -n): the cluster executor works from here (a SLURM profile on a
+    # machine without SLURM would retry, then delete outputs); one hub connectivity check for the models still
+    # to download; then this config claims its run folder (powerlens.pipeline.run_folder)
     try:
+        check_executor_tools(getattr(workflow.executor_plugin, "name", None),
+                             getattr(workflow.executor_settings, "status_command", None))
         check_hub_reachable(hub_downloads_needed(config["models"], lambda m: os.path.exists(
             results(f"{m}/manifest.json"))))
+        claim_run_folder(RUN, workflow.configfiles)
     except PowerlensError as e:
         stop(e)
 
@@ -65,6 +75,12 @@ if is_report_request(sys.argv[1:]):
         stop(e)
 
 RUN = config["run"]
+# a run folder made by another config (same `run:` name): a real run is refused at onstart, before any job;
+# a plan (-n) or a report only reads it, so it is told now
+try:
+    check_run_folder(RUN, workflow.configfiles)
+except PowerlensError as e:
+    print(f"WARNING: {e.problem}; a real run will be refused\n  fix: {e.fix}", file=sys.stderr)
 MODELS = list(config["models"])  # matched controls included (powerlens.pipeline.config.add_matched_controls)
 STEERED = [m for m in MODELS if steered(config["models"][m])]  # models whose chain runs steering (C9)
 ENV = "../envs/powerlens.yaml"
@@ -96,6 +112,19 @@ def _resolve(path):
 
 
 PROMPTS = _resolve(config["prompts"])
+
+# What a rule's outputs depend on beyond its input files' mtimes, as params (Snakemake's params trigger reruns
+# the rule when one changes): the sha256 of its step's code (powerlens.pipeline.code_hash) and of the prompt
+# corpus (a corpus replaced by another file with an old mtime is still seen)
+try:
+    CODE_SHA256 = step_code_sha256(STEPS)
+except PowerlensError as e:
+    stop(e)
+
+
+def step_code(step):
+    """Param: the sha256 of the code `python -m powerlens <step>` runs (rerun the step when it changes)."""
+    return CODE_SHA256[step]
 
 
 wildcard_constraints:
@@ -254,6 +283,7 @@ try:
     _PROMPT_LIST = read_prompts(PROMPTS)
 except PowerlensError as e:
     stop(e)
+CORPUS_SHA256 = sha256_file(PROMPTS)  # param of the steps that read the corpus (a regular file: read above)
 JOB_REQUESTS = {name: job_requests(RESOURCE_FIT, config, name, _PROMPT_LIST) for name in MODELS}
 try:
     check_plan(JOB_REQUESTS)

@@ -15,6 +15,8 @@ rule dynamics:
         json=results("{model}/dynamics-{mode}.json"),
         robustness=results("{model}/dynamics-{mode}-robustness.csv"),
     params:
+        code=step_code("dynamics"),  # rerun when the step's code changes
+        corpus=CORPUS_SHA256,  # rerun when the prompt corpus's content changes
         flags=step_flags("dynamics"),
         py=PY,
     log:
@@ -49,6 +51,7 @@ rule plot_dynamics:
         **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation", listed=ALBERT_LISTED),
         **table_outputs("table_alignment", "4 Dynamics", key="table"),
     params:
+        code=step_code("plot_dynamics"),  # rerun when the step's code changes
         flags=step_flags("plot_dynamics"),
         py=PY,
         labels=labels_json(),

@@ -11,6 +11,7 @@ rule fetch_model:
     output:
         manifest=results("{model}/manifest.json"),
     params:
+        code=step_code("fetch_model"),  # rerun when the step's code changes
         flags=step_flags("fetch_model"),
         entry=model_entry_json,
         py=PY,
@@ -38,6 +39,7 @@ rule extract:
         tensors=results("{model}/weights.safetensors"),
         meta=results("{model}/weights.json"),
     params:
+        code=step_code("extract"),  # rerun when the step's code changes
         py=PY,
     log:
         step_log("extract"),
@@ -62,6 +64,7 @@ rule check_extraction:
     output:
         check=results("{model}/extraction_check.json"),
     params:
+        code=step_code("check_extraction"),  # rerun when the step's code changes
         flags=step_flags("check_extraction"),
         py=PY,
     log:
@@ -85,6 +88,7 @@ rule write_lock:
     output:
         lock=results("models.lock.yaml"),
     params:
+        code=step_code("write_lock"),  # rerun when the step's code changes
         py=PY,
     log:
         step_log("write_lock"),
@@ -109,6 +113,7 @@ rule steering_targets:
     output:
         json=results("{model}/steering_targets.json"),
     params:
+        code=step_code("steering_targets"),  # rerun when the step's code changes
         targets=steering_targets_json,
         py=PY,
     log:

@@ -15,6 +15,8 @@ rule quantization:
         json=results("{model}/quantization.json"),
         dynamics=results("{model}/quantization-dynamics.csv"),
     params:
+        code=step_code("quantization"),  # rerun when the step's code changes
+        corpus=CORPUS_SHA256,  # rerun when the prompt corpus's content changes
         flags=step_flags("quantization"),
         py=PY,
     log:
@@ -40,6 +42,7 @@ rule table_quantization:
     output:
         **table_outputs("table_quantization", "3 Spectra", key="table"),
     params:
+        code=step_code("table_quantization"),  # rerun when the step's code changes
         py=PY,
         labels=labels_json(),
         table=stem_of("table"),

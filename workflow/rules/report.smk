@@ -17,7 +17,9 @@ rule claims:
         **table_outputs("table_robustness", "1 Claims", key="robust"),
         **table_outputs("table_claims", "1 Claims", key="table"),
         **table_outputs("table_claims_twins", TWINS_CATEGORY, key="twins"),
+        record=f"paper_tables/{RUN}/claims_record.json",  # sha256 of the tables above: the article checks them
     params:
+        code=step_code("claims"),  # rerun when the step's code changes
         py=PY,
         flags=step_flags("claims"),
         labels=labels_json(),
@@ -45,6 +47,7 @@ rule provenance:
     input:
         manifests=expand(rules.fetch_model.output.manifest, model=MODELS),
         records=provenance_records(),
+        prompts=PROMPTS,
     output:
         manifest=report(
             results("provenance.json"),
@@ -57,6 +60,8 @@ rule provenance:
             category="7 Provenance",
         ),
     params:
+        code=step_code("provenance"),  # rerun when the step's code changes
+        corpus=CORPUS_SHA256,  # rerun when the prompt corpus's content changes
         py=PY,
         config=params_json(config),
     log:
@@ -88,6 +93,7 @@ rule speed:
     output:
         **table_outputs("table_speed", "7 Provenance", key="table"),
     params:
+        code=step_code("speed"),  # rerun when the step's code changes
         py=PY,
         config=params_json({k: config[k] for k in ("models", "dynamics", "steering")}),
         labels=labels_json(),
@@ -121,10 +127,15 @@ rule article:
         provenance=rules.provenance.output.manifest,
         speed=rules.speed.output.table_csv,
         figures=[f"figures/{RUN}/{f}.png" for f in ARTICLE_FIGURES],
+        claims_record=rules.claims.output.record,
     output:
-        html=report(results("replication.html"), caption="../report/replication.rst", category="0 Replication"),
-        pdf=results("replication.pdf"),
+        # update(): Snakemake neither deletes the previous article before the job nor leaves it deleted after a
+        # failure (it keeps a copy and restores it); the step replaces both files together at its end.
+        html=update(report(results("replication.html"), caption="../report/replication.rst",
+                           category="0 Replication")),
+        pdf=update(results("replication.pdf")),
     params:
+        code=step_code("article"),  # rerun when the step's code changes
         py=PY,
         flags=step_flags("article"),
         index=output_index,

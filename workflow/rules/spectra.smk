@@ -10,6 +10,7 @@ rule spectra:
         npz=results("{model}/spectra.npz"),
         csv=results("{model}/spectra.csv"),
     params:
+        code=step_code("spectra"),  # rerun when the step's code changes
         flags=step_flags("spectra"),
         py=PY,
     log:
@@ -36,6 +37,7 @@ rule plot_spectra:
         **figure_outputs("fig_gap", "3 Spectra", key="gap"),
         **table_outputs("table_spectra", "3 Spectra", key="table"),
     params:
+        code=step_code("plot_spectra"),  # rerun when the step's code changes
         flags=step_flags("plot_spectra"),
         py=PY,
         labels=labels_json(),

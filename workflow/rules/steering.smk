@@ -14,6 +14,8 @@ rule steering:
         json=results("{model}/steering.json"),
         continuations=results("{model}/steering_continuations.csv"),
     params:
+        code=step_code("steering"),  # rerun when the step's code changes
+        corpus=CORPUS_SHA256,  # rerun when the prompt corpus's content changes
         flags=step_flags("steering"),
         py=PY,
         targets=steering_targets_json,
@@ -42,6 +44,7 @@ rule plot_steering:
         **table_outputs("table_steering", "6 Steering", key="table"),
         **table_outputs("table_continuations", "6 Steering", key="continuations"),
     params:
+        code=step_code("plot_steering"),  # rerun when the step's code changes
         flags=step_flags("plot_steering"),
         py=PY,
         labels=labels_json(),

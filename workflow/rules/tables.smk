@@ -9,6 +9,7 @@ rule table_models:
     output:
         **table_outputs("table_models", "2 Models", key="table"),
     params:
+        code=step_code("table_models"),  # rerun when the step's code changes
         py=PY,
         stem=stem_of("table"),
         labels=labels_json(),

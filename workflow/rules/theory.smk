@@ -7,6 +7,7 @@ rule theory:
         json=results("theory/{case}.json"),
         npz=results("theory/{case}.npz"),
     params:
+        code=step_code("theory"),  # rerun when the step's code changes
         flags=step_flags("theory"),
         py=PY,
     log:
@@ -36,6 +37,7 @@ rule plot_theory:
         **figure_outputs("fig_theory", "5 Theory", key="fig", twins=False),
         **table_outputs("table_theory", "5 Theory", key="table"),
     params:
+        code=step_code("plot_theory"),  # rerun when the step's code changes
         flags=step_flags("plot_theory"),
         py=PY,
         fig=stem_of("fig"),

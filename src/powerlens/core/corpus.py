@@ -7,7 +7,9 @@ longer than the model's context are truncated, and how many were truncated is re
 
 from __future__ import annotations
 
+import re
 import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +23,9 @@ if TYPE_CHECKING:  # torch is imported where batches are built, not to read prom
 def read_prompts(path: str | Path) -> list[str]:
     """Prompts, one per line ("\n" ends a line; a trailing "\r" is dropped). Control characters other than tab
     (NUL, vertical tab, form feed, file separators, ...) are refused, naming the line: Python's splitlines()
-    would cut a line at some of them and silently turn one prompt into several."""
+    would cut a line at some of them and silently turn one prompt into several. So are a line of nothing but
+    invisible characters, a repeated prompt and a corpus of fewer than :data:`MIN_PROMPTS` prompts (the
+    prompts are the units of the prompt-level tests and of the thirds split: see :func:`check_corpus`)."""
     path = Path(path)
     fix = "set `prompts:` to a UTF-8 text file, one prompt per line"
     if path.is_dir():
@@ -41,14 +45,17 @@ def read_prompts(path: str | Path) -> list[str]:
         raise PowerlensError(f"prompt file {path} is not UTF-8 (byte {e.start})",
                              "re-save it as UTF-8 (e.g. iconv -t utf-8)") from None
     text = text.removeprefix("\ufeff")  # a byte-order mark is not text of prompt 1
-    prompts = []
+    prompts, where = [], []
     for i, ln in enumerate(text.split("\n"), start=1):
         ln = ln.removesuffix("\r")
         check_prompt(ln, f"prompt file {path}, line {i}")
         if ln.strip():
+            check_visible(ln, f"prompt file {path}, line {i}")
             prompts.append(ln.strip())
+            where.append(f"line {i}")
     if not prompts:
         raise PowerlensError(f"prompt file {path} holds no prompts", "write one natural-language prompt per line")
+    check_corpus(prompts, where, f"prompt file {path}")
     return prompts
 
 
@@ -62,8 +69,9 @@ def check_prompt(text: str, where: str) -> None:
 
 
 def check_prompt_list(prompts) -> list[str]:
-    """Prompts given to the Python API: a list of non-empty strings without control characters (the checks
-    :func:`read_prompts` makes of a prompt file)."""
+    """Prompts given to the Python API: a list of non-empty strings without control characters, none of them
+    only invisible characters, none repeated (the checks :func:`read_prompts` makes of a prompt file; the API
+    runs no thirds split, so one prompt is enough there)."""
     if isinstance(prompts, str):
         raise PowerlensError("prompts is one string, not a list of prompts (each of its characters would be "
                              "taken for a prompt)", f"pass a list: [{prompts[:40]!r}]")
@@ -80,7 +88,90 @@ def check_prompt_list(prompts) -> list[str]:
         if not p.strip():
             raise PowerlensError(f"prompt {i + 1} is empty", "remove empty prompts")
         check_prompt(p, f"prompt {i + 1}")
-    return [p.strip() for p in prompts]
+        check_visible(p, f"prompt {i + 1}")
+    prompts = [p.strip() for p in prompts]
+    check_distinct(prompts, [f"prompt {i + 1}" for i in range(len(prompts))], "the prompts")
+    return prompts
+
+
+#: Characters that show nothing yet are neither whitespace nor format characters (category Cf): the combining
+#: grapheme joiner, Hangul and Khmer fillers, the braille blank, Mongolian and other variation selectors.
+_BLANKS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0"
+                    + "".join(map(chr, [*range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])))
+
+
+def invisible(c: str) -> bool:
+    """A character that shows nothing: whitespace, a separator (Zs, Zl, Zp), a format character (Cf: zero-width
+    space and joiners, byte-order mark, soft hyphen, tags) or one of :data:`_BLANKS`."""
+    return c.isspace() or unicodedata.category(c) in ("Cf", "Cc", "Zs", "Zl", "Zp") or c in _BLANKS
+
+
+def check_visible(text: str, where: str) -> None:
+    """Refuse a prompt of nothing but invisible characters ("\\u200b\\u200b", a stray byte-order mark): it is
+    no text, yet the tokenizer makes tokens of it and the analysis would count it as a prompt."""
+    if text and all(invisible(c) for c in text):
+        names = list(dict.fromkeys(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in text
+                                   if not c.isspace()))
+        raise PowerlensError(f"{where}: the prompt is only invisible characters ({', '.join(names[:4])}"
+                             f"{', ...' if len(names) > 4 else ''})",
+                             "remove that prompt, or write visible text in it (zero-width, format and blank "
+                             "characters are not text)")
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")  # the only characters that may be invisible but not space
+
+
+def prompt_key(text: str) -> str:
+    """What two prompts must differ in to count as two: the text once Unicode-normalised (NFKC), case-folded,
+    without invisible characters and with its whitespace runs made one space."""
+    if text.isascii():  # the common case, fast: no invisible character but whitespace, NFKC changes nothing
+        return " ".join(text.lower().split())
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    drop = {ord(c): None for c in _NON_ASCII.findall(folded) if not c.isspace() and invisible(c)}
+    return " ".join((folded.translate(drop) if drop else folded).split())  # translate is slow: when needed
+
+
+def check_distinct(prompts: list[str], where: list[str], source: str) -> None:
+    """Refuse repeated prompts (compared by :func:`prompt_key`), naming where each repeat and its first copy
+    are: the prompt-level tests count prompts as independent units, so a prompt given n times is counted n
+    times and its p-value shrinks without any new evidence (24 copies took one from 0.5 to 6e-8)."""
+    first: dict[str, int] = {}
+    again: dict[int, list[str]] = {}  # first copy -> where its repeats are
+    for i, p in enumerate(prompts):
+        j = first.setdefault(prompt_key(p), i)
+        if j != i:
+            again.setdefault(j, []).append(where[i])
+    if again:
+        groups = [f"{where[j]} ({_show(prompts[j])}) again at {', '.join(w[:6])}{', ...' if len(w) > 6 else ''}"
+                  for j, w in list(again.items())[:3]]
+        n, more = sum(map(len, again.values())), "; ..." if len(again) > 3 else ""
+        raise PowerlensError(f"{source}: {n} repeated prompt(s): {'; '.join(groups)}{more}",
+                             "keep each prompt once (they are compared ignoring case, repeated whitespace and "
+                             "invisible characters): the prompts are the units of the prompt-level tests, and a "
+                             "repeat counts one prompt as several independent ones")
+
+
+#: Fewest prompts a corpus may hold: the robustness check splits the corpus into 3 interleaved thirds (prompts
+#: j, j + 3, ...), each analysed on its own, so a smaller corpus leaves a third empty (its statistics 0 / 0); the
+#: prompt-level Wilcoxon test needs 2 prompts.
+MIN_PROMPTS = 3
+
+
+def check_corpus(prompts: list[str], where: list[str], source: str) -> None:
+    """A corpus the analysis is defined for: no repeated prompt (:func:`check_distinct`) and at least
+    :data:`MIN_PROMPTS` prompts."""
+    check_distinct(prompts, where, source)
+    if len(prompts) < MIN_PROMPTS:
+        raise PowerlensError(f"{source} holds {len(prompts)} prompt(s); the analysis needs at least {MIN_PROMPTS}: "
+                             f"the robustness check splits the corpus into 3 interleaved thirds, each needs a "
+                             f"prompt (the prompt-level Wilcoxon test needs 2)",
+                             f"add distinct natural-language prompts, one per line, to make {MIN_PROMPTS} or more "
+                             "(the shipped config/prompts.txt holds 220)")
+
+
+def _show(text: str, n: int = 40) -> str:
+    """A prompt quoted for a message: repr (escapes what a terminal would act on), cut to ``n`` characters."""
+    return repr(text[:n] + ("..." if len(text) > n else ""))
 
 
 #: Fewest text tokens (special tokens excluded) a corpus must give for the statistics to be computed.

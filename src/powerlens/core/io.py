@@ -70,19 +70,43 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
     return out
 
 
+#: The write failures a user fixes outside the program (a full disk, a quota, a read-only file system, no
+#: permission), each with what to do; any other OSError is a bug and keeps its traceback.
+WRITE_ERRORS = {
+    errno.ENOSPC: "free disk space on that file system (or point the run's --directory elsewhere), then re-run",
+    errno.EDQUOT: "free space within your disk quota there (or point the run's --directory elsewhere), then re-run",
+    errno.EROFS: "the file system is mounted read-only: run from a writable folder (snakemake --directory), then "
+                 "re-run",
+    errno.EACCES: "make the folder writable for you (chmod u+w), or run from a folder you can write, then re-run",
+}
+
+
+def write_error(e: OSError, path: Path) -> PowerlensError | None:
+    """A user-fixable write failure (:data:`WRITE_ERRORS`) as a PowerlensError naming the output; else None."""
+    fix = WRITE_ERRORS.get(getattr(e, "errno", None))
+    if fix is None:
+        return None
+    why = e.strerror or os.strerror(e.errno)
+    return PowerlensError(f"cannot write {path}: {why} ({errno.errorcode[e.errno]}); nothing was written under "
+                          "that name (an earlier file of that name is as it was)", fix)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds. A full
+    disk, a quota, a read-only file system or a refused permission while writing becomes a PowerlensError
+    that names ``path`` and the fix (:func:`write_error`); the partial temporary file is removed either way."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     pause = pause_before_rename()
-    for stale in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):  # left by a writer killed before its rename
-        with contextlib.suppress(OSError):
-            stale.unlink()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):  # left by a writer killed before its rename
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+        os.close(fd)
+        tmp = Path(name)
         yield tmp
         if pause > 0:  # fault-injection point for the interrupted-run test: the output is half-done here
             import time
@@ -90,8 +114,14 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             time.sleep(pause)
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
+    except OSError as e:
+        ours = e.filename is None or Path(e.filename) in {tmp, path, *path.parents}
+        err = write_error(e, path) if ours else None  # an input's read error is not this output's
+        if err is None:
+            raise
+        raise err from None
     finally:
-        if tmp.exists():
+        if tmp is not None and tmp.exists():
             tmp.unlink()
 
 

@@ -32,6 +32,31 @@ def fixed_mmap_threshold(nbytes: int = 128 * 1024) -> bool:
         return False
 
 
+#: The code branches MKL documents for ``MKL_CBWR`` (oneMKL developer guide, "Specifying Code Branches", and the
+#: reference's "Named Constants for CNR Control"; some deprecated, kept so an older setting still passes), each
+#: optionally written ``BRANCH=<branch>`` and followed by ``,STRICT``, in capitals. MKL ignores any other value
+#: without a word: measured with MKL_VERBOSE, "garbage", "avx2" and " AVX2" all run the AUTO branch.
+MKL_CBWR_BRANCHES = ("AUTO", "COMPATIBLE", "SSE2", "SSE3", "SSSE3", "SSE4_1", "SSE4_2", "AVX", "AVX2", "AVX2_E1",
+                     "AVX512", "AVX512_E1", "AVX512_E2", "AVX512_E3", "AVX512_E4", "AVX512_MIC", "AVX512_MIC_E1")
+
+
+def check_mkl_cbwr(value: str) -> str:
+    """Refuse an ``MKL_CBWR`` that MKL does not document (it would be recorded as the branch in force while MKL
+    silently ignores it); returns the value."""
+    branch = value  # as MKL reads it: case and spaces count (" AVX2" and "avx2" run AUTO)
+    if branch.endswith(",STRICT"):
+        branch = branch[: -len(",STRICT")]
+    if branch.startswith("BRANCH="):
+        branch = branch[len("BRANCH="):]
+    if branch not in MKL_CBWR_BRANCHES:
+        raise PowerlensError(
+            f"MKL_CBWR={value!r} is not a code branch MKL documents: MKL ignores it without a word (it runs its "
+            "AUTO branch, as MKL_VERBOSE shows), while the outputs would record it as the branch in force",
+            f"unset MKL_CBWR (the pipeline sets AUTO), or set it to one of {', '.join(MKL_CBWR_BRANCHES)}, "
+            "optionally as BRANCH=<branch> and with ,STRICT after it (e.g. MKL_CBWR=AVX2,STRICT)")
+    return value
+
+
 def reproducible_mkl() -> str:
     """Put MKL (torch's BLAS on x86) in its conditional numerical reproducibility mode, ``MKL_CBWR=AUTO``,
     unless the environment already chose a branch; MKL reads it at its first call, so every step sets it
@@ -45,8 +70,8 @@ def reproducible_mkl() -> str:
     seen in about 90 runs outside Snakemake's SLURM executor (plain, loaded, under sbatch and srun). With
     ``AUTO``: 0 of 48 over 12 SLURM runs, and the outputs are bit-identical to MKL's default on this CPU
     (the code path is the one MKL picks; ``COMPATIBLE`` or ``AVX2``, set by hand, also fix the path across
-    CPUs, at a cost in speed)."""
-    return os.environ.setdefault("MKL_CBWR", "AUTO")
+    CPUs, at a cost in speed). A value MKL does not document is refused (:func:`check_mkl_cbwr`)."""
+    return check_mkl_cbwr(os.environ.setdefault("MKL_CBWR", "AUTO"))
 
 
 def set_threads(n: int, torch: bool = True) -> int:

@@ -4,7 +4,9 @@
     adapters    one adapter per architecture (ALBERT, BERT, GPT-2, GPT-Neo, Llama, Gemma 3): every
                 architecture fact lives here, registered in ``ADAPTERS``
     sources/    one module per source kind (hub, local, package, gguf, twin), registered in ``SOURCES``;
-                files (sha256 tables, folder checks), loading (a manifest -> model, tokenizer)
+                files (sha256 tables, folder checks), coverage (weights vs config), loading (a manifest ->
+                model, tokenizer)
+    locate      a model argument (folder, run's model folder, hub id) -> where its weights are, and its label
     weights     LayerWeights / ModelWeights containers, saved as safetensors + JSON
     attention   the attention sublayer recomputed from extracted matrices (the reference forward) and the
                 attention-only law's normalisation

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from powerlens.core.errors import PowerlensError
 from powerlens.outputs.trace import (
     CONTROL_SUFFIX,
     WORDS,
@@ -43,6 +44,41 @@ class Run:
     @property
     def provenance(self) -> str:
         return f"results/{self.name}/provenance.json"
+
+    @property
+    def claims_record(self) -> str:
+        """The claims step's record of the sha256 of every table it wrote (its rule's output ``record``)."""
+        return f"{self.tables}/claims_record.json"
+
+
+#: The rebuild of the claims step's tables, as a fix says it.
+RERUN_CLAIMS = ("rebuild them: run the same snakemake command with `--forcerun claims` added (change a verdict "
+                "through the config's `claims:` block, never by editing a table)")
+
+
+def check_claims_record(run: Run) -> None:
+    """Refuse tables that are not the ones the claims step wrote: every file its record names must exist with
+    the recorded sha256. The article's read-back (:func:`powerlens.outputs.trace.untraced`) compares the
+    article with these same files, so it cannot see an edit made to them by hand; this check can."""
+    from powerlens.core.io import read_generated_json, sha256_file
+
+    path = run.root / run.claims_record
+    if not path.is_file():
+        raise PowerlensError(f"{run.claims_record} does not exist: nothing says the claims tables of run "
+                             f"{run.name!r} are the ones the claims step wrote", RERUN_CLAIMS)
+    doc = read_generated_json(path, "claims")
+    sums = doc.get("sha256") if isinstance(doc, dict) else None
+    if not isinstance(sums, dict) or not sums:
+        raise PowerlensError(f"{run.claims_record} names no table (it is not the claims step's record)", RERUN_CLAIMS)
+    for name, want in sorted(sums.items()):
+        f = run.root / run.tables / Path(name).name
+        if not f.is_file():
+            raise PowerlensError(f"{run.tables}/{Path(name).name}, written by the claims step, is missing",
+                                 RERUN_CLAIMS)
+        if sha256_file(f) != want:
+            raise PowerlensError(f"{run.tables}/{Path(name).name} is not the file the claims step wrote (its sha256 "
+                                 f"differs from {run.claims_record}): it was changed after the step, by hand or "
+                                 "by another program", RERUN_CLAIMS)
 
 
 def families(run: Run) -> list[str]:
@@ -142,6 +178,10 @@ def claim_blocks(run: Run, claim: str, statement: Traced, figures: dict[str, Pat
         out += [("h", 3, [fam]), ("dl", items)]
     judged = df[(df["claim"] == claim) & ~df["verdict"].str.startswith("not judged")]
     for name in dict.fromkeys(n.strip().split(" ")[0] for f in judged["figure"] for n in f.split(",")):
+        if name.startswith("fig_") and name not in figures:  # a judged claim's figure: never left out silently
+            raise PowerlensError(f"{run.figures}/{name}.png, the figure of claim {claim}, does not exist",
+                                 "rebuild the figures: run the same snakemake command with `--forcerun "
+                                 "plot_dynamics plot_spectra plot_steering plot_theory` added")
         if name in figures and name in shown:
             out.append(("p", [f"Figure: {name}, above."]))
         elif name in figures:  # figures of a claim no trained model was judged on hold only a note: not shown

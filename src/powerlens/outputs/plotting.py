@@ -45,20 +45,39 @@ def unique_handles(axes) -> tuple[list, list]:
     return hs, ls
 
 
+#: The longest config or model text a figure shows (characters): a longer label is cut in its middle with an
+#: ellipsis, so a label that gets past the config's maxLength (the API, a model file) cannot widen a figure
+#: (3000 characters drew one 57,846 px wide); every label of the shipped configs is far shorter.
+FIGURE_TEXT_MAX = 40
+ELLIPSIS = "\u2026"
+
+
+def shorten(text: str, limit: int = FIGURE_TEXT_MAX) -> str:
+    """``text`` at most ``limit`` characters: a longer one keeps its start and its end (where two variants of
+    a model name usually differ) around an ellipsis; line breaks as spaces (one line per title)."""
+    text = str(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    return text[:head] + ELLIPSIS + text[len(text) - (limit - 1 - head):]
+
+
 def plain(text: str) -> str:
-    """Config text as literal text in a figure: ``$`` escaped, so matplotlib never reads it as mathtext (a
-    label such as ``$x^`` would otherwise stop the plot with a parse error)."""
-    return str(text).replace("$", r"\$")
+    """Config text as literal text in a figure, one line of at most :data:`FIGURE_TEXT_MAX` characters
+    (:func:`shorten`): ``$`` escaped, so matplotlib never reads it as mathtext (a label such as ``$x^`` would
+    otherwise stop the plot with a parse error)."""
+    return shorten(text).replace("$", r"\$")
 
 
 def panel_title(label: str, weights_label: str) -> str:
     """The model's label (literal text, :func:`plain`), with "(random weights)" for twins and the precision
-    of quantized trained weights ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)")."""
+    of quantized trained weights ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)"), also literal text (a quantization
+    type comes from the model file)."""
     label = plain(label)
     if is_random_label(weights_label):
-        return f"{label} ({weights_label})"
+        return f"{label} ({plain(weights_label)})"
     if weights_label.startswith("trained, "):
-        return f"{label} ({weights_label[len('trained, '):].replace(' (', ' ').rstrip(')')})"
+        return f"{label} ({plain(weights_label[len('trained, '):].replace(' (', ' ').rstrip(')'))})"
     return label
 
 

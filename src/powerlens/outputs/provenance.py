@@ -9,6 +9,8 @@ import importlib.metadata
 import json
 import os
 import platform
+import subprocess
+from pathlib import Path
 from typing import Any
 
 PACKAGES = ("powerlens", "torch", "transformers", "huggingface_hub", "safetensors", "tokenizers", "numpy",
@@ -26,33 +28,47 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def code_revision() -> dict[str, Any]:
-    """The commit of the code that ran (the package's checkout), and whether it had uncommitted changes;
-    ``{"commit": None}`` outside a git checkout (an installed package: its version is in :func:`versions`)."""
-    import subprocess
-    from pathlib import Path
+#: The project's root when the package runs from its checkout (src/powerlens/outputs/provenance.py).
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
-    here = Path(__file__).resolve().parent
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+
+
+def code_revision(root: Path | None = None) -> dict[str, Any]:
+    """The commit of the code that ran and whether its checkout differs from it (modified, staged or untracked
+    files; ignored files do not count). Read from the project's own repository only: where git's toplevel is
+    not the project root (an installed package, or a project copied inside another repository, whose commit
+    says nothing about this code), ``{"commit": None, "git": "not a git checkout"}`` (the version is in
+    :func:`versions`)."""
+    root = Path(root or PROJECT_ROOT).resolve()
+    none = {"commit": None, "git": "not a git checkout"}
     try:
-        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10)
-        if commit.returncode != 0:
-            return {"commit": None}
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
-        top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        lock = Path(top) / "requirements.lock" if top else None
-        return {"commit": commit.stdout.strip(), "uncommitted_changes": bool(dirty.stdout.strip()),
-                "requirements_lock_sha256": (sha256_file(lock) if lock and lock.is_file() else None)}
+        top = _git(root, "rev-parse", "--show-toplevel")
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root:
+            return none
+        commit = _git(root, "rev-parse", "HEAD")
+        status = _git(root, "status", "--porcelain", "--untracked-files=all")
+        if commit.returncode != 0 or status.returncode != 0:
+            return none
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None}
+        return none
+    lines = [ln for ln in status.stdout.splitlines() if ln.strip()]
+    untracked = sum(ln.startswith("??") for ln in lines)
+    lock = root / "requirements.lock"
+    return {"commit": commit.stdout.strip(), "uncommitted_changes": bool(lines),
+            "modified_files": len(lines) - untracked, "untracked_files": untracked,
+            "requirements_lock_sha256": sha256_file(lock) if lock.is_file() else None}
+
+
+def corpus_record(path) -> dict[str, Any]:
+    """The prompt corpus a run read: its path and sha256 (a file replaced under an old mtime still shows)."""
+    return {"path": str(path), "sha256": sha256_file(path)}
 
 
 def sha256_file(path) -> str:
-    import hashlib
-
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def machine() -> dict[str, Any]:

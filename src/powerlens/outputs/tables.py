@@ -11,7 +11,16 @@ import pandas as pd
 
 from powerlens.analysis.claims import count, n_saturated, share_significant
 from powerlens.analysis.claims.layer_criteria import tilt_summary
-from powerlens.core.fmt import DASH, fmt_num, is_random_label, weights_text  # noqa: F401  (the one number format, re-exported)
+from powerlens.core.fmt import (  # noqa: F401  (the one number format, re-exported)  # noqa: F401  (re-exported)
+    DASH,
+    csv_text,
+    fmt_num,
+    is_random_label,
+    md_escape,
+    md_paragraph,
+    tex_escape,
+    weights_text,
+)
 from powerlens.core.io import atomic_path, write_text
 from powerlens.models.sources import revision_text, source_text
 from powerlens.outputs.theory_table import THEORY_MISSING, theory_table  # noqa: F401 (re-exported)
@@ -53,7 +62,7 @@ def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "", missing: 
     write_text(stem.with_suffix(".html"), _html(shown, caption.strip(), notes, cell_class))
     paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex")]
     with atomic_path(paths[0]) as tmp:
-        shown.to_csv(tmp, index=False, lineterminator="\n")
+        _csv_form(shown).to_csv(tmp, index=False, lineterminator="\n")
     write_text(paths[1], _markdown(shown, caption.strip(), notes))
     tex_df = shown.rename(columns=tex_escape)
     for c in tex_df.columns:
@@ -64,38 +73,21 @@ def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "", missing: 
     return paths
 
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "|": r"\textbar{}", "<": r"\textless{}",
-        ">": r"\textgreater{}"}
-
-
-def tex_escape(text) -> str:
-    """Text as LaTeX text: every special character escaped (a cell, a header or the caption can never become
-    a command), and characters beyond Latin-1, which pdflatex cannot typeset without extra packages, written
-    as [U+XXXX]."""
-    out = []
-    for ch in str(text):
-        if ch in _TEX:
-            out.append(_TEX[ch])
-        elif ord(ch) > 0xFF or (ord(ch) < 0x20 and ch not in "\n\t"):
-            out.append(f"[U+{ord(ch):04X}]")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def md_escape(text: str) -> str:
-    """A table cell for Markdown: ``|`` escaped (it would end the cell in every GFM renderer), newlines as
-    spaces."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _csv_form(shown: pd.DataFrame) -> pd.DataFrame:
+    """The table as its CSV holds it: every header and text cell through :func:`csv_text`, so a label such as
+    ``=HYPERLINK(...)`` is text in a spreadsheet, never a formula (numbers and dashes unchanged)."""
+    out = shown.rename(columns=csv_text)
+    for c in out.columns:
+        out[c] = out[c].map(csv_text)
+    return out
 
 
 def _markdown(shown: pd.DataFrame, caption: str, notes: list[str]) -> str:
     esc = shown.rename(columns=md_escape)
     for c in esc.columns:
         esc[c] = esc[c].map(md_escape)
-    head = (md_escape(caption) + "\n\n") if caption else ""
-    foot = ("\n" + "\n".join(f"- {md_escape(n)}" for n in notes) + "\n") if notes else ""
+    head = (md_paragraph(caption) + "\n\n") if caption else ""
+    foot = ("\n" + "\n".join(f"- {md_paragraph(n)}" for n in notes) + "\n") if notes else ""
     return head + esc.to_markdown(index=False, disable_numparse=True) + "\n" + foot
 
 
@@ -174,7 +166,7 @@ def spectra_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None =
             "max rel. residual": float(u["rel_residual"].max()),
             "F~ = F diag(g): leading (layers)": (
                 ", ".join(f"{t}: {c}" for t, c in u["folded_leading_type"].value_counts().items())
-                if "folded_leading_type" in u and u["folded_leading_type"].notna().any() else "- (post-norm)"),
+                if "folded_leading_type" in u and u["folded_leading_type"].notna().any() else "none (post-norm)"),
             "F~: median |l_next|/|l1|": (float(u["folded_ratio_next"].median()) if "folded_ratio_next" in u
                                          else float("nan")),
         })

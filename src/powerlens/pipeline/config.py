@@ -21,7 +21,7 @@ from pathlib import Path
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS
 from powerlens.models.archs import ArchConfig
-from powerlens.models.sources import SOURCES, is_control, steered
+from powerlens.models.sources import SOURCES, is_control, random_weights, steered
 from powerlens.pipeline.config_text import check_config_values, check_no_duplicate_keys
 from powerlens.pipeline.targets import check_targets, tokenizer_on_disk
 
@@ -115,7 +115,7 @@ def add_matched_controls(config: dict) -> None:
     models = config["models"]
     have = {m.get("control_of") for m in models.values() if is_control(m)}
     for name, m in list(models.items()):
-        if SOURCES[m["source"]].random_weights or name in have:
+        if random_weights(m) or name in have:  # a twin's folder given as `source: local` too (its marker)
             continue
         key = f"{name}{CONTROL_SUFFIX}"
         if key in models:
@@ -135,7 +135,7 @@ def check_controls(config: dict) -> None:
         if of is None:
             raise PowerlensError(f"models.{name}.control_of: {m.get('control_of')!r} is not a model of this run",
                                  f"set control_of to one of: {', '.join(k for k in models if k != name)}")
-        if SOURCES[of["source"]].random_weights:
+        if random_weights(of):
             raise PowerlensError(f"models.{name}.control_of: {m['control_of']!r} has random weights; a matched "
                                  "control stands beside a trained model", "name a model with trained weights")
         if of["arch"] != m["arch"]:
@@ -154,9 +154,9 @@ def check_models(config: dict) -> None:
             raise PowerlensError(f"quantization.models names {q!r}, which is not a model of this run",
                                  f"use model keys of this config: {', '.join(config['models'])}")
         src = SOURCES[m["source"]]
-        if not src.full_precision:
+        if not src.full_precision or random_weights(m):
             raise PowerlensError(
-                f"quantization.models: {q!r} has {'random' if src.random_weights else 'already quantized'} "
+                f"quantization.models: {q!r} has {'random' if random_weights(m) else 'already quantized'} "
                 "weights", "list full-precision trained models (source " +
                 ", ".join(k for k, v in SOURCES.items() if v.full_precision) + ")")
 
@@ -194,6 +194,8 @@ def schema_error(err, root: dict | None = None) -> PowerlensError:
     of a dump of the schema."""
     where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
     problem = f"config value {where}: {err.message}"
+    if err.validator == "maxLength" and isinstance(err.instance, str):  # the problem names the size, not the text
+        problem = f"config value {where}: {len(err.instance)} characters, more than the {err.validator_value} allowed"
     if err.validator == "not" and isinstance(err.validator_value, dict) and "enum" in err.validator_value:
         return PowerlensError(
             f"config value {where}: the name {err.instance!r} is reserved for an output of the run "

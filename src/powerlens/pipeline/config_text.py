@@ -46,12 +46,15 @@ MAX_CONFIG_VALUES = 100_000
 def check_expansion(node, path) -> None:
     """Refuse a config whose aliases expand to more than :data:`MAX_CONFIG_VALUES` values (an "alias bomb":
     9 levels of 9 aliases is a 2 kB file of 387 million values, and every later walk of the config would follow
-    them all). Counted on YAML's node graph, each node once, so the count itself is linear in the file."""
+    them all), or that holds that many values written out. Counted on YAML's node graph, each node once, so the
+    count itself is linear in the file; the refusal says which it is (aliases, or the largest list as written)."""
     import yaml
 
     memo: dict[int, int] = {}
+    refs: dict[int, int] = {}
 
     def size(n) -> int:
+        refs[id(n)] = refs.get(id(n), 0) + 1
         if id(n) in memo:
             return memo[id(n)]
         memo[id(n)] = 1  # a recursive alias counts once
@@ -64,14 +67,40 @@ def check_expansion(node, path) -> None:
         memo[id(n)] = s
         return s
 
+    deep = False
     try:
         total = size(node) if node is not None else 0
     except RecursionError:
-        total = MAX_CONFIG_VALUES + 1
-    if total > MAX_CONFIG_VALUES:
+        total, deep = MAX_CONFIG_VALUES + 1, True
+    if total <= MAX_CONFIG_VALUES:
+        return
+    if deep or any(c > 1 for c in refs.values()):
         raise PowerlensError(
             f"config file {path}: expands to {total:,} values once its YAML aliases (*name) are followed (at most "
             f"{MAX_CONFIG_VALUES:,}, or nested too deep)", "write the values out, or use aliases that do not nest")
+    where, count = largest_collection(node)
+    raise PowerlensError(
+        f"config file {path}: holds {total:,} values as written (at most {MAX_CONFIG_VALUES:,}; it has no YAML "
+        f"aliases), {count:,} of them in {where}",
+        f"shorten {where}: a config lists settings, not data (the paper's config holds about 300 values)")
+
+
+def largest_collection(node, where: str = "(top level)") -> tuple[str, int]:
+    """The dotted key of the longest list or mapping in a YAML node tree without aliases, and its length."""
+    import yaml
+
+    best = (where, len(node.value) if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) else 0)
+    if isinstance(node, yaml.MappingNode):
+        subs = [(v, f"{'' if where == '(top level)' else where + '.'}{getattr(k, 'value', k)}") for k, v in node.value]
+    elif isinstance(node, yaml.SequenceNode):
+        subs = [(c, f"{where}[{i}]") for i, c in enumerate(node.value)]
+    else:
+        subs = []
+    for sub, at in subs:
+        cand = largest_collection(sub, at)
+        if cand[1] > best[1]:
+            best = cand
+    return best
 
 
 #: Unicode categories refused in config text: control characters (but newline and tab), format characters

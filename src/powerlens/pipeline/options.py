@@ -23,6 +23,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from powerlens.core.errors import PowerlensError
 from powerlens.core.io import params_json
 
 #: What a flag means wherever a declaration does not say more (every flag of every step has a help text).
@@ -92,9 +93,26 @@ class Option:
     def keyword(self) -> str:
         return self.dest or self.name
 
+    @property
+    def config_key(self) -> str | None:
+        """The dotted config key a rule passes this option from (``source`` ``config:<key>``), else None."""
+        where, _, key = self.source.partition(":")
+        return key if where == "config" else None
+
+    def convert(self, text: str) -> Any:
+        """argparse's ``type``: a number flag's word as a number, refused in the project's words (problem and
+        fix, the config key's own rule) instead of argparse's bare "invalid int value"."""
+        if self.kind not in ("int", "float"):
+            return text
+        try:
+            return int(text) if self.kind == "int" else float(text)
+        except ValueError:
+            what = "a whole number" if self.kind == "int" else "a number"
+            raise PowerlensError(f"--{self.flag} {text!r}: not {what}", _flag_fix(self)) from None
+
     def add_to(self, ap: argparse.ArgumentParser) -> None:
         kw: dict[str, Any] = dict(required=True, help=self.help or GLOSSARY.get(f"--{self.flag}"))
-        kw["type"] = _TYPES[self.kind]
+        kw["type"] = self.convert if self.kind in ("int", "float") else _TYPES[self.kind]
         if self.choices:
             kw["choices"] = list(self.choices)
         if self.kind == "yesno":
@@ -104,8 +122,14 @@ class Option:
         ap.add_argument(f"--{self.flag}", **kw)
 
     def parse(self, value: Any) -> Any:
+        """The step function's value of the flag's word(s): JSON parsed, yes/no as a bool, "" as None where
+        declared."""
         if self.kind == "json":
-            return json.loads(value)
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as e:
+                raise PowerlensError(f"--{self.flag} {str(value)[:80]!r}: not JSON ({e.msg})",
+                                     _flag_fix(self)) from None
         if self.kind == "yesno":
             return value == "yes"
         if self.empty_is_none and value == "":
@@ -146,6 +170,76 @@ def add_arguments(ap: argparse.ArgumentParser, options: tuple[Option, ...]) -> N
 def step_kwargs(a: argparse.Namespace, options: tuple[Option, ...]) -> dict[str, Any]:
     """The step function's keyword arguments from parsed options."""
     return {o.keyword: o.parse(getattr(a, o.name)) for o in options}
+
+
+def schema_node(key: str) -> dict:
+    """The config schema's node of a dotted config key (``dynamics.null_draws``): the one declaration of its
+    type, bounds and description, which both the config and the step's flag are checked against."""
+    from powerlens.pipeline.config import schema
+
+    node = schema()
+    for k in key.split("."):
+        node = node["properties"][k]
+    return node
+
+
+def _flag_fix(o: Option) -> str:
+    """The fix of a refused flag: what its config key allows (the schema's description) and where it is set."""
+    key = o.config_key
+    if key is None:
+        return f"give --{o.flag} {o.help or GLOSSARY.get(f'--{o.flag}', 'a valid value')}"
+    node = schema_node(key)
+    words = {"minimum": "at least", "exclusiveMinimum": "above", "maximum": "at most", "exclusiveMaximum": "below"}
+    bounds = ", ".join(f"{w} {node[b]}" for b, w in words.items() if b in node)
+    choices = f"one of {', '.join(map(str, node['enum']))}" if "enum" in node else ""
+    allowed = "; ".join(x for x in (choices, bounds) if x)
+    desc = " ".join(str(node.get("description", "")).split())
+    return (f"give --{o.flag} a value the config key `{key}` allows{' (' + allowed + ')' if allowed else ''}: "
+            f"{desc} (workflow/schemas/config.schema.yaml); a run passes it from the config")
+
+
+def check_flag(o: Option, value: Any) -> None:
+    """Refuse a config-derived flag's value (parsed, as the config would hold it) that its config key's schema
+    rule refuses: finite numbers and printable text (:func:`check_config_values`), then the key's JSON schema
+    node, so ``--seed -5`` fails as ``seed: -5`` does, with the flag named."""
+    import jsonschema
+
+    from powerlens.pipeline.config import schema
+    from powerlens.pipeline.config_text import check_config_values
+
+    key = o.config_key
+    try:
+        check_config_values(value, key)
+    except PowerlensError as e:
+        raise PowerlensError(e.problem.replace(f"config value {key}", f"--{o.flag} (config key {key})", 1),
+                             _flag_fix(o)) from None
+    sub = {"$defs": schema().get("$defs", {}), **schema_node(key)}
+    errors = sorted(jsonschema.Draft202012Validator(sub).iter_errors(value), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        msg = err.message if len(err.message) <= 300 else err.message[:300] + "..."  # a long list, not all of it
+        raise PowerlensError(f"--{o.flag}{at}: {msg} (the rule of the config key {key}{at})", _flag_fix(o))
+
+
+def check_flags(a: argparse.Namespace, options: tuple[Option, ...]) -> None:
+    """Check every config-derived flag of a step against its config key's rule (:func:`check_flag`), then the
+    config's rules across keys of the theory section (tokens x d, heads dividing d): a step run by hand is
+    refused as the config would be, before any work, never with a traceback from deep inside the step."""
+    given: dict[str, Any] = {}
+    for o in options:
+        if o.config_key is None:
+            continue
+        value = o.parse(getattr(a, o.name))
+        if value is None:
+            continue
+        check_flag(o, value)
+        section, _, k = o.config_key.rpartition(".")
+        given.setdefault(section, {})[k] = value
+    if "theory" in given:
+        from powerlens.pipeline.config import check_theory
+
+        check_theory({"theory": given["theory"]})
 
 
 def config_value(config: dict, path: str) -> Any:

@@ -5,6 +5,9 @@ description) it would show the new config beside tables computed with the old on
 what produced it. Before the report is built, the workflow asks Snakemake itself which outputs it would
 rebuild (``--summary``, the same arguments less the report's: its rerun triggers, params and code included)
 and refuses while any would be, naming the first stale file, why, and the command that brings it up to date.
+An edit of the package or of the prompt corpus shows there too: every rule carries its step's code hash
+(:mod:`powerlens.pipeline.code_hash`) and the rules that read the corpus its sha256 as params, so Snakemake
+reports their outputs as "params changed".
 """
 
 from __future__ import annotations
@@ -20,7 +23,17 @@ from powerlens.core.errors import PowerlensError
 #: directory Snakemake has already moved to). ``--report-after-run`` runs the jobs first, so the report that
 #: follows is up to date by construction (no check).
 DROPPED = {"--report": 1, "--report-stylesheet": 1, "--report-html-path": 1, "--report-html-stylesheet": 1,
-           "--directory": 1, "-d": 1, "--snakefile": 1, "-s": 1, "--configfile": "+", "--configfiles": "+"}
+           "--directory": 1, "-d": 1, "--snakefile": 1, "-s": 1, "--configfile": "+", "--configfiles": "+",
+           # forcing options: a report runs no job, and with them every output would count as stale for ever
+           "--forceall": 0, "-F": 0, "--force": 0, "-f": 0, "--forcerun": "+", "-R": "+"}
+FORCE = ("--forceall", "-F", "--force", "-f", "--forcerun", "-R")
+CORES = ("--cores", "-c", "--jobs", "-j", "--profile", "--workflow-profile")
+
+
+def runnable(args: list[str]) -> str:
+    """A Snakemake command line as a user can run it: ``--cores all`` added where it sets no core count."""
+    has = any(a.split("=", 1)[0] in CORES or (a[:2] in ("-c", "-j") and a[2:].isdigit()) for a in args)
+    return shlex.join(["snakemake", *args, *([] if has else ["--cores", "all"])])
 
 
 def is_report_request(argv: list[str]) -> bool:
@@ -77,9 +90,9 @@ def check_report_fresh(argv: list[str], snakefile: str, configfiles: list[str]) 
     stale = stale_outputs(r.stdout)
     if stale:  # the first output stale in itself (its params, code or inputs changed), not only downstream of one
         path, rule, status = next((s for s in stale if s[2] != "ok"), stale[0])
-        shown = shlex.join(run_arguments(argv, REPORT_ONLY))
+        shown = runnable(run_arguments(argv, REPORT_ONLY + FORCE))
         raise PowerlensError(
             f"the report would show outputs that are out of date for the current config and code: {path} "
             f"(rule {rule}: {status}; {len(stale)} output(s) in all)",
-            f"bring them up to date first (the same command without --report: `snakemake {shown}`), then build "
+            f"bring them up to date first (the same command without --report: `{shown}`), then build "
             "the report again")

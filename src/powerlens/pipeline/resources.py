@@ -25,8 +25,8 @@ safety margin
 (:data:`MARGIN`) and stored in ``workflow/resources.yaml`` with the measurements they came from
 (``workflow/resources_measured.tsv``); ``scripts/fit_resources.py`` refits both. On top of the line, what it
 cannot see (:func:`job_requests`, the one place a job's request is made): the corpus' own costs in dynamics
-(:data:`CORPUS`), long shared-weight runs (:data:`LONG_RUN`) and the robustness variants of trained models
-(:data:`ROBUSTNESS_RUNTIME_FACTOR`).
+(:data:`CORPUS`), long shared-weight runs (:data:`LONG_RUN`), the robustness variants of trained models
+(:data:`ROBUSTNESS_RUNTIME_FACTOR`) and steering's cost per target and kappa (:data:`STEERING_SETTING`).
 """
 
 from __future__ import annotations
@@ -193,43 +193,12 @@ def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[f
     return {}
 
 
-def fit_line(x: list[float], y: list[float]) -> tuple[float, float]:
-    """Non-negative least squares y ~ a + b x in relative error (each row divided by its y, so a 10 s job
-    and a 1000 s job weigh the same); both coefficients >= 0; x scaled for conditioning."""
-    import numpy as np
-    from scipy.optimize import nnls
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    scale = float(np.max(np.abs(x))) or 1.0
-    A = np.column_stack([np.ones_like(x), x / scale]) / y[:, None]
-    (a, b), _ = nnls(A, np.ones_like(y))
-    a += max(0.0, float(np.max(y - (a + b * x / scale))))  # intercept raised to cover every measured job
-    return float(a), float(b / scale)
-
-
 def mem_term(rule: str, size: Size) -> float:
     """The size term a rule's peak memory is proportional to: the parameter count, except for spectra
     (float64 F per unique layer plus LAPACK workspace: d_model**2 * (n_unique_layers + 10))."""
     if rule == "spectra":
         return float(size.d_model) ** 2 * (size.n_unique_layers + 10)
     return float(size.params)
-
-
-def fit(rows: list[dict]) -> dict:
-    """Per rule: fitted (a, b) for memory (MB vs params) and time (s vs the rule's time term).
-
-    ``rows`` need keys rule, mem_term, time_term, max_rss_mb, s.
-    """
-    out = {}
-    for rule in RULES:
-        rs = [r for r in rows if r["rule"] == rule]
-        if not rs:
-            continue
-        ma, mb = fit_line([r["mem_term"] for r in rs], [r["max_rss_mb"] for r in rs])
-        ta, tb = fit_line([r["time_term"] for r in rs], [r["s"] for r in rs])
-        out[rule] = {"n": len(rs), "mem_mb": {"a": ma, "b": mb}, "runtime_s": {"a": ta, "b": tb},
-                     "params_range": [min(r["params"] for r in rs), max(r["params"] for r in rs)]}
-    return out
 
 
 def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[float, float] = (0.0, 0.0),
@@ -246,30 +215,76 @@ def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[fl
 
 
 #: Dynamics' costs that grow with the corpus beyond the fitted line (which was measured on corpora of 24 and
-#: 220 prompts, where they hide in its intercept): every counted token keeps its Monte Carlo null alignments
-#: (R draws) at each depth for the decided tests, costs a fixed overhead per depth, and is projected on the
-#: R null directions at each depth in each stream (4 streams with ``dynamics.robustness``). Measured (#39) on
-#: the 2-core machine while a CI run shared it, model mode, R = 2000, one thread:
-#:   tiny-bert twin (d 32, 2 layers), 24 vs 2400 prompts (729 vs 73390 tokens): 10 s / 0.53 GB vs
-#:   154 s / 6.34 GB: 82 KB and 2.0 ms per token;
-#:   MiniLM (d 384, 6 layers, robustness), 220 vs 1100 prompts (2532 vs 15960 tokens): 87 s / 0.83 GB vs
-#:   418 s / 2.22 GB: 106 KB and 24.6 ms per token.
-#: Per token: 16 bytes x R x (layers + 1) (covers 82 KB and 106 KB: 96 and 224 KB), 1 ms per depth plus
-#: 1.1 ns per null value (layers x d x R x streams: 2.0 and 24.6 ms). Applied to the corpus' token bound
-#: (:func:`corpus_tokens`: exact for byte-level tokenizers, about 3x high for real ones), so a large corpus
-#: asks for more than it takes, never less.
-CORPUS = {"bytes_per_kept_null_value": 16.0, "s_per_token_depth": 1.0e-3, "s_per_null_value": 1.1e-9}
+#: 220 prompts, where they hide in its intercept). Memory: the verdict statistics project every counted token's
+#: kept states on a chunk of random directions at a time (:data:`powerlens.analysis.dynamics.probes.CHUNK`
+#: draws: the alignments before and after the layer, their difference and comparisons, about 5 float64 arrays
+#: of tokens x chunk), beside the kept states themselves (2 L + 1 vectors of d per token); the chunk is R0 wide
+#: at first and CHUNK wide once a test is extended, so the request counts CHUNK. Measured (#52) on the 2-core
+#: machine, one thread: the tiny-bert twin (d 32, 2 layers), model mode, R 2000, 24 vs 1100 prompts (1075 vs
+#: 49230 tokens): 4.8 s / 544 MB vs 82.7 s / 4292 MB: 78 KB and 1.6 ms per token (5 x 8 B x 2000 = 80 KB; the
+#: earlier term, 16 B x R x (layers + 1), asked 96 KB here and grew with depth, which the job no longer does).
+#: Time: 1 ms per depth plus 1.1 ns per null value (layers x d x R x streams; #39: 2.0 ms per token on tiny-bert,
+#: 24.6 ms on MiniLM with robustness). Both applied to the tokens the model's own tokenizer makes of the corpus
+#: where it is on disk (:func:`model_tokens`; the byte bound :func:`corpus_tokens` was about 3.4x high for
+#: MiniLM, so a 50,000-prompt corpus asked about 10x what it took).
+CORPUS = {"arrays_per_token_chunk": 5, "s_per_token_depth": 1.0e-3, "s_per_null_value": 1.1e-9}
 
 
-def corpus_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
-    """(MB, s) of :data:`CORPUS` for one model's dynamics job (either mode)."""
-    size = size_of_entry(name, config["models"][name], config["models"])
+def model_tokens(m: dict, prompts: list[str], max_tokens: int) -> int:
+    """The corpus' token count as the dynamics step makes it (special tokens included, cut at ``max_tokens``),
+    with the model's own tokenizer where it is on disk before the fetch (a twin's, a local folder's or a
+    package's: :func:`powerlens.pipeline.targets.tokenizer_on_disk`); else the byte bound :func:`corpus_tokens`
+    (above any tokenizer's count but a byte-level one's, which it equals)."""
+    from powerlens.pipeline.targets import tokenizer_on_disk
+
+    try:
+        found = tokenizer_on_disk(m, None)
+        if found is None:
+            return corpus_tokens(prompts, max_tokens)
+        return sum(min(int(max_tokens), len(e.ids)) for e in found[0].encode_batch(list(prompts)))
+    except Exception:  # an unreadable tokenizer is the fetch step's to name: size by the bound meanwhile
+        return corpus_tokens(prompts, max_tokens)
+
+
+def corpus_extra(config: dict, name: str, prompts: list[str], tokens: int | None = None) -> tuple[float, float]:
+    """(MB, s) of :data:`CORPUS` for one model's dynamics job (either mode); ``tokens``: the corpus' tokens
+    (:func:`model_tokens`, counted once per model by :func:`job_requests`)."""
+    from powerlens.analysis.dynamics.probes import CHUNK
+
+    m = config["models"][name]
+    size = size_of_entry(name, m, config["models"])
     dyn = config["dynamics"]
-    tokens = float(corpus_tokens(prompts, dyn["max_tokens"]))
+    tokens = float(model_tokens(m, prompts, dyn["max_tokens"]) if tokens is None else tokens)
     R, L, streams = int(dyn["null_draws"]), size.n_layers, 4 if robust(config, name) else 1
-    mem = tokens * R * (L + 1) * CORPUS["bytes_per_kept_null_value"] / 1e6
+    per_token = 8.0 * (CORPUS["arrays_per_token_chunk"] * CHUNK + (2 * L + 1) * size.d_model)
+    mem = tokens * per_token / 1e6
     sec = tokens * L * (CORPUS["s_per_token_depth"] + CORPUS["s_per_null_value"] * size.d_model * R * streams)
     return mem, sec
+
+
+#: Steering's costs per setting that its fitted line cannot see (measured with 3 kappas, where they hide in the
+#: intercept): every target and non-zero kappa re-runs the steering batches (edit and baseline), each a fixed
+#: overhead per batch and depth re-run (hooks, Python, the law's step, the eigen-check of a tiny layer) whatever
+#: the model's size, and adds two result rows. Measured on the 2-core machine (24 prompts in 2 batches, one
+#: thread, 3 vs 203 and 403 kappas): tiny-gpt2 (last depth re-run, 2 targets) 0.035 s per target and kappa,
+#: 8.8 ms per batch-pass; tiny-albert (3 shared depths re-run, 1 target) 0.12 s, 10 ms per batch-pass and depth;
+#: no visible growth of the peak memory at 800 rows, and 2.3 KB per row at 100,000 rows (dicts, the frame, the
+#: CSV). So 50,000 kappas no longer ask for what 3 do.
+STEERING_SETTING = {"s_per_batch_pass_depth": 0.012, "kb_per_row": 3.0}
+
+
+def steering_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
+    """(MB, s) of :data:`STEERING_SETTING` for one model's steering job: targets x non-zero kappas x 2 passes
+    (edit, baseline) over the steering batches, each re-running the whole stack (a shared layer edited at every
+    depth) or the last depth; two rows per target and kappa."""
+    size = size_of_entry(name, config["models"][name], config["models"])
+    st = config["steering"]
+    settings = len(steering_targets(config, name)) * sum(1 for k in st["kappas"] if k != 0)
+    batches = math.ceil(min(len(prompts), int(st["max_prompts"])) / int(st["batch_size"]))
+    whole_stack = size.n_unique_layers < size.n_layers and st["shared_edit"] == "every_depth"
+    depths = size.n_layers if whole_stack else 1
+    return (settings * 2 * STEERING_SETTING["kb_per_row"] / 1000.0,
+            settings * 2 * batches * depths * STEERING_SETTING["s_per_batch_pass_depth"])
 
 
 def robust(config: dict, name: str) -> bool:
@@ -280,16 +295,20 @@ def robust(config: dict, name: str) -> bool:
 def job_requests(coeffs: dict, config: dict, name: str, prompts: list[str]) -> dict[str, dict[str, int]]:
     """Every per-model rule's request for one config entry: the fitted line of :func:`job_terms`, the
     robustness factor on trained models' dynamics (:data:`ROBUSTNESS_RUNTIME_FACTOR`), the corpus' own costs
-    (:func:`corpus_extra`) and long shared-weight runs (:func:`long_run_extra`). Rule -> {mem_mb, runtime}."""
+    (:func:`corpus_extra`), long shared-weight runs (:func:`long_run_extra`) and steering's settings
+    (:func:`steering_extra`). Rule -> {mem_mb, runtime}."""
     out = {}
+    tokens = model_tokens(config["models"][name], prompts, config["dynamics"]["max_tokens"])
     for rule, (params, term) in job_terms(config, name, prompts).items():
         extra, factor = (0.0, 0.0), 1.0
         if rule.startswith("dynamics"):
-            extra = corpus_extra(config, name, prompts)
+            extra = corpus_extra(config, name, prompts, tokens)
             if rule == "dynamics_attention-only":
                 lr = long_run_extra(config, name, prompts)
                 extra = (extra[0] + lr[0], extra[1] + lr[1])
             factor = ROBUSTNESS_RUNTIME_FACTOR if robust(config, name) else 1.0
+        elif rule == "steering":
+            extra = steering_extra(config, name, prompts)
         out[rule] = predict(coeffs, rule, params, term, extra, factor)
     return out
 

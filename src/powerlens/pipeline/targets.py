@@ -20,7 +20,7 @@ from typing import Any
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import get_adapter
 from powerlens.models.archs import has_lm_head, twin_config
-from powerlens.models.sources import random_weights, source_folder
+from powerlens.models.sources import built_twin, source_folder
 from powerlens.models.sources.twin import kind_of, twin_core
 
 
@@ -96,7 +96,7 @@ def tokenizer_on_disk(entry: dict | None, manifest: str | Path | None):
             return None
     if entry is None:
         return None
-    if random_weights(entry):  # a twin: its tokenizer is made, not read
+    if built_twin(entry):  # a twin the run builds: its tokenizer is made, not read
         twin = twin_config(entry["twin_of"])
         if kind_of(twin.arch, int(twin.kwargs["vocab_size"])) == "bpe":
             return None  # read from a GGUF (seconds): checked right after the fetch instead

@@ -26,7 +26,8 @@ def record_id(r: dict) -> str:
         from powerlens.core.errors import PowerlensError
 
         raise PowerlensError("a theory result without an id (written by a powerlens before revision 5)",
-                             "re-run the theory step: snakemake --forcerun theory (with your other arguments)")
+                             "re-run the theory step: `snakemake --cores all --configfile <your config> --forcerun "
+                             "theory`")
     return r["id"]
 
 

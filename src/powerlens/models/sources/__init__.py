@@ -20,7 +20,9 @@ Five sources, one per model entry in the config (``source:``):
              layer (paper.md section 4d). Labelled "random layer weights"; never evidence.
 
 One module per source (``hub``, ``local``, ``package``, ``gguf``, ``twin``, ``control``), each registered once in
-:data:`SOURCES`; ``files`` holds what they share and ``loading`` the loading of a manifest.
+:data:`SOURCES`; ``files`` holds what they share, ``coverage`` whether the weights cover the config (and nothing
+more) and ``loading`` the loading of a manifest. A folder holding a twin marker (``POWERLENS_TWIN.json``) is random
+weights whatever its source kind (:func:`random_weights`).
 
 :func:`fetch` writes nothing itself; it returns the manifest (a dict) that the fetch step saves.
 :func:`load_model` reads a manifest, checks every file against its recorded sha256 and loads the model
@@ -34,9 +36,11 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from powerlens.core.errors import PowerlensError
+from powerlens.models.adapters import get_adapter
 from powerlens.models.archs import ALL_TWINS, GGUF_ARCHS, PAPER_MODELS, ArchConfig, twin_config
 from powerlens.models.sources import gguf, local, package
 from powerlens.models.sources.control import fetch_control
+from powerlens.models.sources.coverage import check_lm_head
 from powerlens.models.sources.files import (
     FILES_FIX,
     GENERATED_FIX,
@@ -60,7 +64,7 @@ __all__ = ["SOURCES", "fetch", "source_files", "source_folder", "revision_text",
            "verify_files", "HF_PATTERNS", "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf",
            "fetch_local", "fetch_package", "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size",
            "check_model_dir", "from_pretrained_checked", "has_tokenizer", "source_text", "random_weights", "steered",
-           "is_control", "fetch_control"]
+           "is_control", "fetch_control", "marker_label", "weights_marker", "built_twin"]
 
 
 class Source(NamedTuple):
@@ -164,10 +168,44 @@ SOURCES: dict[str, Source] = {
 FILES_FIX.update({name: src.files_fix for name, src in SOURCES.items()})
 
 
+def marker_label(folder: Path | str | None) -> str | None:
+    """The weights label a folder's twin marker (``POWERLENS_TWIN.json``) gives, or None without a marker: its
+    ``weights_label`` when that says random ("random weights", "random layer weights"), else "random weights"
+    (a marker that cannot be read still marks the weights random: what the folder is, not what it claims)."""
+    from powerlens.core.fmt import is_random_label
+
+    marker = Path(folder).expanduser() / TWIN_MARKER if folder else None
+    if marker is None or not marker.is_file():
+        return None
+    try:
+        label = json.loads(marker.read_text(encoding="utf-8")).get("weights_label")
+    except (OSError, ValueError, AttributeError):
+        return "random weights"
+    return label if isinstance(label, str) and is_random_label(label) else "random weights"
+
+
+def weights_marker(entry: dict) -> str | None:
+    """The twin marker's label of the folder an entry (or a manifest) reads: a manifest's ``path``, else the
+    source's folder before any fetch (a local folder, an installed package's weights); None without one."""
+    folder = entry.get("path") if entry.get("source") in SOURCES and entry.get("files") is not None else None
+    try:
+        return marker_label(folder or source_folder(entry))
+    except (OSError, ValueError, KeyError, ImportError, TypeError):
+        return None
+
+
 def random_weights(entry: dict) -> bool:
-    """Does a config entry (or a manifest) hold random weights (a twin)? Unknown sources: no."""
+    """Does a config entry (or a manifest) hold random weights? The one answer every label follows (manifest,
+    tables, verdict columns, claims families, the article, the report's twins): a source that builds them (a
+    twin, a matched control), or a folder that carries the twin marker, whatever its source kind (a twin's
+    folder given as ``source: local`` is still random). Unknown sources: no."""
     src = SOURCES.get(entry.get("source"))
-    return bool(src and src.random_weights)
+    return bool(src and (src.random_weights or weights_marker(entry) is not None))
+
+
+def built_twin(entry: dict) -> bool:
+    """Is a config entry an architecture twin the run builds (``twin_of``: its tokenizer is made, not read)?"""
+    return SOURCES.get(entry.get("source")) is SOURCES["random"]
 
 
 def steered(entry: dict) -> bool:
@@ -202,6 +240,22 @@ def source_folder(entry: dict) -> Path | None:
     return SOURCES[entry["source"]].folder(entry) if entry.get("source") in SOURCES else None
 
 
+def check_fetched(name: str, entry: dict, rec: dict) -> None:
+    """What a fetched folder must agree on before any step runs: the tokenizer's ids within the embedding's rows,
+    and, where the model's chain runs steering, an untied LM head present in the files (each step later would
+    refuse it, or crash on it, only when it gets there)."""
+    import transformers
+
+    path, what = Path(rec["path"]), f"model {name!r} ({rec['path']})"
+    try:
+        cfg = transformers.AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    except (ValueError, KeyError, OSError):
+        return  # the load names an unreadable config.json
+    load_tokenizer({"path": str(path), "model": name})  # refuses ids beyond the embedding's rows
+    if steered(entry):
+        check_lm_head(path, cfg, get_adapter(entry["arch"]), what)
+
+
 def source_files(entry: dict) -> list[str]:
     """The user's files a model entry reads (a local folder, an installed package's weights, a GGUF), listed
     without hashing them, so the workflow can make the fetch step depend on them: a model re-saved in place
@@ -222,7 +276,11 @@ def fetch(name: str, entry: dict, out_dir: str | Path, lock: dict | None = None)
     rec = SOURCES[source].fetch(name, entry, Path(out_dir), lock)
     check_model_type(name, entry["arch"], Path(rec["path"]))
     require_tokenizer(Path(rec["path"]), f"model {name!r} (source: {source})")
-    random = SOURCES[source].random_weights
+    marker = marker_label(rec["path"])  # the folder says what it is, whatever the source kind
+    random = SOURCES[source].random_weights or marker is not None
+    if marker is not None and not SOURCES[source].random_weights:
+        rec["weights_label"] = marker
     rec.setdefault("weights_label", "random weights" if random else "trained weights")
     rec.update({"model": name, "arch": entry["arch"], "random_weights": random, "fetched_at": now_utc()})
+    check_fetched(name, entry, rec)
     return rec

@@ -8,13 +8,19 @@ import datetime as _dt
 import importlib.util
 import json
 import math
-import struct
 from pathlib import Path
 from typing import Any
 
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import sha256_file
 from powerlens.models.adapters import ADAPTERS, adapter_of_model_type, get_adapter
+from powerlens.models.sources.coverage import (
+    _layers_text,
+    _mismatch_text,
+    check_layer_count,
+    safetensors_shapes,
+    unplaced_keys,
+)
 
 
 def now_utc() -> str:
@@ -108,50 +114,24 @@ def check_shards(path: Path, what: str) -> None:
                 f"{', '.join(map(str, missing[:4]))}", "copy every shard into the folder (or download it again)")
 
 
-def safetensors_numel(path: Path) -> int:
-    """Total elements of every tensor in the folder's ``*.safetensors`` files, read from their headers alone
-    (8-byte length, then JSON; no tensor data read, no torch)."""
-    total = 0
-    for f in sorted(path.glob("*.safetensors")):
-        with open(f, "rb") as fh:
-            head = fh.read(8)
-            n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
-            if not 0 < n <= 100_000_000:
-                raise PowerlensError(f"{f} is not a safetensors file (header length {n})",
-                                     "replace it with a file written by safetensors (save_pretrained)")
-            try:
-                header = json.loads(fh.read(n))
-            except ValueError:
-                raise PowerlensError(f"{f}: its safetensors header is not valid JSON (a truncated or corrupt file)",
-                                     "replace it with a file written by safetensors (save_pretrained)") from None
-        room = f.stat().st_size - 8 - n
-        for k, v in header.items():
-            if k == "__metadata__":
-                continue
-            lo, hi = (v.get("data_offsets") or [0, 0]) if isinstance(v, dict) else (0, -1)
-            if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= room):
-                raise PowerlensError(
-                    f"{f}: tensor {k!r} lies at bytes {lo}..{hi} of a data section of {room} bytes (a truncated "
-                    "or corrupt file)", "replace it with a file written by safetensors (save_pretrained)")
-        total += sum(math.prod(v.get("shape", [])) for k, v in header.items() if k != "__metadata__")
-    return total
-
-
 def check_claimed_size(path: Path, what: str) -> None:
-    """Refuse a folder whose config.json describes a larger model than its safetensors files hold, before
-    anything is loaded or planned: transformers would build the claimed model and fill what the files lack
-    with random values (a config.json claiming 1e6 layers would also ask for absurd memory and time)."""
+    """Refuse a folder whose config.json and safetensors files disagree, before anything is loaded or planned:
+    a config describing a larger model than the files hold (transformers would build the claimed model and fill
+    what the files lack with random values; a config.json claiming 1e6 layers would also ask for absurd memory
+    and time), or another number of layers than the files hold, in either direction."""
     try:
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
         terms = adapter_of_model_type(cfg.get("model_type")).size_terms(cfg)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return  # unreadable or unknown: the load names it
-    stored = safetensors_numel(path)
+    shapes = safetensors_shapes(path)
+    stored = sum(math.prod(s) for s in shapes.values())
     if terms["params"] > 1.15 * stored + 1000:  # slack: a pooler the file may lack (ALBERT xxlarge: 8%)
         raise PowerlensError(
             f"{what}: config.json describes a model of about {terms['params'] / 1e6:.4g}M parameters "
             f"({terms['n_layers']} layers, d_model {terms['d_model']}), but its *.safetensors files hold "
             f"{stored / 1e6:.4g}M", "use the config.json saved with these weights (save_pretrained writes both)")
+    check_layer_count(shapes, terms["n_unique_layers"], what)
 
 
 def check_model_type(name: str, arch: str, path: Path) -> None:
@@ -220,26 +200,28 @@ def verify_files(manifest: dict) -> None:
 def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, ...] = (),
                             corrupt_fix: str | None = None, **kw):
     """``cls.from_pretrained(path, **kw)`` with transformers' loading report, refusing a checkpoint whose
-    weights do not cover the model its config describes.
+    weights and config disagree in either direction.
 
     transformers fills every weight the files lack (or hold at another shape) with fresh random values and
-    only logs it: a GGUF whose header claims 40 layers over 30 stored ones, or a config.json claiming 4 layers
-    over 2, would otherwise load, pass the extraction proof (which proves extraction, not provenance) and be
-    labelled trained. Missing and mismatched keys are refused, except those of submodules no analysis reads
-    (``unused``: the adapter's ``unused_modules``, e.g. BERT's pooler, absent from MLM-head checkpoints);
-    unexpected keys (a head the base model does not use) are not weights of the model and are allowed. A file
-    transformers cannot read at all is a PowerlensError too (``corrupt_fix``: the way out for the caller's
-    source)."""
+    drops every tensor the config has no place for, and only logs it: a GGUF whose header claims 40 layers over
+    30 stored ones, a config.json claiming 4 layers over 2, or one claiming 2 over 6, would otherwise load,
+    pass the extraction proof (which proves extraction, not provenance) and be labelled trained. Refused:
+    missing keys and keys of another shape (named with both shapes), except those of submodules no analysis
+    reads (``unused``: the adapter's ``unused_modules``, e.g. BERT's pooler, absent from MLM-head checkpoints);
+    and unused keys (:func:`unplaced_keys`), except a head of the architecture that the loaded class leaves
+    out. A file transformers cannot read at all is a PowerlensError too (``corrupt_fix``: the way out for the
+    caller's source)."""
     import transformers
 
     kw.pop("trust_remote_code", None)  # never anything but False, whatever the caller passed
     was = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()  # its load report (ANSI-coloured) is read below, never printed
-    try:
-        model, info = cls.from_pretrained(path, output_loading_info=True, trust_remote_code=False, **kw)
+    try:  # mismatched shapes are collected into the report (and refused below, each one named), never loaded
+        model, info = cls.from_pretrained(path, output_loading_info=True, trust_remote_code=False,
+                                          ignore_mismatched_sizes=True, **kw)
     except PowerlensError:
         raise
-    except Exception as e:  # safetensors header errors, truncated files, shape mismatches
+    except Exception as e:  # safetensors header errors, truncated files
         raise PowerlensError(
             f"{what}: loading weights from its files failed: {type(e).__name__}: "
             f"{(str(e).splitlines() or [''])[0][:300]}",
@@ -248,14 +230,20 @@ def from_pretrained_checked(cls, path, what: str, fix: str, unused: tuple[str, .
     finally:
         transformers.logging.set_verbosity(was)
     missing = sorted(k for k in (info.get("missing_keys") or []) if not set(k.split(".")) & set(unused))
-    mismatched = sorted(str(k[0]) if isinstance(k, (tuple, list)) else str(k)
-                        for k in (info.get("mismatched_keys") or []))
+    mismatched = sorted(_mismatch_text(k) for k in (info.get("mismatched_keys") or []))
     if missing or mismatched:
-        shown = (missing + mismatched)[:6]
+        shown = "; ".join([f"{k} missing" for k in missing[:4]] + mismatched[:4])
         raise PowerlensError(
             f"{what}: the weight files do not cover the model its config describes: "
-            f"{len(missing)} weight(s) missing, {len(mismatched)} of another shape (e.g. {', '.join(shown)}); "
-            "transformers would fill them with random values", fix)
+            f"{len(missing)} weight(s) missing, {len(mismatched)} of another shape ({shown}"
+            f"{'; ...' if len(missing) > 4 or len(mismatched) > 4 else ''}); transformers would fill them with "
+            "random values", fix)
+    extra = unplaced_keys(model, info.get("unexpected_keys") or [], unused)
+    if extra:
+        raise PowerlensError(
+            f"{what}: its weight files hold {len(extra)} tensor(s) the model its config describes has no place "
+            f"for ({', '.join(extra[:6])}{', ...' if len(extra) > 6 else ''}{_layers_text(extra)}); transformers "
+            "would drop them without a word", fix)
     refuse_nonfinite(model, what)
     return model
 
@@ -281,3 +269,5 @@ def package_dir(module: str) -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(list(spec.submodule_search_locations)[0])
+
+

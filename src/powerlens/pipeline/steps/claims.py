@@ -3,7 +3,10 @@ the models behind each family verdict, the measured value, the null and the verd
 
 from __future__ import annotations
 
-from powerlens.core.io import read_json
+from pathlib import Path
+
+from powerlens.core.errors import PowerlensError
+from powerlens.core.io import read_generated_json, reading_generated, sha256_file, write_json
 from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
@@ -22,24 +25,110 @@ OPTIONS = (
     Option("verdicts", "param:verdicts", help="table_claim_verdicts stem: one row per claim"),
     Option("twins", "param:twins", help="table_claims_twins stem: rows of random-weight twins only"),
     Option("robust", "param:robust", help="table_robustness stem: each trained verdict under the variants"),
+    Option("record", "output:record", help="JSON of the sha256 of every table this step wrote (the article "
+           "refuses a table changed after this step)"),
 )
+
+#: What the claims' criteria read from every row of a dynamics CSV: the columns, and those that must be finite
+#: numbers in every row (a statistic that is NaN or missing would read as "not significant", a wrong verdict).
+DYNAMICS_COLUMNS = ("model", "mode", "layer", *(f"{s}{x}" for s in ("gamma", "rho", "tilt")
+                                                 for x in ("", "_p_holm", "_sig", "_saturated")))
+FINITE = ("layer", "gamma", "rho", "tilt")
+RERUN_DYNAMICS = ("rebuild it: run the same snakemake command with `--forcerun dynamics` added (it is a generated "
+                  "file; deleting it also makes the pipeline write it again)")
 
 
 def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: list[str], steering: list[str],
            robustness: list[str], quantized: list[str], criteria: dict, alpha: float, labels: dict, table: str,
-           verdicts: str, twins: str, robust: str):
+           verdicts: str, twins: str, robust: str, record: str):
+    """Judge every claim and write the four tables and the record of what was written, all replaced together
+    (:func:`powerlens.outputs.staging.staged`) after the inputs were checked (:func:`read_dynamics`)."""
+    from powerlens.outputs.staging import staged
+
+    metas = {m["model"]: m for m in (read_generated_json(p, "extract") for p in meta)}
+    dyn = read_dynamics(dynamics, metas)
+    with staged({"table": table, "verdicts": verdicts, "twins": twins, "robust": robust, "record": record}) as s:
+        view = _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criteria, alpha, labels,
+                       s["table"], s["verdicts"], s["twins"], s["robust"])
+        write_record(s["record"], [s[k] for k in ("table", "verdicts", "twins", "robust")])
+    return view
+
+
+def _read_csv(path: str, rule: str):
+    """A CSV an earlier step wrote; truncated, empty of columns or corrupt -> PowerlensError naming the step."""
+    import pandas as pd
+
+    with reading_generated(path, rule):
+        return pd.read_csv(path)
+
+
+def read_dynamics(paths: list[str], metas: dict[str, dict]):
+    """Every dynamics CSV, checked before a verdict rests on it: the columns the criteria read, finite
+    statistics in every row, at least one row in each file, one model and mode per file, and a row for
+    every model of the run in every mode. A missing column or a NaN statistic would otherwise read as "not
+    reproduced", and an empty file would drop its model from its family without a word."""
+    import numpy as np
+    import pandas as pd
+
+    frames, modes = [], {}
+    for p in paths:
+        df = _read_csv(p, "dynamics")
+        gone = [c for c in DYNAMICS_COLUMNS if c not in df.columns]
+        if gone:
+            raise PowerlensError(f"{p} (written by the dynamics step) lacks the column(s) {', '.join(gone[:6])}"
+                                 f"{' ...' if len(gone) > 6 else ''}: the claims cannot be judged without them",
+                                 RERUN_DYNAMICS)
+        if not len(df):
+            raise PowerlensError(f"{p} (written by the dynamics step) has no rows: its model would drop out of "
+                                 "its family's verdict", RERUN_DYNAMICS)
+        for c in FINITE:
+            vals = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+            bad = np.flatnonzero(~np.isfinite(vals))
+            if len(bad):
+                raise PowerlensError(f"{p} (written by the dynamics step): column {c!r} is not a finite number in "
+                                     f"{len(bad)} of {len(df)} rows (first: row {bad[0] + 1}, {df[c].iloc[bad[0]]!r})",
+                                     RERUN_DYNAMICS)
+        keys = sorted(set(zip(df["model"].astype(str), df["mode"].astype(str))))
+        if len(keys) != 1 or keys[0][0] not in metas:
+            raise PowerlensError(f"{p} (written by the dynamics step) holds the model(s) and mode(s) {keys[:4]}, "
+                                 f"not one model of this run ({', '.join(sorted(metas))}) in one mode",
+                                 RERUN_DYNAMICS)
+        modes.setdefault(keys[0][1], set()).add(keys[0][0])
+        frames.append(df)
+    for mode, have in sorted(modes.items()):
+        if set(metas) - have:
+            raise PowerlensError(f"the dynamics CSVs given have no {mode!r} rows for "
+                                 f"{', '.join(sorted(set(metas) - have))}",
+                                 "give every model's dynamics-<mode>.csv (the workflow does: run the same snakemake "
+                                 "command with `--forcerun dynamics` added)")
+    if not frames:
+        raise PowerlensError("no dynamics CSV was given", "give every model's dynamics-<mode>.csv (--dynamics)")
+    return pd.concat(frames)
+
+
+def write_record(path: str, stems: list[str]) -> dict:
+    """The record of what this step wrote: the sha256 of each of its tables' files, by file name, so that the
+    article refuses a table changed after this step (an edit by hand would otherwise flow into it)."""
+    files = sorted(f for s in stems for f in Path(s).parent.glob(Path(s).name + ".*") if f.is_file())
+    doc = {"step": "claims", "sha256": {f.name: sha256_file(f) for f in files}}
+    write_json(path, doc)
+    return doc
+
+
+def _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criteria, alpha, labels, table, verdicts,
+            twins, robust):
     import pandas as pd
 
     from powerlens.analysis.claims import evaluate, families, is_twin_row, verdict_view
     from powerlens.analysis.claims.robustness import robustness as robust_verdicts
 
-    metas = {m["model"]: m for m in (read_json(p) for p in meta)}
-    records = [r for p in theory for r in read_json(p)["results"]]
-    spec, steer = pd.concat([pd.read_csv(p) for p in spectra]), pd.concat([pd.read_csv(p) for p in steering])
-    dyn = pd.concat([pd.read_csv(p) for p in dynamics])
+    records = [r for p in theory for r in read_generated_json(p, "theory")["results"]]
+    spec = pd.concat([_read_csv(p, "spectra") for p in spectra])
+    steer = pd.concat([_read_csv(p, "steering") for p in steering])
     criteria = {**criteria, "alpha": alpha}  # the test level beside the claims' thresholds, as verdicts read it
     judge = lambda d: evaluate(criteria, metas, spec, d, records, steer, labels=labels)  # noqa: E731
-    frames = [f for f in (pd.read_csv(p) for p in robustness + quantized) if len(f)]
+    frames = [f for f in (_read_csv(p, "dynamics") for p in robustness) if len(f)]
+    frames += [f for f in (_read_csv(p, "quantization") for p in quantized) if len(f)]
     rob = pd.concat([f for f in frames if "variant" in f] or [pd.DataFrame()])
     qdyn = pd.concat([f for f in frames if "quantization" in f] or [pd.DataFrame()])
     trained = {f: [m for m in ms if not metas[m]["random_weights"]] for f, ms in families(metas).items()}

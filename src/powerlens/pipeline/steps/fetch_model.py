@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import yaml
@@ -21,14 +22,36 @@ OPTIONS = (
 )
 
 
+#: What a path that is not a regular file is, by ``stat`` (a pipe would block the read, a folder fail it).
+_NOT_A_FILE = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a named pipe (FIFO)", stat.S_ISSOCK: "a socket",
+               stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device"}
+
+
+def check_lock_path(p: Path) -> None:
+    """``lock_file`` names a regular file, or the refusal says what it is instead (a directory, a pipe, ...),
+    checked before it is opened: reading a named pipe would wait forever for a writer."""
+    fix = ("set `lock_file` to a models.lock.yaml written by an earlier run (results/<run>/models.lock.yaml), or "
+           "remove it")
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise PowerlensError(f"lock file {str(p)!r} does not exist", fix) from None
+    except OSError as e:
+        raise PowerlensError(f"lock file {str(p)!r} cannot be read ({e.strerror})", fix) from None
+    if stat.S_ISREG(mode):
+        return
+    what = next((w for test, w in _NOT_A_FILE.items() if test(mode)), "not a regular file")
+    inside = (f" (if this folder is a run's results folder: {str(p / 'models.lock.yaml')!r})"
+              if stat.S_ISDIR(mode) else "")
+    raise PowerlensError(f"lock file {str(p)!r} is {what}, not a file", fix + inside)
+
+
 def fetch_model(name: str, entry: dict, manifest_path: str | Path, *, lock_path: str | None = None) -> dict:
     """Resolve one model entry (download, locate or build), write its manifest."""
     lock = None
     if lock_path:
         p = Path(lock_path)
-        if not p.is_file():
-            raise PowerlensError(f"lock file {lock_path} does not exist",
-                                 "set `lock_file` to a models.lock.yaml written by an earlier run, or remove it")
+        check_lock_path(p)
         try:
             lock = yaml.safe_load(p.read_text())
         except (yaml.YAMLError, UnicodeDecodeError) as e:

@@ -25,11 +25,13 @@ def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: di
                   fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha:
                   float, criteria: dict, dpi: int):
     from powerlens.outputs.figures import dynamics_figures
+    from powerlens.outputs.staging import staged
 
-    return dynamics_figures(csv, npz, meta, labels, alpha=alpha, crit=criteria, dpi=dpi,
-                            stems={"fig_gamma": fig_gamma, "fig_rho": fig_rho, "fig_tilt": fig_tilt,
-                                   "fig_albert_consensus": fig_albert_consensus,
-                                   "fig_albert_rotation": fig_albert_rotation, "table_alignment": table_alignment})
+    stems = {"fig_gamma": fig_gamma, "fig_rho": fig_rho, "fig_tilt": fig_tilt,
+             "fig_albert_consensus": fig_albert_consensus, "fig_albert_rotation": fig_albert_rotation,
+             "table_alignment": table_alignment}
+    with staged(stems) as tmp:  # all 24 files replaced together, or none (an interrupt half-way)
+        return dynamics_figures(csv, npz, meta, labels, alpha=alpha, crit=criteria, dpi=dpi, stems=tmp)
 
 
 show = show_table

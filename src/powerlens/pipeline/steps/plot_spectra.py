@@ -17,6 +17,15 @@ OPTIONS = (
 
 def plot_spectra(*, npz: list[str], csv: list[str], labels: dict, fig_spectra: str, fig_gap: str, table: str,
                  dpi: int):
+    """fig_spectra, fig_gap and table_spectra, replaced together or not at all (:func:`staged`)."""
+    from powerlens.outputs.staging import staged
+
+    with staged({"fig_spectra": fig_spectra, "fig_gap": fig_gap, "table": table}) as s:
+        return _plot_spectra(npz, csv, labels, s["fig_spectra"], s["fig_gap"], s["table"], dpi)
+
+
+def _plot_spectra(npz: list[str], csv: list[str], labels: dict, fig_spectra: str, fig_gap: str, table: str,
+                  dpi: int):
     import numpy as np
     import pandas as pd
 

@@ -17,6 +17,15 @@ OPTIONS = (
 
 def plot_steering(*, csv: list[str], labels: dict, fig: str, table: str, continuations: list[str],
                   continuations_table: str, dpi: int):
+    """fig_steering, table_steering and table_continuations, replaced together or not at all."""
+    from powerlens.outputs.staging import staged
+
+    with staged({"fig": fig, "table": table, "cont": continuations_table}) as s:
+        return _plot_steering(csv, labels, s["fig"], s["table"], continuations, s["cont"], dpi)
+
+
+def _plot_steering(csv: list[str], labels: dict, fig: str, table: str, continuations: list[str],
+                   continuations_table: str, dpi: int):
     import pandas as pd
 
     from powerlens.outputs.figures import fig_steering

@@ -18,7 +18,15 @@ OPTIONS = tuple(
 
 
 def plot_theory(*, fig: str, table: str, dpi: int, alpha: float, **cases: str):
-    """fig_theory and table_theory from the theory step's files (``<case>_json``, ``<case>_npz``)."""
+    """fig_theory and table_theory from the theory step's files (``<case>_json``, ``<case>_npz``), replaced
+    together or not at all (:func:`powerlens.outputs.staging.staged`)."""
+    from powerlens.outputs.staging import staged
+
+    with staged({"fig": fig, "table": table}) as s:
+        return _plot_theory(s["fig"], s["table"], dpi, alpha, cases)
+
+
+def _plot_theory(fig: str, table: str, dpi: int, alpha: float, cases: dict):
     import numpy as np
 
     from powerlens.outputs.figures import fig_theory

@@ -16,14 +16,16 @@ OPTIONS = (
     Option("config", "param:config", help="the run's config as JSON", dest="config_json"),
     Option("manifests", "input:manifests", many=True),
     Option("records", "input:records", many="*", help="JSON outputs whose provenance blocks are gathered"),
+    Option("prompts", "input:prompts", dest="prompts_path", help="the run's prompt corpus (its sha256 is recorded)"),
     Option("out", "output:manifest", dest="out_path", help="provenance.json to write"),
     Option("choices", "output:choices", help="the report's modelling-choices page (HTML)"),
 )
 
 
 def provenance_manifest(config_json: str, manifests: list[str], records: list[str], *, out_path,
-                        choices: str | Path | None = None) -> dict:
-    """The run's provenance: what produced every output (one file per run)."""
+                        choices: str | Path | None = None, prompts_path: str | Path | None = None) -> dict:
+    """The run's provenance: what produced every output (one file per run), the prompt corpus's sha256
+    included (a corpus replaced under an old mtime is told apart by its content)."""
     cfg = json.loads(config_json)
     models = {}
     for p in manifests:
@@ -49,6 +51,7 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
         "run": cfg["run"], "config": cfg, "config_sha256": provenance.config_hash(cfg),
         "versions": provenance.versions(), "code": provenance.code_revision(), "machine": provenance.machine(),
         "blas": provenance.blas(),
+        "corpus": provenance.corpus_record(prompts_path) if prompts_path is not None else None,
         "models": models,
         "seed": cfg.get("seed"), "seeds_recorded": sorted(seeds), "threads_per_output": threads,
         "devices": sorted(devices), "start_time": min(times) if times else None,

@@ -22,6 +22,17 @@ OPTIONS = (
 
 def speed(*, config: dict, labels: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
           bench_dynamics: list[str], steering: list[str], bench_steering: list[str], stem: str, threads: int):
+    """table_speed's four files, replaced together or not at all (an interrupt during the peak measurement
+    leaves the previous table whole)."""
+    from powerlens.outputs.staging import staged
+
+    with staged({"stem": stem}) as s:
+        return _speed(config, labels, meta, bench_spectra, dynamics, bench_dynamics, steering, bench_steering,
+                      s["stem"], threads)
+
+
+def _speed(config: dict, labels: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
+           bench_dynamics: list[str], steering: list[str], bench_steering: list[str], stem: str, threads: int):
     from powerlens.outputs.tables import write_table
     from powerlens.pipeline.speed import COUNTED, NO_NULL, matmul_peak, speed_jobs, speed_rows
 

@@ -14,13 +14,16 @@ OPTIONS = (
 
 
 def table_models(*, stem: str, labels: dict, manifests: list[str], metas: list[str]):
+    from powerlens.outputs.staging import staged
     from powerlens.outputs.tables import models_table, write_table
 
     mans = {m["model"]: m for m in map(read_json, manifests)}
     df = models_table([read_json(p) for p in metas], labels, mans)
-    write_table(df, stem,
-                caption="Models: checkpoints and architecture twins used in this run, trained first (name, config "
-                "key, where the weights come from, revision, size, and the weights label every output carries).")
+    with staged({"stem": stem}) as s:  # .csv, .md, .tex and .html replaced together
+        write_table(df, s["stem"],
+                    caption="Models: checkpoints and architecture twins used in this run, trained first (name, "
+                    "config key, where the weights come from, revision, size, and the weights label every output "
+                    "carries).")
     return df
 
 

@@ -12,6 +12,14 @@ OPTIONS = (
 
 
 def table_quantization(*, csv: list[str], labels: dict, table: str):
+    """table_quantization's four files, replaced together or not at all."""
+    from powerlens.outputs.staging import staged
+
+    with staged({"table": table}) as s:
+        return _table_quantization(csv, labels, s["table"])
+
+
+def _table_quantization(csv: list[str], labels: dict, table: str):
     import pandas as pd
 
     from powerlens.outputs.tables import quantization_table, write_table
