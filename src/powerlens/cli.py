@@ -45,7 +45,14 @@ def run_guarded(fn, *args) -> None:
         print_error(e)
         sys.exit(2)
     except KeyboardInterrupt:
-        print("interrupted: no output was replaced (outputs are written atomically)", file=sys.stderr)
+        from powerlens.core.io import REPLACED
+
+        if REPLACED:  # a step that writes its outputs one by one (not staged together) had begun to
+            print(f"interrupted after {len(REPLACED)} output(s) of this step were replaced ({', '.join(REPLACED[:3])}"
+                  f"{', ...' if len(REPLACED) > 3 else ''}); the others are the previous run's: run the same snakemake "
+                  "command again (it redoes the whole job)", file=sys.stderr)
+        else:
+            print("interrupted: no output was replaced (outputs are written atomically)", file=sys.stderr)
         sys.exit(130)
     except Exception:
         traceback.print_exc()
@@ -158,10 +165,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return ap
 
 
+def check_inputs_exist(a: argparse.Namespace, options) -> None:
+    """Every input file a step is given exists (a step run by hand from another folder, or before the step
+    that writes its input, is told which file is missing, not a FileNotFoundError from inside the step)."""
+    for o in options:
+        if not o.source.startswith("input:"):
+            continue
+        value = getattr(a, o.name)
+        for p in value if isinstance(value, list) else [value]:
+            if p and not os.path.exists(p):
+                raise PowerlensError(
+                    f"--{o.flag} {p}: no such file (an input of this step, written by an earlier step of the run)",
+                    "run the step from the folder the workflow runs in (the one holding results/), after the "
+                    "steps before it: `snakemake --cores N <this output> --configfile <config>` makes every input")
+
+
 def run_step(mod, a: argparse.Namespace) -> None:
     """Run one step from its parsed options, each config-derived flag first checked against its config key's
     rule (a step run by hand is refused as the config would be): the step's function, then its summary."""
     check_flags(a, mod.OPTIONS)
+    check_inputs_exist(a, mod.OPTIONS)
     kw = step_kwargs(a, mod.OPTIONS)
     mod.show(mod.STEP(**kw), kw)
 

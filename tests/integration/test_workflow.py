@@ -323,8 +323,9 @@ def test_config_text_never_runs_in_the_report(test_run, tmp_path):
     def patch(c):
         c["description"] = (f"probe {SCRIPT_PROBE} {IMG_PROBE}\n\n.. raw:: html\n\n   {IMG_PROBE}\n\n"
                             f".. include:: {marker}\n")
-        for i, m in enumerate(c["models"].values()):  # labels of their own (two models never share one)
-            m["label"] = f"L{i} {SCRIPT_PROBE} {IMG_PROBE} & $x^"
+        for i, m in enumerate(c["models"].values()):  # labels of their own (two models never share one), each
+            # within the schema's 64 characters: the script probe and the image probe on alternate models
+            m["label"] = f"L{i} {SCRIPT_PROBE if i % 2 == 0 else IMG_PROBE} & $x^"
         c["steering"]["continuations"]["prompts"] = [f"The cat {SCRIPT_PROBE}"]
 
     cfg = patched_config(tmp_path, patch)

@@ -19,8 +19,8 @@ from powerlens.outputs.staging import staged
 from powerlens.pipeline.steps.article import article, pair_stamps
 from powerlens.pipeline.steps.claims import DYNAMICS_COLUMNS, read_dynamics, write_record
 
-from ..conftest import REPO
 from .test_article import run_dir  # noqa: F401  (the fixture: a run's article inputs)
+from .test_step_names import rules  # noqa: F401  (the fixture: the workflow's rules, config/test.yaml)
 
 METAS = {"m": {"model": "m"}, "n": {"model": "n"}}
 
@@ -77,6 +77,8 @@ def test_claims_command_refuses_a_three_column_csv_without_a_traceback(tmp_path)
     """The probe of the issue: model/mode/layer only ended in IndexError; now exit 2 with problem and fix."""
     (tmp_path / "m.json").write_text(json.dumps({"model": "m", "arch": "bert", "random_weights": False}))
     pd.DataFrame({"model": ["m"], "mode": ["model"], "layer": [0]}).to_csv(tmp_path / "d.csv", index=False)
+    for name in ("s.csv", "t.json", "st.csv"):  # the other inputs exist (never read: the dynamics CSV stops it)
+        (tmp_path / name).write_text("")
     args = ["--meta", "m.json", "--spectra", "s.csv", "--dynamics", "d.csv", "--theory", "t.json", "--steering",
             "st.csv", "--robustness", "--quantized", "--criteria", "{}", "--alpha", "0.05", "--labels", "{}",
             "--table", "a", "--verdicts", "b", "--twins", "c", "--robust", "d", "--record", "r.json"]
@@ -271,28 +273,13 @@ def test_a_killed_writers_staging_folder_is_cleared_and_a_live_ones_kept(tmp_pat
     assert not litter.exists() and live.exists() and elsewhere.exists() and (tmp_path / "a.csv").read_text() == "x"
 
 
-def test_the_workflow_keeps_the_previous_article_and_records_the_claims_tables(tmp_path):
+def test_the_workflow_keeps_the_previous_article_and_records_the_claims_tables(rules):  # noqa: F811
     """Snakemake removes a job's outputs before it runs and after it fails (jobs.py: remove_existing_output,
     cleanup) unless they are flagged update(): then it neither deletes them first nor leaves them deleted (it
     restores its copy after a failure). The article's two outputs carry the flag; the claims rule writes its
     record and the article reads it. Read from Snakemake's own objects (the Snakefile loaded, nothing run)."""
-    from snakemake.api import SnakemakeApi
     from snakemake.io import is_flagged
-    from snakemake.settings.types import (
-        ConfigSettings,
-        DeploymentSettings,
-        OutputSettings,
-        ResourceSettings,
-        StorageSettings,
-        WorkflowSettings,
-    )
 
-    with SnakemakeApi(OutputSettings()) as api:
-        w = api.workflow(snakefile=REPO / "Snakefile", resource_settings=ResourceSettings(),
-                         config_settings=ConfigSettings(configfiles=[REPO / "config/test.yaml"]),
-                         storage_settings=StorageSettings(), workflow_settings=WorkflowSettings(),
-                         deployment_settings=DeploymentSettings(), workdir=tmp_path)
-        rules = {r.name: r for r in w._workflow.rules}
     art, claims = rules["article"], rules["claims"]
     assert all(is_flagged(f, "update") for f in art.output) and len(art.output) == 2
     assert claims.output._names["record"] and "claims_record.json" in str(art.input[art.input._names[

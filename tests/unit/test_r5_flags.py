@@ -4,6 +4,8 @@ config's size limit, refusals' commands runnable as printed, writes to a full di
 import errno
 import os
 import shlex
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +71,10 @@ def run_cli(argv: list[str], monkeypatch, capsys, mod=None) -> tuple[int, str, l
     from powerlens import cli
 
     called: list = []
+    work = Path(tempfile.mkdtemp(prefix="powerlens-flags-"))  # the placeholders' input files exist there
+    for name in ("x.csv", "x.out"):
+        open(work / name, "w").close()  # not Path.write_text: the full-disk test replaces it
+    monkeypatch.chdir(work)
     if mod is not None:
         monkeypatch.setattr(mod, "STEP", lambda **kw: called.append(kw))
         monkeypatch.setattr(mod, "show", lambda result, kw: None)

@@ -253,6 +253,21 @@ def test_a_run_folder_refuses_another_config_and_accepts_its_own(tmp_path):
     assert "cannot be read" in e.value.problem
 
 
+def test_the_config_that_sets_the_run_names_it_and_overlays_add_to_it(tmp_path):
+    """`make offline` gives offline.yaml and offline-decoders.yaml (no `run:` of its own), the README's audit
+    example offline.yaml alone: one run. Another file that sets the same `run:` is another config."""
+    main, overlay, other = (tmp_path / n for n in ("main.yaml", "overlay.yaml", "other.yaml"))
+    main.write_text("run: r\nseed: 0\n")
+    overlay.write_text("models: {}\n")
+    other.write_text("run: r\n")
+    claim_run_folder("r", [main, overlay], tmp_path)
+    check_run_folder("r", [main], tmp_path)
+    check_run_folder("r", [main, overlay], tmp_path)
+    for given in ([other], [main, other], [other, overlay]):
+        with pytest.raises(PowerlensError, match="made by another config"):
+            check_run_folder("r", given, tmp_path)
+
+
 def test_the_workflow_refuses_a_second_config_with_the_same_run_name(run, tmp_path):
     proj, work, cfg = run["proj"], run["work"], run["cfg"]
     record = json.loads((work / "results" / "stale" / RECORD).read_text())
@@ -293,6 +308,9 @@ def test_inspect_csv_through_a_symlink_into_a_run_folder_is_refused(tmp_path, ca
     with pytest.raises(PowerlensError) as e:
         check_not_run_output(link / "spectra.csv")
     assert str(model) in e.value.problem and "outside any results/<run>/" in e.value.fix
+    for root in ("paper_tables", "figures"):  # a run's tables and figures too (the probe's second round)
+        with pytest.raises(PowerlensError, match="inside run folder"):
+            check_not_run_output(tmp_path / root / "other" / "table_spectra.csv")
     check_not_run_output(tmp_path / "results" / "spectra.csv")  # results/ itself is no run folder
     check_not_run_output(tmp_path / "out" / "spectra.csv")
     with pytest.raises(SystemExit) as ex:

@@ -113,9 +113,9 @@ def _resolve(path):
 
 PROMPTS = _resolve(config["prompts"])
 
-# What a rule's outputs depend on beyond its input files' mtimes, as params (Snakemake's params trigger reruns
-# the rule when one changes): the sha256 of its step's code (powerlens.pipeline.code_hash) and of the prompt
-# corpus (a corpus replaced by another file with an old mtime is still seen)
+# What a rule's outputs depend on beyond its input files' mtimes, as params (a changed param makes Snakemake's
+# params trigger run the job again): the sha256 of its step's code (powerlens.pipeline.code_hash) and of the
+# prompt corpus (a corpus replaced by another file with an old mtime is still seen)
 try:
     CODE_SHA256 = step_code_sha256(STEPS)
 except PowerlensError as e:

@@ -28,6 +28,7 @@ import numpy as np
 
 LEVEL = 0.99  # the Monte Carlo interval's coverage (paper.md section 4c)
 R_CAP = 200_000  # the most draws a Monte Carlo test is extended to
+CHUNK = 4000  # random directions projected at once (memory: tokens x CHUNK float64 per state; resources count it)
 REL_TOL = 1e-6  # a quantity this close (relative) to its threshold is undecided
 YES, NO, UNDECIDED = "yes", "no", "undecided"
 

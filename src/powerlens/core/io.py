@@ -91,6 +91,13 @@ def write_error(e: OSError, path: Path) -> PowerlensError | None:
                           "that name (an earlier file of that name is as it was)", fix)
 
 
+#: The prefix of a staging folder (:mod:`powerlens.outputs.staging`): a file renamed into one is not yet an
+#: output.
+STAGING_PREFIX = ".powerlens-staging-"
+#: Every output this process has renamed into place (what an interrupted step says it replaced).
+REPLACED: list[str] = []
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds. A full
@@ -114,6 +121,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             time.sleep(pause)
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
+        if not path.parent.name.startswith(STAGING_PREFIX):
+            REPLACED.append(str(path))
     except OSError as e:
         ours = e.filename is None or Path(e.filename) in {tmp, path, *path.parents}
         err = write_error(e, path) if ours else None  # an input's read error is not this output's

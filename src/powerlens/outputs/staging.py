@@ -21,7 +21,8 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-PREFIX = ".powerlens-staging-"  # then the writer's pid, its host and a random part
+from powerlens.core.io import STAGING_PREFIX as PREFIX  # then the writer's pid, its host and a random part
+
 _rename = os.replace  # one rename per output (the test of an interrupt during the renames replaces it)
 
 

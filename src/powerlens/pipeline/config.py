@@ -244,6 +244,25 @@ def check_options(section: str, **values) -> None:
                                                f"option {where}", 1), e.fix)
 
 
+def check_model_entry(name: str, entry) -> None:
+    """One model entry given outside a config file (``powerlens fetch_model --entry``) checked as the config's
+    ``models.<name>`` would be: finite numbers and printable text, then the schema's model entry (required keys
+    per source, types, bounds): a step run by hand is refused as the config would be, never a KeyError."""
+    import jsonschema
+
+    if not isinstance(entry, dict):
+        raise PowerlensError(f"model entry {name!r} is a {type(entry).__name__}, not a mapping of keys",
+                             "give the model's config entry as a JSON object, e.g. "
+                             '{"arch": "gpt2", "source": "random", "twin_of": "tiny-gpt2"}')
+    check_config_values({"models": {name: entry}})
+    root = schema()
+    sub = {"$defs": root.get("$defs", {}), "type": "object", "properties": {"models": root["properties"]["models"]}}
+    err = next(iter(sorted(jsonschema.Draft202012Validator(sub).iter_errors({"models": {name: entry}}),
+                           key=lambda e: list(e.path))), None)
+    if err is not None:
+        raise schema_error(err, sub)
+
+
 def check_paths(config: dict) -> None:
     """File and folder paths of the config hold no ``<`` or ``>``: a path reaches Snakemake's report as it is
     (a rule's input, the fetch step's ``--lock``), inside an inline script, where ``</script>`` would end it.

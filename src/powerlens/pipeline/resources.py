@@ -216,7 +216,7 @@ def predict(coeffs: dict, rule: str, params: float, term: float, extra: tuple[fl
 
 #: Dynamics' costs that grow with the corpus beyond the fitted line (which was measured on corpora of 24 and
 #: 220 prompts, where they hide in its intercept). Memory: the verdict statistics project every counted token's
-#: kept states on a chunk of random directions at a time (:data:`powerlens.analysis.dynamics.probes.CHUNK`
+#: kept states on a chunk of random directions at a time (:data:`powerlens.analysis.decisions.CHUNK`
 #: draws: the alignments before and after the layer, their difference and comparisons, about 5 float64 arrays
 #: of tokens x chunk), beside the kept states themselves (2 L + 1 vectors of d per token); the chunk is R0 wide
 #: at first and CHUNK wide once a test is extended, so the request counts CHUNK. Measured (#52) on the 2-core
@@ -249,7 +249,7 @@ def model_tokens(m: dict, prompts: list[str], max_tokens: int) -> int:
 def corpus_extra(config: dict, name: str, prompts: list[str], tokens: int | None = None) -> tuple[float, float]:
     """(MB, s) of :data:`CORPUS` for one model's dynamics job (either mode); ``tokens``: the corpus' tokens
     (:func:`model_tokens`, counted once per model by :func:`job_requests`)."""
-    from powerlens.analysis.dynamics.probes import CHUNK
+    from powerlens.analysis.decisions import CHUNK  # numpy only: the DAG never imports torch
 
     m = config["models"][name]
     size = size_of_entry(name, m, config["models"])

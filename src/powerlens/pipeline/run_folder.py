@@ -5,7 +5,10 @@ Every output of a run lies under its ``run:`` name (``results/<run>/``, ``paper_
 without a word and left its model folders orphaned. The first real run writes :data:`RECORD` into
 ``results/<run>/`` (the config files it was given); a later real run whose config files are others is refused
 before any job starts (the workflow's ``onstart``). Editing the same config file is a rerun, not another
-config: the files are compared by path, never by content. A dry run (``snakemake -n``) or a report only reads
+config: the files are compared by path, never by content. What names the run is the config file that sets its
+``run:`` (the last one given that does); files laid over it without a ``run:`` key add to the same run (``make
+offline`` gives ``config/offline.yaml`` and ``config/offline-decoders.yaml``; the README's audit example gives the
+first alone: the same run folder). A dry run (``snakemake -n``) or a report only reads
 the record (and warns): it writes nothing.
 """
 
@@ -26,12 +29,25 @@ RECORD = ".powerlens-run.json"
 __all__ = ["RECORD", "check_not_run_output", "check_run_folder", "claim_run_folder", "config_keys"]
 
 
+def _sets_run(path: Path) -> bool:
+    """Does this config file set ``run:`` at its top level? (Unreadable: no; the config check names it.)"""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    return isinstance(doc, dict) and "run" in doc
+
+
 def config_keys(configfiles, workdir: str | os.PathLike = ".") -> list[str]:
-    """The config files as the record compares them: resolved, and relative to the working directory where
-    they lie inside it (a checkout moved or cloned elsewhere still recognises its own run)."""
+    """The config file that names the run, as the record compares it: the last file given that sets ``run:``
+    (every file given where none does), resolved, and relative to the working directory where it lies inside
+    it (a checkout moved or cloned elsewhere still recognises its own run)."""
     base = Path(workdir).resolve()
+    owners = [f for f in configfiles if _sets_run(base / f)]
     out = []
-    for f in configfiles:
+    for f in owners[-1:] or configfiles:
         p = (base / f).resolve()
         out.append(p.relative_to(base).as_posix() if p.is_relative_to(base) else p.as_posix())
     return out
@@ -88,16 +104,21 @@ def claim_run_folder(run: str, configfiles, workdir: str | os.PathLike = ".") ->
     return True
 
 
+#: The folders under which a run keeps its outputs, each as ``<folder>/<run>/...``.
+OUTPUT_ROOTS = ("results", "paper_tables", "figures")
+
+
 def check_not_run_output(path: str | os.PathLike, flag: str = "--csv") -> None:
-    """Refuse (PowerlensError) a file a command would write inside a run folder (``results/<run>/...``), where
-    the pipeline's own outputs live (followed through symlinks: a linked folder pointing into a run is that
-    run's folder). ``powerlens inspect --csv`` through a link overwrote another run's tracked spectra.csv."""
+    """Refuse (PowerlensError) a file a command would write inside a run's output folders (``results/<run>/``,
+    ``paper_tables/<run>/``, ``figures/<run>/``), where the pipeline's own outputs live (followed through
+    symlinks: a linked folder pointing into a run is that run's folder). ``powerlens inspect --csv`` through a
+    link overwrote another run's tracked spectra.csv, and into paper_tables/ another run's table."""
     target = Path(path).expanduser().resolve()
     for folder in target.parents:
-        if folder.parent.name == "results" and folder.parent != folder:
+        if folder.parent.name in OUTPUT_ROOTS and folder.parent != folder:
             shown = str(path) if str(target) == str(path) else f"{path} (that is {target})"
             raise PowerlensError(
                 f"{flag} {shown} is inside run folder {folder}, where the pipeline keeps its outputs: writing "
                 "there would replace a run's file",
-                f"write {flag} outside any results/<run>/ folder (e.g. {flag} {target.name} in the current "
-                "directory)")
+                f"write {flag} outside any results/<run>/, paper_tables/<run>/ or figures/<run>/ folder (e.g. "
+                f"{flag} {target.name} in the current directory)")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from powerlens.analysis.decisions import CHUNK
 from powerlens.analysis.nulls import random_subspaces, subspace_alignments
 
 # probe -> (state before, state after); states: "x" (x(t)), "x1" (x(t+1)), "mid" (after attention), "xL" (x(L));
@@ -30,7 +31,6 @@ from powerlens.analysis.nulls import random_subspaces, subspace_alignments
 PROBES = {"layer": ("x", "x1"), "layer_M": ("x", "x1"), "layer_Ft": ("x", "x1"), "attn": ("x", "mid"),
           "ffn": ("mid", "x1"), "first": (None, "xL")}
 QUANTITIES = ("out", "tilt", "inc", "dec")
-CHUNK = 4000  # random directions projected at once (memory: tokens x CHUNK float64 per state)
 
 
 @dataclass

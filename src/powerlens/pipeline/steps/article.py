@@ -35,7 +35,7 @@ _HTML_STAMP = re.compile(r'<meta name="powerlens-article" content="([0-9a-f]{16}
 #: and whether the file may be absent.
 TABLES = (("table_claim_verdicts.csv", "claims", ("claim", "statement"), False),
           ("table_claims.csv", "claims", ("claim", "family", "verdict", "figure"), False),
-          ("table_robustness.csv", "claims", ("claim", "family", "agree"), True),
+          ("table_robustness.csv", "claims", ("claim", "family"), True),
           ("table_speed.csv", "speed", ("model", "step"), True))
 
 
@@ -62,7 +62,11 @@ def article(*, run: str, out_html: str | Path, out_pdf: str | Path, index: list[
     with tempfile.TemporaryDirectory() as tmp:
         typ = f'#set document(keywords: ("{STAMP} {stamp}",))\n' + to_typst(_figures_in(blocks, r, Path(tmp)),
                                                                            Path(tmp))
-        pdf = typst.compile(typ.encode("utf-8"), root=tmp)
+        try:
+            pdf = typst.compile(typ.encode("utf-8"), root=tmp)
+        except typst.TypstError as e:  # the inputs were checked above: what is left is ours to fix
+            raise PowerlensError(f"the article's PDF could not be typeset: {str(e).splitlines()[0][:300]}",
+                                 "report it with the run's logs; the previous article was kept") from None
     with staged({"html": out_html, "pdf": out_pdf}) as s:  # both renamed together, after both are written
         write_text(s["html"], _stamped(text, stamp))
         with atomic_path(s["pdf"]) as tmp_pdf:
@@ -107,6 +111,25 @@ def check_inputs(run) -> None:
                              "rebuild it: run the same snakemake command with `--forcerun provenance` added")
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def check_png(path: Path) -> None:
+    """A figure the article embeds is a PNG (its 8-byte signature) and not empty: a figure overwritten by other
+    bytes would otherwise end the PDF's typesetting in a traceback ("failed to decode image")."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(PNG_SIGNATURE))
+    except OSError as e:
+        raise PowerlensError(f"figure {path} cannot be read ({e.strerror})",
+                             "run the same snakemake command again (the plot step that writes it runs again)") from None
+    if head != PNG_SIGNATURE:
+        raise PowerlensError(f"{path} is not a PNG image (it starts with {head[:8]!r}): a figure overwritten or "
+                             "cut short after its plot step wrote it",
+                             f"rebuild it: delete {path} and run the same snakemake command (the plot step that "
+                             "writes it runs again)")
+
+
 def _figures_in(blocks: list, run, folder: Path) -> list:
     """The blocks with each figure copied into ``folder`` (Typst's root for the PDF) at the path it has under
     the run's root (figures/<run>/<name>.png): a figures folder that is a link to elsewhere, or figures on
@@ -114,6 +137,7 @@ def _figures_in(blocks: list, run, folder: Path) -> list:
     out = []
     for b in blocks:
         if b[0] == "figure":
+            check_png(Path(b[2]))
             dest = folder / run.figures / Path(b[2]).name
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(b[2], dest)

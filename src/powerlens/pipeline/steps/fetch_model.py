@@ -47,7 +47,11 @@ def check_lock_path(p: Path) -> None:
 
 
 def fetch_model(name: str, entry: dict, manifest_path: str | Path, *, lock_path: str | None = None) -> dict:
-    """Resolve one model entry (download, locate or build), write its manifest."""
+    """Resolve one model entry (download, locate or build), write its manifest. The entry is checked as the
+    config's ``models.<name>`` would be first (a step run by hand with a bad entry is refused, not a KeyError)."""
+    from powerlens.pipeline.config import check_model_entry
+
+    check_model_entry(name, entry)
     lock = None
     if lock_path:
         p = Path(lock_path)
