@@ -119,14 +119,19 @@ def classify(rho: float) -> str:
     return NEUTRAL
 
 
-def max_score(X: np.ndarray, lw: LayerWeights, n_heads: int) -> float:
-    """max |s <q_i, k_j>| over heads and token pairs: below 1e-8 attention is uniform at X."""
+def abs_scores(X: np.ndarray, lw: LayerWeights, n_heads: int) -> torch.Tensor:
+    """|s <q_i, k_j>| for every head and token pair of the state X (n, d), tokens normalised first: (H, n, n)."""
     x = torch.as_tensor(X / np.linalg.norm(X, axis=-1, keepdims=True), dtype=torch.float64)
     n, d = x.shape
     dh = lw.W_Q.shape[0] // n_heads
     q = (x @ lw.W_Q.T).view(n, n_heads, dh).transpose(0, 1)  # (H, n, dh)
     k = (x @ lw.W_K.T).view(n, n_heads, dh).transpose(0, 1)
-    return float((lw.attn_scale * (q @ k.transpose(1, 2))).abs().max())
+    return (lw.attn_scale * (q @ k.transpose(1, 2))).abs()  # (H, n, n)
+
+
+def max_score(X: np.ndarray, lw: LayerWeights, n_heads: int) -> float:
+    """max |s <q_i, k_j>| over heads and token pairs: below 1e-8 attention is uniform at X."""
+    return float(abs_scores(X, lw, n_heads).max())
 
 
 def check_agrees(stability: str, rho: float, broke: int, runs: int, *, epsilon: float, d: int, steps: int,

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from powerlens.analysis.spectra import sort_order
+from powerlens.analysis.theory.linearise import abs_scores
 from powerlens.analysis.theory.verdicts import C2_LINE_TOL, C3_DIST_TOL, C23_SHARE, CONTROL_TOL
 from powerlens.core.fmt import sci
 from powerlens.models.attention import attention_only_step, attention_output, visible_keys
@@ -139,6 +140,17 @@ class Result:
         return abs(self.measured - self.predicted) / abs(self.predicted) if self.predicted else float("nan")
 
 
+def _sweep_result(id: str, case: str, target: str, s: float, dists: list[float], tol: float, where: str,
+                  detail: dict) -> Result:
+    """One sharpness of the C2/C3 softmax sweep: the share of weight seeds whose every token ends within
+    ``tol`` of the target (a line or a plane) passes at C23_SHARE."""
+    share = float(np.mean(np.array(dists) < tol))
+    return Result(id=id, case=case, attention="softmax", quantity=f"share of seeds reaching {target} (|score| {s:g})",
+                  predicted=1.0, measured=share, passed=bool(share >= C23_SHARE),
+                  criterion=f"at least {C23_SHARE:.0%} of {len(dists)} weight seeds: every token within {sci(tol)} "
+                            + where, detail={"sharpness": s, "seeds": len(dists), **detail})
+
+
 def clustered_starts(n_tokens: int, d: int, rng: np.random.Generator, spread: float = 0.5) -> np.ndarray:
     """Random starts around a random common direction (token embeddings of real models are anisotropic)."""
     c = rng.standard_normal(d)
@@ -148,12 +160,7 @@ def clustered_starts(n_tokens: int, d: int, rng: np.random.Generator, spread: fl
 def typical_score(X: np.ndarray, lw: LayerWeights, n_heads: int) -> float:
     """Mean |s <q_i, k_j>| over heads and token pairs of the state X (n, d): how sharp attention is there
     (about 0.1: near uniform; about 10: near hard attention)."""
-    x = torch.as_tensor(X / np.linalg.norm(X, axis=-1, keepdims=True), dtype=torch.float64)
-    n, d = x.shape
-    dh = lw.W_Q.shape[0] // n_heads
-    q = (x @ lw.W_Q.T).view(n, n_heads, dh).transpose(0, 1)  # (H, n, dh)
-    k = (x @ lw.W_K.T).view(n, n_heads, dh).transpose(0, 1)
-    return float((lw.attn_scale * (q @ k.transpose(1, 2))).abs().mean())
+    return float(abs_scores(X, lw, n_heads).mean())
 
 
 def sharpened(base: LayerWeights, X: np.ndarray, n_heads: int, s: float) -> tuple[LayerWeights, float]:
@@ -242,14 +249,9 @@ def experiment_real(d: int, n_heads: int, n_tokens: int, steps: int, seed: int, 
             ends.append(ending(iterate(r.standard_normal((n_tokens, d)), lw, n_heads, steps, residual)[-2:], w1))
             if k == 0:
                 curves.append(line_distance(Xs, w1).max(axis=1))
-        share = float(np.mean(np.array(dists) < C2_LINE_TOL))
-        out.append(Result(id="C2.sweep", case="a: real dominant", attention="softmax",
-                          quantity=f"share of seeds reaching consensus on v_1 (|score| {s:g})", predicted=1.0,
-                          measured=share, passed=bool(share >= C23_SHARE),
-                          criterion=f"at least {C23_SHARE:.0%} of {seeds} weight seeds: every token within "
-                                    f"{sci(C2_LINE_TOL)} of one side of the line of v_1 after {steps} steps "
-                                    "(clustered starts)",
-                          detail={"sharpness": s, "seeds": seeds, "final_line_distance": dists,
+        out.append(_sweep_result("C2.sweep", "a: real dominant", "consensus on v_1", s, dists, C2_LINE_TOL,
+                                 f"of one side of the line of v_1 after {steps} steps (clustered starts)",
+                                 {"final_line_distance": dists,
                                   "isotropic_endings": {e: ends.count(e) for e in ENDINGS}}))
     arrays["err_sweep"], arrays["sweep_sharpness"] = np.stack(curves), np.array(sharpness, dtype=float)
     return out, arrays
@@ -300,15 +302,9 @@ def experiment_complex(d: int, n_heads: int, n_tokens: int, steps: int, seed: in
             if k == 0:
                 curves.append(plane_distance(Xs, Pk).max(axis=1))
                 angles.append(_angles(Xs, Pk).mean(axis=1))
-        share = float(np.mean(np.array(dists) < C3_DIST_TOL))
-        out.append(Result(id="C3.sweep", case="b: complex pair", attention="softmax",
-                          quantity=f"share of seeds reaching the leading plane (|score| {s:g})", predicted=1.0,
-                          measured=share, passed=bool(share >= C23_SHARE),
-                          criterion=f"at least {C23_SHARE:.0%} of {seeds} weight seeds: every token within "
-                                    f"{sci(C3_DIST_TOL)} of span(Re v_1, Im v_1) after {steps} steps (clustered "
-                                    "starts)",
-                          detail={"sharpness": s, "seeds": seeds, "final_plane_distance": dists,
-                                  "isotropic_reach_plane": int(sum(reached))}))
+        out.append(_sweep_result("C3.sweep", "b: complex pair", "the leading plane", s, dists, C3_DIST_TOL,
+                                 f"of span(Re v_1, Im v_1) after {steps} steps (clustered starts)",
+                                 {"final_plane_distance": dists, "isotropic_reach_plane": int(sum(reached))}))
     arrays.update({"dist_sweep": np.stack(curves), "dtheta_sweep": np.stack(angles),
                    "sweep_sharpness": np.array(sharpness, dtype=float)})
     return out, arrays
