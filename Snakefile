@@ -45,3 +45,11 @@ rule all:
     default_target: True
     input:
         get_final_output(),
+
+
+# ---- report -------------------------------------------------------------------------------------
+# `snakemake --report` only (its freshness check has passed), after every rule is defined, so no job's params
+# or provenance see it: the front page's verdict table and the article's links, read from this run's files
+# (powerlens.pipeline.report_front; the config schema refuses this key in a user's config)
+if is_report_request(sys.argv[1:]):
+    config[REPORT_FRONT_KEY] = front_page(RUN)

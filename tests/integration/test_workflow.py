@@ -163,8 +163,8 @@ def test_dynamics_and_theory_outputs(test_run):
     assert (ct["model"] == "tiny-gemma3").sum() == 3  # one token target x three kappas x one prompt
 
 
-FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation",
-           "fig_theory", "fig_steering"]
+FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_gamma_gap", "fig_rho", "fig_tilt", "fig_albert_consensus",
+           "fig_albert_rotation", "fig_theory", "fig_steering"]
 TABLES = ["table_claim_verdicts", "table_claims", "table_claims_twins", "table_robustness", "table_models",
           "table_spectra", "table_alignment", "table_theory", "table_steering", "table_continuations",
           "table_quantization", "table_speed"]
@@ -174,9 +174,14 @@ NOTE_ONLY = ["fig_albert_consensus", "fig_albert_rotation"]
 
 def test_report_in_headless_chromium(test_run):
     """The HTML report loads in a real browser without console errors and holds every figure and table; its
-    build prints no docutils message. The front page reads from its top at 1280x800 and 1920x1080 (title and
-    the claims link inside the window at load, the page scrolls to its end), and one click on "Claims at a
-    glance" shows the verdict view."""
+    build prints no docutils message. The front page reads from its top at 1280x800 and 1920x1080 (title, the
+    claims link and the verdict table's first row inside the window at load, the page scrolls to its end,
+    nothing scrolls sideways: the page, its panes, the table); one click on "Replication article" opens the
+    article (its title read from the frame's document, not a blank pane) and one on "Claims at a glance" the
+    verdict view; the PDF is an entry of the report."""
+    import html
+    import re
+
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
@@ -190,6 +195,7 @@ def test_report_in_headless_chromium(test_run):
     assert "System Message" not in raw and "system-message" not in raw
     artifacts = REPO / "tests/artifacts"
     artifacts.mkdir(exist_ok=True)
+    title = re.search(r"<title>(.*?)</title>", (test_run / "results/test/replication.html").read_text(), re.S)
     errors, seen = [], {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=[
@@ -207,12 +213,26 @@ def test_report_in_headless_chromium(test_run):
                 const desc = document.querySelector('.prose');
                 const a = [...document.querySelectorAll('a')].find(x => x.textContent.includes('Claims at a glance'));
                 const main = desc.closest('.h-screen');
-                const before = {title: box(desc.firstElementChild).top, link: box(a).bottom};
+                const row = document.querySelector('.prose table.pl-verdicts tbody tr');
+                const panes = [document.documentElement, main, desc, document.querySelector('nav'),
+                               document.querySelector('.prose table.pl-verdicts')];
+                const before = {title: box(desc.firstElementChild).top, link: box(a).bottom,
+                                row: row ? [box(row).top, box(row).bottom] : null,
+                                sideways: panes.filter(x => x && x.scrollWidth > x.clientWidth + 1)
+                                               .map(x => x.tagName + '.' + x.className),
+                                wide: document.documentElement.scrollWidth <= window.innerWidth};
                 main.scrollTop = main.scrollHeight;
                 return {...before, atEnd: Math.abs(main.scrollTop + main.clientHeight - main.scrollHeight) < 2,
                         text: document.body.innerText};
             }""")
             page.screenshot(path=str(artifacts / f"report_{w}.png"))
+            page.get_by_text("Replication article").first.click()
+            page.wait_for_timeout(3000)
+            seen[w]["article"] = [f.title() for f in page.frames if f != page.main_frame]
+            page.screenshot(path=str(artifacts / f"report_article_{w}.png"))
+            page.goto(report.as_uri())
+            link = page.get_by_text("Claims at a glance").first
+            link.wait_for()
             link.click()
             page.wait_for_timeout(1500)
             frames = [f.content() for f in page.frames if f != page.main_frame]
@@ -224,48 +244,67 @@ def test_report_in_headless_chromium(test_run):
     for w, h in ((1280, 800), (1920, 1080)):
         v = seen[w]
         assert 0 <= v["title"] < h and 0 < v["link"] <= h, (w, v)  # readable from the top, the claims link visible
+        assert v["row"] and 0 <= v["row"][0] and v["row"][1] <= h, (w, v["row"])  # the verdicts' first row
+        assert v["wide"] and v["sideways"] == [], (w, v["sideways"])
+        assert title and v["article"] == [html.unescape(title.group(1).strip())], (w, v["article"])
         assert v["atEnd"] and v["verdicts"], (w, {k: v[k] for k in ("atEnd", "verdicts")})
     assert "Modelling choices" in seen[1280]["text"] and "1 Claims" in seen[1280]["text"]
     # each figure once (PNG), each table once (rendered HTML); the other formats are files beside them
-    import re
-
     cats = json.loads(re.search(r"var categories = (\{.*?\});", raw).group(1))
     entries = [f for sub in cats.values() for files in sub.values() for f in files]
     names = sorted(Path(f).name for f in entries)
     twins = [f"{n}_twins.png" for n in FIGURES if n != "fig_theory"]  # per-model figures, drawn from twins
-    assert names == sorted([f"{n}.png" for n in FIGURES if n not in NOTE_ONLY] + twins + [f"{n}.html" for n in TABLES]
-                           + ["provenance.json", "modelling_choices.html", "replication.html"]), names
+    assert names == sorted([f"{n}.png" for n in FIGURES if n not in NOTE_ONLY] + twins
+                           + [f"{n}.html" for n in TABLES]
+                           + ["provenance.json", "modelling_choices.html", "replication.html",
+                              "replication.pdf"]), names
     twin_cat = [Path(f).name for sub in cats["8 Twins: not evidence"].values() for f in sub]
     assert sorted(twin_cat) == sorted(twins + ["table_claims_twins.html"]), twin_cat
     assert next(iter(sorted(cats))) == "0 Replication"
+    assert sorted(Path(f).name for sub in cats["0 Replication"].values() for f in sub) == [
+        "replication.html", "replication.pdf"]
     assert "The answer:" in seen[1280]["text"] and "Replication article" in seen[1280]["text"]
 
 
 def test_the_article_reads_back_matches_the_verdicts_and_opens(test_run, tmp_path):
-    """replication.html: every traced value read back from its file (a doctored copy fails), its verdict table
-    equal to table_claim_verdicts cell for cell, opened in headless Chromium with no console error;
-    replication.pdf: a heading per claim."""
+    """replication.html: every traced value read back from its file (a doctored copy fails), each judged cell's
+    verdict word equal to table_claim_verdicts', every glossary term defined and linked, nothing named that the
+    article lacks; opened in headless Chromium at 1280x800: the summary and the verdict table's top on the first
+    screen, no figure taller than the screen, no sideways scroll, every traced value with a title and a link to
+    its appendix entry naming its file, no console error; replication.pdf: a line per claim."""
+    import re
+
     import pypdf
     from playwright.sync_api import sync_playwright
 
-    from powerlens.outputs.trace import traced_spans, untraced
+    from powerlens.outputs.glossary import dangling, unlinked_terms
+    from powerlens.outputs.trace import traced_spans, untraced, verdict_word
 
     html = (test_run / "results/test/replication.html").read_text(encoding="utf-8")
     spans = traced_spans(html)
     assert len(spans) > 50 and untraced(html, test_run) == []
-    speed = [x for x in spans if x[0] == "paper_tables/test/table_speed.csv" and x[1]["col"] == "wall (s)"]
+    assert dangling(html) == [] and unlinked_terms(html) == []
+    speed = [x for x in spans if x[0] == "paper_tables/test/table_speed.csv" and x[1].get("col") == "wall (s)"]
     src, loc, text = speed[0]
     assert speed and float(text) > 0
     doctored = html.replace(f">{text}</span>", f">{float(text) + 1:.1f}</span>", 1)
     assert doctored != html and len(untraced(doctored, test_run)) >= 1
-    verdicts = pd.read_csv(test_run / "paper_tables/test/table_claim_verdicts.csv", dtype=str, keep_default_na=False)
-    shown = {(loc["row"]["claim"], loc["col"]): t for s_, loc, t in spans
-             if s_.endswith("table_claim_verdicts.csv") and "row" in loc and loc["col"] != "statement"}
-    want = {(r["claim"], c): r[c] for _, r in verdicts.iterrows() for c in verdicts.columns if c != "statement"}
-    assert shown == want
+    verdicts = pd.read_csv(test_run / "paper_tables/test/table_claim_verdicts.csv", dtype=str,
+                           keep_default_na=False)
+    claims = pd.read_csv(test_run / "paper_tables/test/table_claims.csv", dtype=str, keep_default_na=False)
+    shown = {(loc["row"]["claim"], loc["row"]["family"]): t for s_, loc, t in spans
+             if s_.endswith("table_claims.csv") and "row" in loc and loc["col"] == "verdict" and loc.get("re")}
+    for _, r in claims[~claims["verdict"].str.startswith("not judged")].iterrows():
+        col = "synthetic layers" if r["family"] == "synthetic" else r["family"]
+        want = verdict_word(verdicts.loc[verdicts["claim"] == r["claim"], col].iloc[0])
+        assert shown[(r["claim"], r["family"])] == want, (r["claim"], r["family"])
+    assert {c for c in verdicts["claim"]} <= {t for s_, loc, t in spans if s_.endswith("table_claim_verdicts.csv")
+                                               and loc.get("col") == "claim"}
     reader = pypdf.PdfReader(test_run / "results/test/replication.pdf")
     text = "\n".join(p.extract_text() for p in reader.pages)
-    assert len(reader.pages) >= 2 and all(f"\n{c}\n" in text for c in verdicts["claim"]), text[:2000]
+    assert len(reader.pages) >= 2 and all(re.search(rf"^{c}\b", text, re.M) for c in verdicts["claim"]), text[:2000]
+    captions = re.findall(r"Figure\s(\d+):\s?(\S+)", text)
+    assert captions and not [c for c in captions if c[1].startswith("fig_")], captions  # captions, not file names
     (REPO / "tests/artifacts").mkdir(exist_ok=True)
     errors = []
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
@@ -279,6 +318,21 @@ def test_the_article_reads_back_matches_the_verdicts_and_opens(test_run, tmp_pat
             wide = page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
             assert wide, f"the article scrolls sideways at {w} px"
             page.screenshot(path=str(REPO / f"tests/artifacts/replication_{w}.png"))
+            if w == 1280:
+                first = page.evaluate("""() => ({
+                    summary: document.querySelector('p.summary').getBoundingClientRect().bottom,
+                    table: document.querySelector('table.verdicts').getBoundingClientRect().top,
+                    tallest: Math.max(0, ...Array.from(document.images).map(
+                        i => i.getBoundingClientRect().height))})""")
+                assert first["summary"] <= 800 and first["table"] < 800 and first["tallest"] <= 800, first
+                bad = page.evaluate("""() => Array.from(document.querySelectorAll('[data-src]')).filter(e => {
+                    const a = e.closest('a[href^="#"]');
+                    const entry = a && document.getElementById(a.getAttribute('href').slice(1));
+                    return !e.title || !e.title.includes(e.dataset.src) || !entry
+                        || !entry.textContent.includes(e.dataset.src)
+                        || getComputedStyle(e).textDecorationStyle !== 'dotted';
+                }).map(e => e.outerHTML.slice(0, 200))""")
+                assert bad == [], bad[:3]
             page.close()
         browser.close()
     assert errors == [], errors

@@ -130,3 +130,26 @@ def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twi
     shown = pd.read_csv(tmp_path / "table_speed.csv", dtype=str, keep_default_na=False)
     assert list(shown["null projections"])[-1] == DASH
     assert NO_NULL["null projections"] in (tmp_path / "table_speed.md").read_text()
+
+
+def test_the_run_total_adds_the_other_jobs_benchmark_files_to_the_heavy_ones(tmp_path):
+    """table_speed's 'all timed jobs' row: the heavy rows' wall and CPU times plus every other benchmark file's,
+    and the number of files; the heavy total row stays the heavy jobs' alone."""
+    import pandas as pd
+
+    from powerlens.outputs.tables import RUN_MODEL, TOTAL_MODEL
+    from powerlens.pipeline.speed import with_total
+
+    heavy = pd.DataFrame({"model": ["a", "b"], "step": ["spectra", "steering"], "wall (s)": [1.5, 2.5],
+                          "CPU (s)": [2.0, 3.0], "lower bound (s)": [0.5, 0.5], "weights": ["trained weights"] * 2})
+    other = []
+    for i, (s, cpu) in enumerate(((10.0, 12.0), (0.25, 0.5))):
+        p = tmp_path / f"b{i}.tsv"
+        p.write_text("s\th:m:s\tmax_rss\tcpu_time\n" f"{s}\t0:00:10\t100\t{cpu}\n")
+        other.append(str(p))
+    df = with_total(heavy, other)
+    run = df[df["model"] == RUN_MODEL].iloc[0]
+    tot = df[df["model"] == TOTAL_MODEL].iloc[0]
+    assert (run["wall (s)"], run["CPU (s)"], run["jobs"]) == (14.2, 17.5, 4)
+    assert tot["wall (s)"] == 4.0 and list(df["model"][:2]) == ["a", "b"]
+    assert RUN_MODEL not in set(with_total(heavy)["model"])  # no other files given: the heavy total only

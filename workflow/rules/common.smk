@@ -7,6 +7,7 @@ import time
 
 from powerlens.pipeline.config import check_targets_on_disk, model_arch, steering_targets, validate_config
 from powerlens.pipeline.report_check import check_report_fresh, is_report_request
+from powerlens.pipeline.report_front import KEY as REPORT_FRONT_KEY, front_page
 from powerlens.pipeline.options import config_flags, shell_line
 from powerlens.pipeline.steps import job_path, step_module
 from powerlens.core.corpus import read_prompts
@@ -75,6 +76,10 @@ if is_report_request(sys.argv[1:]):
         stop(e)
 
 RUN = config["run"]
+#: The paper config (the paper's models, pinned): the article's stand-in table reads it. The working
+#: directory's own when it has one (the repository), else the repository's.
+PAPER_CONFIG = ("config/config.yaml" if os.path.isfile("config/config.yaml")
+                else os.path.join(workflow.basedir, "config", "config.yaml"))
 # a run folder made by another config (same `run:` name): a real run is refused at onstart, before any job;
 # a plan (-n) or a report only reads it, so it is told now
 try:

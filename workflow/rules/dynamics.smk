@@ -38,17 +38,20 @@ ALBERT_LISTED = (shared_weight_models(random_weights=False), shared_weight_model
 
 
 rule plot_dynamics:
-    """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation and table_alignment."""
+    """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation, fig_gamma_gap (C8, with the
+    spectra tables) and table_alignment."""
     input:
         csv=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
         npz=expand(rules.dynamics.output.npz, model=MODELS, mode=MODES),
         meta=expand(rules.extract.output.meta, model=MODELS),
+        spectra=expand(rules.spectra.output.csv, model=MODELS),
     output:
         **figure_outputs("fig_gamma", "4 Dynamics", key="gamma"),
         **figure_outputs("fig_rho", "4 Dynamics", key="rho"),
         **figure_outputs("fig_tilt", "4 Dynamics", key="tilt"),
         **figure_outputs("fig_albert_consensus", "4 Dynamics", key="consensus", listed=ALBERT_LISTED),
         **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation", listed=ALBERT_LISTED),
+        **figure_outputs("fig_gamma_gap", "4 Dynamics", key="gamma_gap"),
         **table_outputs("table_alignment", "4 Dynamics", key="table"),
     params:
         code=step_code("plot_dynamics"),  # rerun when the step's code changes
@@ -60,6 +63,7 @@ rule plot_dynamics:
         tilt=stem_of("tilt"),
         consensus=stem_of("consensus"),
         rotation=stem_of("rotation"),
+        gamma_gap=stem_of("gamma_gap"),
         table=stem_of("table"),
     log:
         step_log("plot_dynamics"),

@@ -90,6 +90,10 @@ rule speed:
         bench_dynamics=ancient(expand(rules.dynamics.benchmark, model=MODELS, mode=MODES)),
         steering=expand(rules.steering.output.csv, model=STEERED),
         bench_steering=ancient(expand(rules.steering.benchmark, model=STEERED)),
+        # the run's total row adds these jobs' times (powerlens.pipeline.speed.OTHER_JOBS)
+        bench_other=ancient(expand([rules.fetch_model.benchmark, rules.extract.benchmark,
+                                    rules.check_extraction.benchmark], model=MODELS)
+                            + expand(rules.theory.benchmark, case=THEORY_CASES)),
     output:
         **table_outputs("table_speed", "7 Provenance", key="table"),
     params:
@@ -113,8 +117,8 @@ rule speed:
 
 
 #: Every figure a claim section may show (the claims' FIG column): inputs, so none is older than its data.
-ARTICLE_FIGURES = ("fig_gamma", "fig_rho", "fig_tilt", "fig_gap", "fig_spectra", "fig_theory", "fig_steering",
-                   "fig_albert_consensus", "fig_albert_rotation")
+ARTICLE_FIGURES = ("fig_gamma", "fig_rho", "fig_tilt", "fig_gap", "fig_gamma_gap", "fig_spectra", "fig_theory",
+                   "fig_steering", "fig_albert_consensus", "fig_albert_rotation")
 
 
 rule article:
@@ -128,12 +132,15 @@ rule article:
         speed=rules.speed.output.table_csv,
         figures=[f"figures/{RUN}/{f}.png" for f in ARTICLE_FIGURES],
         claims_record=rules.claims.output.record,
+        paper_config=PAPER_CONFIG,  # the paper's models and revisions: the article's stand-in table
     output:
         # update(): Snakemake neither deletes the previous article before the job nor leaves it deleted after a
         # failure (it keeps a copy and restores it); the step replaces both files together at its end.
         html=update(report(results("replication.html"), caption="../report/replication.rst",
                            category="0 Replication")),
-        pdf=update(results("replication.pdf")),
+        # the PDF is in the report too (the front page's "PDF" link opens it; over 2 MB its entry opens blank)
+        pdf=update(report(results("replication.pdf"), caption="../report/replication_pdf.rst",
+                          category="0 Replication")),
     params:
         code=step_code("article"),  # rerun when the step's code changes
         py=PY,

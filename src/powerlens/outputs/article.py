@@ -1,5 +1,7 @@
 """The replication article: one document that answers "which claims hold, and how sure are we", drawn from a
-run's output files alone, as a list of blocks (:mod:`powerlens.outputs.render` writes them as HTML and Typst).
+run's output files alone, as a list of blocks (:mod:`powerlens.outputs.render` writes them as HTML and Typst;
+the block kinds are listed there). The first screen and the stand-ins are :mod:`powerlens.outputs.article_front`,
+the glossary :mod:`powerlens.outputs.glossary`.
 
 Every number and verdict a reader sees is a traced value (:mod:`powerlens.outputs.trace`), read back from the
 written HTML before the files are kept; text typed in the template holds no number of the run.
@@ -14,16 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from powerlens.core.errors import PowerlensError
-from powerlens.outputs.trace import (
-    CONTROL_SUFFIX,
-    WORDS,
-    Traced,
-    count_word,
-    csv_cell,
-    json_value,
-    verdict_columns,
-    verdict_word,
-)
+from powerlens.outputs.trace import Traced, csv_cell, json_value, row_count, verdict_columns
 
 
 @dataclass
@@ -32,6 +25,14 @@ class Run:
 
     name: str
     root: Path = field(default_factory=Path)
+    #: The paper config (its models), relative to ``root`` or absolute; None: config/config.yaml under root.
+    paper_config: str | None = None
+
+    @property
+    def paper(self) -> str | None:
+        if self.paper_config:
+            return self.paper_config
+        return "config/config.yaml" if (self.root / "config/config.yaml").is_file() else None
 
     @property
     def tables(self) -> str:
@@ -87,12 +88,6 @@ def families(run: Run) -> list[str]:
     return [c for c in verdict_columns(df) if c != "synthetic layers"]
 
 
-# The article is one list of blocks, rendered twice (HTML and Typst): ("h", level, pieces), ("p", pieces),
-# ("table", header, rows of (pieces, css class)), ("dl", [(term, pieces)]), ("figure", name, png path),
-# ("code", text).
-# A piece is plain template text (str, no number of the run) or a Traced value.
-
-
 def code_line(run: Run) -> list:
     """The code revision as provenance.json records it (commit, and whether it had uncommitted changes)."""
     prov = json.loads((run.root / run.provenance).read_text(encoding="utf-8"))
@@ -107,133 +102,144 @@ def code_line(run: Run) -> list:
     return out
 
 
-def abstract(run: Run) -> list:
-    """One paragraph from the verdict table: how many verdict cells carry each word, over which families."""
-    src = f"{run.tables}/table_claim_verdicts.csv"
-    n = {w: count_word(src, run.root, w) for w in WORDS}
-    fams = families(run)
-    judged = (f"the trained families of this run ({'; '.join(fams)})" if fams else
-              "no trained model (this run has random-weight twins only, which are never evidence)")
-    return [("p", ["Run ", json_value(run.provenance, run.root, ["run"]), ": over the paper's claims judged on "
-                   f"{judged} and on synthetic layers, ",
-                   n["reproduced"], " verdict cells read reproduced, ", n["not reproduced"], " not reproduced and ",
-                   n["inconclusive"], " inconclusive (a verdict inside the Monte Carlo error or the rounding is "
-                   "inconclusive) and ", n["underpowered"], " underpowered (the test could not have passed at this "
-                   "resolution, or its pass rests on a clause that could not have failed: no evidence either way). ",
-                   *_which(run, src), "The paper's full text is not "
-                   "available: each claim is "
-                   "compared with its statement in the spec, never with the paper's numbers. Random weights are "
-                   "never evidence for a claim: each trained model's matched control stands beside it."])]
-
-
-def _which(run: Run, src: str) -> list:
-    """Which claims read reproduced, inconclusive and underpowered, and where ("Reproduced: C2 (synthetic
-    layers)."), then which of the reproduced ones the matched random-layer control passes as well."""
-    df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
-    cols = verdict_columns(df)
-    out = []
-    for word in ("reproduced", "inconclusive", "underpowered"):
-        cells = [(r["claim"], c) for _, r in df.iterrows() for c in cols if verdict_word(r[c]) == word]
-        out.append(f"{word.capitalize()}: " + (", ".join(f"{k} ({c})" for k, c in cells) or "none") + ". ")
-    also = [(r["claim"], c) for _, r in df.iterrows() for c in cols if verdict_word(r[c]) == "reproduced"
-            and verdict_word(r.get(c + CONTROL_SUFFIX, "")) == "reproduced"]
-    out.append("Of these, the matched control (the same configuration with random layer weights at the trained "
-               "|lambda_1|) passes as well, so the test does not need training, in: "
-               + (", ".join(f"{k} ({c})" for k, c in also) or "none") + ". ")
-    return out
-
-
-def verdict_table(run: Run) -> list:
-    """table_claim_verdicts, every cell traced and classed by its verdict word."""
-    src = f"{run.tables}/table_claim_verdicts.csv"
-    df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
-    cols = [c for c in df.columns if c != "statement"]
-    rows = []
-    for claim in df["claim"]:
-        row = []
-        for c in cols:
-            t = csv_cell(src, run.root, {"claim": claim}, c)
-            control = c.endswith("matched control (random layer weights)")  # a control is not a verdict: uncoloured
-            row.append(([t], verdict_word(t.text).replace(" ", "-") if c != "claim" and not control else ""))
-        rows.append(row)
-    return [("table", cols, rows)]
-
-
 CLAIM_FIELDS = ("criterion", "measured", "null", "claim p", "attainable p", "specificity p", "verdict", "failed part",
                 "would flip if", "matched control")
 
 
-def claim_blocks(run: Run, claim: str, statement: Traced, figures: dict[str, Path], shown: set) -> list:
+class Figures:
+    """The run's trained-model figures (PNG) by name, numbered in the order the article shows them."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.paths = {p.stem: p for p in sorted((run.root / run.figures).glob("fig_*.png"))
+                      if not p.stem.endswith("_twins")}
+        self.number: dict[str, int] = {}
+
+    def block(self, name: str) -> list:
+        """The figure's block the first time, a pointer to it after."""
+        from powerlens.outputs.figures.captions import CAPTIONS
+
+        if name in self.number:
+            return [("p", [f"Figure {self.number[name]} (above) shows it."])]
+        self.number[name] = len(self.number) + 1
+        return [("figure", name, self.paths[name], CAPTIONS.get(name, name), self.number[name])]
+
+
+def figure_names(cell: str) -> list[str]:
+    """The figure names of a table_claims "figure" cell ("fig_tilt (sublayers), table_alignment")."""
+    return list(dict.fromkeys(n.strip().split(" ")[0] for n in cell.split(",") if n.strip().startswith("fig_")))
+
+
+def verdict_class(df: pd.DataFrame, claim: str, fam: str) -> str:
+    from powerlens.outputs.trace import verdict_word
+
+    v = df.loc[(df["claim"] == claim) & (df["family"] == fam), "verdict"]
+    return verdict_word(v.iloc[0]).replace(" ", "-") if len(v) else ""
+
+
+def claim_blocks(run: Run, claim: str, statement: Traced, figs: Figures) -> list:
     """One claim: its statement, then per trained family the criterion, the measurement, the null, the
     verdict and what failed (table_claims), the robustness count (table_robustness), and its figures."""
+    from powerlens.outputs.article_front import GIST
+
     src, rob = f"{run.tables}/table_claims.csv", f"{run.tables}/table_robustness.csv"
     df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
     robust = pd.read_csv(run.root / rob, dtype=str, keep_default_na=False) if (run.root / rob).is_file() else None
-    out = [("h", 2, [claim]), ("p", [statement])]
-    for fam in df.loc[df["claim"] == claim, "family"]:
-        key = {"claim": claim, "family": fam}
-        items = [(f, [csv_cell(src, run.root, key, f)]) for f in CLAIM_FIELDS if f in df]
-        if robust is not None and ((robust["claim"] == claim) & (robust["family"] == fam)).sum() == 1:
-            items.append(("robustness", [csv_cell(rob, run.root, key, "agree")]))
-        out += [("h", 3, [fam]), ("dl", items)]
+    out = [("h", 3, [claim, ": " + GIST.get(claim, "")], f"claim-{claim}"), ("p", [statement])]
+    fams = list(df.loc[df["claim"] == claim, "family"])
+    if fams:  # one column per trained family (or the synthetic layers), one row per field of table_claims
+        head = [""] + [[csv_cell(src, run.root, {"claim": claim, "family": f}, "family"), ("s", "line", [
+            csv_cell(src, run.root, {"claim": claim, "family": f}, "models")])] for f in fams]
+        rows = [[([f], "")] + [([csv_cell(src, run.root, {"claim": claim, "family": fam}, f)],
+                                verdict_class(df, claim, fam) if f == "verdict" else "") for fam in fams]
+                for f in CLAIM_FIELDS if f in df]
+        if robust is not None:
+            agree = [robust[(robust["claim"] == claim) & (robust["family"] == f)] for f in fams]
+            if any(len(a) == 1 for a in agree):
+                rows.append([(["robustness"], "")] + [
+                    ([csv_cell(rob, run.root, {"claim": claim, "family": f}, "agree")] if len(a) == 1 else ["-"], "")
+                    for f, a in zip(fams, agree)])
+        out.append(("table", head, rows, "compact"))
     judged = df[(df["claim"] == claim) & ~df["verdict"].str.startswith("not judged")]
-    for name in dict.fromkeys(n.strip().split(" ")[0] for f in judged["figure"] for n in f.split(",")):
-        if name.startswith("fig_") and name not in figures:  # a judged claim's figure: never left out silently
+    for name in dict.fromkeys(n for f in judged["figure"] for n in figure_names(f)):
+        if name not in figs.paths:  # a judged claim's figure: never left out silently
             raise PowerlensError(f"{run.figures}/{name}.png, the figure of claim {claim}, does not exist",
                                  "rebuild the figures: run the same snakemake command with `--forcerun "
                                  "plot_dynamics plot_spectra plot_steering plot_theory` added")
-        if name in figures and name in shown:
-            out.append(("p", [f"Figure: {name}, above."]))
-        elif name in figures:  # figures of a claim no trained model was judged on hold only a note: not shown
-            out.append(("figure", name, figures[name]))
-            shown.add(name)
+        out += figs.block(name)
     return out
 
 
-def trained_figures(run: Run) -> dict[str, Path]:
-    """The run's trained-model figures (PNG), by name (the twins' copies left out)."""
-    return {p.stem: p for p in sorted((run.root / run.figures).glob("fig_*.png")) if not p.stem.endswith("_twins")}
-
-
 def document(run: Run, index: list[dict] | None = None, command: str = "") -> list:
-    """The article's blocks, in the order a referee reads."""
+    """The article's blocks, in the order a referee reads: the answer first."""
+    from powerlens.outputs.article_front import stand_ins, summary, verdict_table
+    from powerlens.outputs.glossary import glossary_block
+
     prov, vsrc = run.provenance, f"{run.tables}/table_claim_verdicts.csv"
     verdicts = pd.read_csv(run.root / vsrc, dtype=str, keep_default_na=False)
-    figs, shown = trained_figures(run), set()
-    blocks = [("h", 1, ["Replication of \u201cAnalogies between Transformer Layers and Power Method\u201d "
-                        "(Li & Altafini, arXiv 2605.25619)"]),
+    figs = Figures(run)
+    blocks = [("h", 1, ["Replication: Li & Altafini, \u201cAnalogies between Transformer Layers and Power "
+                        "Method\u201d (arXiv 2605.25619)"]),
+              *summary(run), *verdict_table(run),
               ("p", ["Run ", json_value(prov, run.root, ["run"]), ", finished ",
                      json_value(prov, run.root, ["end_time"]), "; config sha256 ",
-                     json_value(prov, run.root, ["config_sha256"]), "; code ", *code_line(run), "."]),
-              ("h", 2, ["Abstract"]), *abstract(run), ("h", 2, ["Verdicts"]), *verdict_table(run)]
+                     json_value(prov, run.root, ["config_sha256"], r"^(.{0,16})"), "\u2026; code ", *code_line(run),
+                     ". The paper's full text is not available: each claim is compared with its statement in the "
+                     "spec, never with the paper's numbers."], "small"),
+              *stand_ins(run, run.paper)]
+    claims = pd.read_csv(run.root / run.tables / "table_claims.csv", dtype=str, keep_default_na=False)
+    trained = claims[(claims["family"] != "synthetic") & ~claims["verdict"].str.startswith("not judged")]
+    if "fig_spectra" in figs.paths and len(trained):  # without a trained model the figure holds only a note
+        blocks += [("h", 2, ["Spectra of the layer matrices"], "spectra"),
+                   ("p", ["The eigenvalues of each layer's F_t, the matrices whose leading eigenvector v_1 the "
+                          "claims are about."]), *figs.block("fig_spectra")]
+    blocks.append(("h", 2, ["The claims, one by one"], "claims"))
     for c in verdicts["claim"]:
-        blocks += claim_blocks(run, c, csv_cell(vsrc, run.root, {"claim": c}, "statement"), figs, shown)
-    return blocks + METHODS + reproducibility(run, command) + speed(run) + output_index(index or [])
+        blocks += claim_blocks(run, c, csv_cell(vsrc, run.root, {"claim": c}, "statement"), figs)
+        if c == "C8" and "fig_gamma_gap" in figs.paths and "fig_gamma_gap" not in figs.number and (
+                trained["claim"] == "C8").any():
+            blocks += figs.block("fig_gamma_gap")
+    return (blocks + METHODS + reproducibility(run, command) + speed(run) + output_index(index or [])
+            + [("h", 2, ["Glossary"], "glossary"), glossary_block(),
+               ("h", 2, ["Sources of every value"], "sources"),
+               ("p", ["Every value shown above, with the file and the field it was read from (each value links "
+                      "here; the article is refused if any of them differs from its file)."], "small"),
+               ("appendix",)])
 
 
 #: Methods, limitations and what goes beyond the paper, in brief: template text, no number of the run.
 METHODS = [
-    ("h", 2, ["Methods in brief"]),
+    ("h", 2, ["Methods in brief"], "methods"),
     ("p", ["Each layer's F_t = W_O W_V is extracted from the checkpoint and proven by rebuilding the real attention "
            "module's output from the extracted matrices (float32 and float64). Eigenvalues come from float64 "
            "eigen-solves on the CPU, sorted by modulus, eigenvectors with a canonical phase. Token dynamics are "
-           "measured in the real forward pass and in the attention-only law (the FFN removed, as the paper's "
-           "reading does). Each layer's statistic is tested against random subspaces of the lead's dimension (a "
-           "seeded Monte Carlo stream, extended only where a verdict can still move); a claim over 'at least u of "
-           "L layers' reads one p, the partial conjunction of the layers' p, beside the smallest p its rule could "
-           "reach (below alpha, or the verdict is underpowered); the lead's ranks among F's other "
-           "eigen-directions, summed across the layers, give the specificity p (the layers taken as independent: "
-           "our modelling choice). Each trained model's matched control (its configuration and embeddings, random "
-           "layer weights rescaled to the trained |lambda_1|) is judged the same way beside it. Steering edits the "
-           "last layer's output matrix by a rank-1 term and compares it with activation addition at a matched "
-           "norm of change."]),
-    ("h", 2, ["Limitations"]),
-    ("p", ["The paper's full text is not available: the claims are those of the spec (docs/paper.md), and where it "
-           "says our choice, the choice is ours. The decoders of the offline run are 4-bit quantized checkpoints "
-           "(their sensitivity to quantization is measured on MiniLM). Families with no trained checkpoint in a "
-           "run (ALBERT, GPT-2, GPT-Neo offline) are stood in for by random-weight twins, which test the code, "
-           "never a claim."]),
-    ("h", 2, ["Beyond the paper"]),
+           "measured in the real forward pass (model mode) and in the attention-only law (the FFN removed, as the "
+           "paper's reading does). Three statistics per layer, each against the lead v_{1,t}: the tilt (the "
+           "growth of a token's |cos| with v_1 across the layer, C1 and C10), gamma_t (the output's mean |cos| "
+           "with v_1, C6 and C8) and rho_t (the share of tokens whose |cos| grows, C7)."]),
+    ("p", ["Every per-layer statistic is tested against one per-layer null: random subspaces of the lead's "
+           "dimension on the same tokens (a seeded Monte Carlo stream, extended only where a verdict can still "
+           "move). The tilt and rho (C1, C7, C10) must also pass a second test across the whole model, the "
+           "specificity p (the lead's ranks among F's other eigen-directions, summed across the layers, taken as "
+           "independent: our modelling choice); gamma (C6) and C10's FFN clause use the random-direction null "
+           "only, and C8 correlates gamma's margin over that null with the relative gap 1 - |lambda_next| / "
+           "|lambda_1| (Spearman). A claim over 'at least u of L layers' reads one claim p, the partial conjunction "
+           "of the layers' p, beside the attainable p, the smallest p its rule could reach (not below alpha: "
+           "underpowered); the figures mark each layer by Holm's correction, which only C10's FFN clause "
+           "reads. Each trained "
+           "model's matched control (random layer weights rescaled to the trained |lambda_1|) is judged the same "
+           "way beside it. Steering edits the last layer's output "
+           "matrix by a rank-1 term (strength kappa) and compares it with activation addition; where a norm "
+           "follows the edit the change points along p * u. The synthetic layers prescribe the spectrum of "
+           "M = I + F (eigenvalues mu_1, mu_2) and sweep the attention sharpness."]),
+    ("h", 2, ["Limitations"], "limitations"),
+    ("p", ["The paper's full text is not available: the claims are those of the spec, and where it says our "
+           "choice, the choice is ours. The decoders of the offline run are 4-bit quantized GGUF checkpoints "
+           "(Q4_1 and Q4_K_M; their sensitivity to quantization is measured on MiniLM). Families with no trained "
+           "checkpoint in a run are stood in for by random-weight twins, which test the code, never a claim. "
+           "Gemma 3 mixes sliding-window and full attention layers; a few layers may be saturated, which the "
+           "tables say where it happens."]),
+    ("h", 2, ["Beyond the paper"], "beyond"),
     ("p", ["One p per claim with its attainable p, specificity across the model, matched random-layer controls, "
            "Monte Carlo error carried through every decision, C4 decided by linearisation at "
            "Newton-refined equilibria, C10 on the real forward pass split at the sublayers, and the verdicts "
@@ -253,31 +259,52 @@ def reproducibility(run: Run, command: str = "") -> list:
     mach = []
     if prov.get("machine"):
         mach = [[([k], ""), ([json_value(run.provenance, run.root, ["machine", k])], "")]
-                for k in ("cpu", "logical_cpus", "platform")]
-    return [("h", 2, ["Reproducibility"]),
+                for k in ("cpu", "logical_cpus", "platform") if k in prov["machine"]]
+    return [("h", 2, ["Reproducibility"], "reproducibility"),
             ("p", ["Every output of this run is rebuilt by the workflow from the config whose sha256 is given "
                    "above; the run's provenance.json records each model's revision and weight sha256, the seeds and "
                    "the thread counts. The command (from the repository root; any --cores gives the same outputs): "]),
             ("code", command or "snakemake --cores N"),
-            ("table", ["machine and software", "version"], mach + rows + blas)]
-
-
+            ("table", ["machine and software", "version"], mach + rows + blas, "compact")]
 
 
 def speed(run: Run) -> list:
-    """Each heavy job's wall time beside its arithmetic lower bound (table_speed), every cell traced."""
+    """The run's total time (table_speed's total row) and each heavy job's wall time beside its arithmetic lower
+    bound, every cell traced."""
+    from powerlens.outputs.tables import OTHER_JOBS, RUN_MODEL, RUN_STEP, TOTAL_MODEL, TOTAL_STEP
+
     src = f"{run.tables}/table_speed.csv"
     if not (run.root / src).is_file():
         return []
     df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
     cols = ["model", "step", "wall (s)", "lower bound (s)", "wall / bound", "weights"]
+    jobs = df[~(((df["model"] == TOTAL_MODEL) & (df["step"] == TOTAL_STEP))
+                | ((df["model"] == RUN_MODEL) & (df["step"] == RUN_STEP)))]
     rows = [[([csv_cell(src, run.root, {"model": m, "step": st}, c)], "") for c in cols]
-            for m, st in zip(df["model"], df["step"])]
-    return [("h", 3, ["Speed"]),
+            for m, st in zip(jobs["model"], jobs["step"])]
+    tk = {"model": TOTAL_MODEL, "step": TOTAL_STEP}
+    n = row_count(src, run.root, [["step", f"^(?!({TOTAL_STEP}|{RUN_STEP})$)"]])
+    rk = {"model": RUN_MODEL, "step": RUN_STEP}
+    whole = []
+    if ((df["model"] == RUN_MODEL) & (df["step"] == RUN_STEP)).sum() == 1:
+        whole = ["The run's timed jobs (", csv_cell(src, run.root, rk, "jobs"), f" benchmark files: {OTHER_JOBS}, "
+                 "spectra, dynamics and steering) took ", csv_cell(src, run.root, rk, "wall (s)"), " s of summed job "
+                 "time (", csv_cell(src, run.root, rk, "CPU (s)"), " s of CPU); Snakemake runs independent jobs side "
+                 "by side, so the run's elapsed time is shorter on more cores. "]
+    if len(jobs) < len(df):
+        total = [*whole, "The run's heavy jobs (", n, " benchmark files: spectra, dynamics and steering) took ",
+                 csv_cell(src, run.root, tk, "wall (s)"), " s of wall time in all (", csv_cell(src, run.root, tk,
+                                                                                               "CPU (s)"),
+                 " s of CPU), against an arithmetic lower bound of ", csv_cell(src, run.root, tk, "lower bound (s)"),
+                 " s. Plots, tables and the article (seconds each) are not timed here."]
+    else:
+        total = ["This run's table_speed predates its total row (rebuild it with `--forcerun speed`); it lists ", n,
+                 " heavy jobs."]
+    return [("h", 2, ["Speed"], "speed"), ("p", total),
             ("p", ["Wall time of each heavy job (its rule's benchmark file) beside the arithmetic it cannot avoid at "
                    "this machine's measured matrix-product peak (table_speed, whose caption says what the bound "
-                   "counts and leaves out; the peak and thread count are in it)."]),
-            ("table", cols, rows)]
+                   "counts and leaves out)."]),
+            ("table", cols, rows, "compact")]
 
 
 def output_index(index: list[dict]) -> list:
@@ -285,7 +312,7 @@ def output_index(index: list[dict]) -> list:
     if not index:
         return []
     rows = [[([x["output"]], ""), ([x["rule"]], ""), ([x["log"]], "")] for x in index]
-    return [("h", 3, ["Figures and tables"]),
+    return [("h", 2, ["Files of the run"], "files"),
             ("p", ["Each figure and table of the run, the rule that wrote it (snakemake --forcerun <rule> rebuilds "
-                   "it) and the log of that job."]),
-            ("table", ["file", "rule", "log"], rows)]
+                   "it) and the log of that job."], "small"),
+            ("table", ["file", "rule", "log"], rows, "compact")]

@@ -15,22 +15,35 @@ import seaborn as sns
 from powerlens.core.fmt import is_random_label
 from powerlens.core.io import atomic_path
 
+#: The size contract of every figure (issue #53): the article's PDF shows a figure at the A4 text width
+#: (6.85 in), the HTML at 1:1 at ``plot.dpi`` (150), so a figure is at most WIDTH_MAX x HEIGHT_MAX inches
+#: (1080 x 780 px) and no text is under FONT_MIN pt (>= 7.5 pt once scaled into the PDF). Figures are saved
+#: at their own size (no tight bounding box) with a constrained layout, so the PNG is exactly figsize x dpi.
+WIDTH_MAX, HEIGHT_MAX, FONT_MIN = 7.2, 5.2, 8.0
+WIDTH = 7.0  # the width every figure is drawn at
+
 
 def style() -> None:
-    """The one style: seaborn whitegrid, colour-blind palette, 9 pt titles, 8 pt labels, 8 pt legends."""
+    """The one style: seaborn whitegrid, colour-blind palette, 9 pt titles, 8 pt labels, ticks and legends
+    (:data:`FONT_MIN`), a constrained layout and no tight bounding box (the saved size is the drawn size)."""
     sns.set_theme(context="paper", style="whitegrid", palette="colorblind", font_scale=1.0)
-    plt.rcParams.update({"figure.dpi": 100, "savefig.bbox": "tight", "axes.titlesize": 9, "axes.labelsize": 8,
-                         "legend.fontsize": 8, "xtick.labelsize": 7.5, "ytick.labelsize": 7.5,
+    plt.rcParams.update({"figure.dpi": 100, "savefig.bbox": None, "axes.titlesize": 9, "axes.labelsize": 8,
+                         "legend.fontsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8, "font.size": 8,
+                         "legend.title_fontsize": 8, "figure.titlesize": 9,
+                         "figure.constrained_layout.use": True, "figure.constrained_layout.h_pad": 0.03,
+                         "figure.constrained_layout.w_pad": 0.03,
                          "pdf.fonttype": 42, "svg.hashsalt": "powerlens", "path.simplify": False})
 
 
-def legend_below(fig, handles, labels, ncol: int | None = None, y: float = 0.0) -> None:
-    """One legend for the whole figure, below its panels (never over data)."""
+def legend_below(fig, handles, labels, ncol: int | None = None, y: float = 0.0, loc: str = "lower center") -> None:
+    """A legend for the whole figure outside its panels, below them (never over data; at most 6 entries each).
+    A second legend goes above the panels (``loc`` "upper center"): the constrained layout makes room."""
     if not handles:
         return
-    ncol = ncol or min(len(handles), 4)
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, y), ncol=ncol, frameon=False,
-               markerscale=2.0)
+    ncol = ncol or min(len(handles), 3)
+    leg = fig.legend(handles, labels, loc=f"outside {loc}", ncol=ncol, frameon=False, handlelength=2.2,
+                     columnspacing=1.0, handletextpad=0.5, borderaxespad=0.2)
+    leg.powerlens_top = loc.startswith("upper")  # save() heads a twin figure's top legend with the banner
 
 
 def unique_handles(axes) -> tuple[list, list]:
@@ -69,6 +82,19 @@ def plain(text: str) -> str:
     return shorten(text).replace("$", r"\$")
 
 
+def wrap_title(title: str, width: int = 26) -> str:
+    """A panel title of a grid, at most two lines: a title longer than ``width`` characters breaks before its
+    last parenthesis (the precision or "(random weights)") or, without one, at the space nearest its middle."""
+    import textwrap
+
+    if len(title) <= width or "\n" in title:
+        return title
+    i = title.rfind(" (")
+    if 0 < i <= width and len(title) - i - 1 <= width:
+        return title[:i] + "\n" + title[i + 1:]
+    return "\n".join(textwrap.wrap(title, width, break_on_hyphens=False)[:3])
+
+
 def panel_title(label: str, weights_label: str) -> str:
     """The model's label (literal text, :func:`plain`), with "(random weights)" for twins and the precision
     of quantized trained weights ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)"), also literal text (a quantization
@@ -83,6 +109,7 @@ def panel_title(label: str, weights_label: str) -> str:
 
 TWIN_SUFFIX = "_twins"  # fig_X_twins: the same figure drawn from random-weight twins only
 TWIN_BANNER = "RANDOM WEIGHTS (architecture twins): a code exercise, not evidence for any claim"
+TWIN_COLOUR = "#b00020"
 TRAINED = {"model": "trained"}  # which part :func:`draw_split` is drawing (read by :func:`save`)
 
 
@@ -113,7 +140,7 @@ def draw_split(draw, data, weights: dict[str, str], stem, dpi: int, what: str) -
 
 def placeholder(stem, text: str, dpi: int) -> list[Path]:
     style()
-    fig, ax = plt.subplots(figsize=(6, 1.4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.4))
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True)
     ax.set_axis_off()
     return save(fig, stem, dpi)
@@ -123,15 +150,18 @@ def save(fig, stem: str | Path, dpi: int) -> list[Path]:
     """Write ``stem.pdf`` and ``stem.png`` atomically (fixed metadata, so reruns are byte-stable); a figure
     of twins gets the random-weights banner on top."""
     stem = Path(stem)
-    if TRAINED["model"] == "twins":
-        top = 1.0  # above everything drawn at the top (a suptitle of one or two lines)
-        sup = getattr(fig, "_suptitle", None)
-        if sup is not None and sup.get_text():
-            fig.canvas.draw()
-            top = max(top, fig.transFigure.inverted().transform(
-                sup.get_window_extent(fig.canvas.get_renderer()))[1][1] + 0.01)
-        fig.text(0.5, top, TWIN_BANNER, ha="center", va="bottom", fontsize=10, color="#b00020",
-                 fontweight="bold", transform=fig.transFigure)
+    if TRAINED["model"] == "twins":  # the banner heads the figure (the constrained layout makes room)
+        top = [leg for leg in fig.legends if getattr(leg, "powerlens_top", False)]
+        if top:  # a legend above the panels: the banner is its title (a suptitle would sit on it)
+            top[0].set_title(TWIN_BANNER, prop={"size": 9, "weight": "bold"})
+            top[0].get_title().set_color(TWIN_COLOUR)
+        else:
+            sup = getattr(fig, "_suptitle", None)
+            old = sup.get_text() if sup is not None else ""
+            fig.suptitle(TWIN_BANNER + (f"\n{old}" if old else ""), fontsize=9, color=TWIN_COLOUR, fontweight="bold")
+    w, h = fig.get_size_inches()  # the contract, whatever a caller asked for (text stays at its size)
+    if w > WIDTH_MAX or h > HEIGHT_MAX:
+        fig.set_size_inches(min(w, WIDTH_MAX), min(h, HEIGHT_MAX))
     out = []
     for ext in ("pdf", "png"):
         path = stem.with_suffix(f".{ext}")
@@ -143,10 +173,14 @@ def save(fig, stem: str | Path, dpi: int) -> list[Path]:
     return out
 
 
-def grid(n: int, ncols: int = 4, size: float = 2.6):
+def grid(n: int, ncols: int = 3, size: float = 2.2, extra: float = 0.8):
+    """``n`` panels in rows of ``ncols`` at the figure width :data:`WIDTH`, each row ``size`` inches tall plus
+    ``extra`` for a legend below. Many models (the 13-model paper run) wrap into more rows; past
+    :data:`HEIGHT_MAX` the rows get shorter (the figure's size stays within the contract, its panels flatten)."""
     ncols = min(ncols, n)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
+    height = min(HEIGHT_MAX, size * nrows + extra)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, height), squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])

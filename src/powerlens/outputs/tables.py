@@ -344,3 +344,14 @@ STEERING_MISSING = {
     "largest |cos| the cap allows": "no norm follows W_O in this architecture (only Gemma 3 has one): no cap",
 }
 QUANTIZATION_MISSING: dict[str, str] = {}
+
+
+# table_speed's total rows (written by powerlens.pipeline.speed, read by the article)
+#: The total row's labels in table_speed (the article reads the run's total time from it).
+TOTAL_MODEL, TOTAL_STEP = "all heavy jobs", "total"
+#: Its weights cell: starts with "random" so that write_table's trained-first order keeps it last.
+TOTAL_WEIGHTS = "random and trained: every job above"
+#: The run's total row: every timed job (the heavy ones above and the other benchmark files the step reads).
+RUN_MODEL, RUN_STEP = "all timed jobs", "run total"
+#: What the run's total adds to the heavy jobs (the speed rule's input ``bench_other``).
+OTHER_JOBS = "fetch, extraction and its check, theory"

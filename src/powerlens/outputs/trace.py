@@ -1,13 +1,16 @@
 """Traced values: every number and verdict the replication article shows is written as
-``<span class="t" data-src="<file>" data-loc="<locator>">text</span>``, where the file is an output of the
-run (relative to the working directory) and the locator names the field (a CSV row by its key columns and a
-column, a JSON path, or a count over a table's cells). :func:`untraced` reads every such span back from the
-written HTML and compares it with its source."""
+``<span class="t" data-src="<file>" data-loc="<locator>" title="<file> › <field>">text</span>``, where the file is
+an output of the run (relative to the working directory) and the locator names the field (a CSV row by its key
+columns and a column, a JSON or YAML path, a count over a table's cells or rows; ``re`` keeps the part of the
+field its first group matches). :func:`untraced` reads every such span back from the written HTML and compares it
+with its source."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,29 +28,93 @@ class Traced:
 
     text: str
     src: str  # an output file, relative to the run's working directory
-    loc: dict  # {"row": {col: value, ...}, "col": name} | {"json": [keys]} | {"count": word}
+    loc: dict  # {"row": {col: value, ...}, "col": name} | {"json": [keys]} | {"count": word} | {"rows": ...}
+
+    @property
+    def key(self) -> str:
+        """The appendix entry's id: the same file and field always get the same one."""
+        return "src-" + hashlib.sha1(f"{self.src}\0{json.dumps(self.loc, sort_keys=True)}".encode()).hexdigest()[:10]
+
+    def field(self) -> str:
+        return describe(self.loc)
+
+    def title(self) -> str:
+        return f"{self.src} \u203a {self.field()}"
 
     def html(self, cls: str = "") -> str:
+        loc = json.dumps(self.loc, sort_keys=True, separators=(",", ":"))
+        loc = html.escape(loc, quote=False).replace("'", "&#x27;")  # the attribute is single-quoted
         return (f'<span class="t{" " + cls if cls else ""}" data-src="{html.escape(self.src)}" '
-                f'data-loc="{html.escape(json.dumps(self.loc, sort_keys=True))}">{html.escape(self.text)}</span>')
+                f"data-loc='{loc}' title=\"{html.escape(self.title())}\">{html.escape(self.text)}</span>")
 
 
-def csv_cell(src: str, root: Path, row: dict, col: str) -> Traced:
-    """The cell of ``col`` in the one row of the CSV ``src`` whose key columns equal ``row``."""
+def describe(loc: dict) -> str:
+    """A locator in words ("row claim=C1, family=BERT › column claim p")."""
+    part = " (the part shown)" if loc.get("re") else ""
+    if "row" in loc:
+        return "row " + ", ".join(f"{k}={v}" for k, v in loc["row"].items()) + f" \u203a column {loc['col']}" + part
+    if "json" in loc:
+        return " \u203a ".join(map(str, loc["json"])) + part
+    if "count" in loc:
+        also = f" whose matched control reads {loc['control']!r}" if loc.get("control") else ""
+        return f"number of verdict cells reading {loc['count']!r}{also}"
+    if "rows" in loc:
+        r = loc["rows"]
+        cond = [f"{c} matches {p!r}" for c, p in r.get("where", [])]
+        if r.get("below"):
+            cond.append(f"{r['below'][0]} below {r['below'][1]}")
+        return "number of rows" + (" where " + " and ".join(cond) if cond else "")
+    return json.dumps(loc)
+
+
+def _part(text: str, pattern: str | None) -> str:
+    if not pattern:
+        return text
+    m = re.search(pattern, text)
+    if not m:
+        raise KeyError(f"{pattern!r} does not match {text!r}")
+    return m.group(1)
+
+
+def csv_cell(src: str, root: Path, row: dict, col: str, part: str | None = None) -> Traced:
+    """The cell of ``col`` in the one row of the CSV ``src`` whose key columns equal ``row`` (``part``: a regex
+    whose first group is the part of the cell shown)."""
     df = pd.read_csv(root / src, dtype=str, keep_default_na=False)
     hit = df
     for k, v in row.items():
         hit = hit[hit[k] == v]
     if len(hit) != 1:
         raise KeyError(f"{src}: {len(hit)} rows match {row}")
-    return Traced(str(hit.iloc[0][col]), src, {"row": row, "col": col})
+    loc = {"row": row, "col": col, **({"re": part} if part else {})}
+    return Traced(_part(str(hit.iloc[0][col]), part), src, loc)
 
 
-def json_value(src: str, root: Path, keys: list) -> Traced:
-    v = json.loads((root / src).read_text(encoding="utf-8"))
+def json_value(src: str, root: Path, keys: list, part: str | None = None) -> Traced:
+    """The value at ``keys`` of a JSON file (or a YAML file, by its suffix)."""
+    text = (root / src).read_text(encoding="utf-8")
+    if src.endswith((".yaml", ".yml")):
+        import yaml
+
+        v = yaml.safe_load(text)
+    else:
+        v = json.loads(text)
     for k in keys:
         v = v[k]
-    return Traced(str(v), src, {"json": list(keys)})
+    loc = {"json": list(keys), **({"re": part} if part else {})}
+    return Traced(_part(str(v), part), src, loc)
+
+
+def row_count(src: str, root: Path, where: list | None = None, below: list | None = None) -> Traced:
+    """How many rows of the CSV ``src`` match every ``[column, regex]`` of ``where`` and, with ``below``
+    ``[column, x]``, hold a number below x in that column."""
+    df = pd.read_csv(root / src, dtype=str, keep_default_na=False)
+    keep = pd.Series(True, index=df.index)
+    for c, p in where or []:
+        keep &= df[c].map(lambda v: re.search(p, v) is not None)
+    if below:
+        keep &= pd.to_numeric(df[below[0]], errors="coerce").lt(float(below[1])).fillna(False)
+    return Traced(str(int(keep.sum())), src, {"rows": {"where": [list(w) for w in where or []],
+                                                       **({"below": list(below)} if below else {})}})
 
 
 def verdict_word(cell: str) -> str:
@@ -68,23 +135,27 @@ def verdict_columns(df: pd.DataFrame) -> list[str]:
             and not c.endswith(CONTROL_SUFFIX)]
 
 
-def count_word(src: str, root: Path, word: str) -> Traced:
+def count_word(src: str, root: Path, word: str, control: str | None = None) -> Traced:
     """How many verdict cells of table_claim_verdicts (family and synthetic columns, never a matched control's)
-    carry ``word``."""
+    carry ``word`` (with ``control``: and whose matched control's cell carries that word)."""
     df = pd.read_csv(root / src, dtype=str, keep_default_na=False)
     cols = verdict_columns(df)
-    n = sum(verdict_word(df.at[i, c]) == word for i in df.index for c in cols)
-    return Traced(str(n), src, {"count": word})
+    n = sum(verdict_word(df.at[i, c]) == word and (control is None or verdict_word(
+        df.at[i, c + CONTROL_SUFFIX] if c + CONTROL_SUFFIX in df else "") == control)
+        for i in df.index for c in cols)
+    return Traced(str(n), src, {"count": word, **({"control": control} if control else {})})
 
 
 def resolve(src: str, loc: dict, root: Path) -> str:
     """The text a locator names, read again from its file (what :func:`untraced` compares with)."""
     if "row" in loc:
-        return csv_cell(src, root, loc["row"], loc["col"]).text
+        return csv_cell(src, root, loc["row"], loc["col"], loc.get("re")).text
     if "json" in loc:
-        return json_value(src, root, loc["json"]).text
+        return json_value(src, root, loc["json"], loc.get("re")).text
     if "count" in loc:
-        return count_word(src, root, loc["count"]).text
+        return count_word(src, root, loc["count"], loc.get("control")).text
+    if "rows" in loc:
+        return row_count(src, root, loc["rows"].get("where"), loc["rows"].get("below")).text
     raise ValueError(f"unknown locator {loc}")
 
 
@@ -125,7 +196,7 @@ def untraced(article_html: str, root: Path) -> list[str]:
     for src, loc, text in traced_spans(article_html):
         try:
             want = resolve(src, loc, root)
-        except (OSError, KeyError, ValueError) as e:
+        except (OSError, KeyError, ValueError, TypeError, IndexError) as e:
             bad.append(f"{src} {json.dumps(loc)}: cannot be read ({e})")
             continue
         if want != text:

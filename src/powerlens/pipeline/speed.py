@@ -10,6 +10,13 @@ import time
 
 import pandas as pd
 
+from powerlens.outputs.tables import (  # table_speed's total rows: the article reads them too
+    RUN_MODEL,
+    RUN_STEP,
+    TOTAL_MODEL,
+    TOTAL_STEP,
+    TOTAL_WEIGHTS,
+)
 from powerlens.pipeline.resources import arithmetic, size_of_entry
 
 #: Rules with an arithmetic lower bound, by the step that runs them.
@@ -141,3 +148,49 @@ def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: d
                      "null projections": NULL_COUNT[null] if null else None,
                      "Monte Carlo draws (all tests)": j.get("draws"), "weights": j["weights_label"]})
     return pd.DataFrame(rows)
+
+
+
+
+def total_row(df: pd.DataFrame) -> dict:
+    """The run's total over its heavy jobs (every benchmark file the speed step reads): summed wall and CPU
+    time, arithmetic, bound and Monte Carlo draws, and the ratio of the sums. The number of jobs is the number
+    of the other rows."""
+    def total(c):
+        v = pd.to_numeric(df[c], errors="coerce") if c in df else pd.Series(dtype=float)
+        return float(v.sum()) if v.notna().any() else None
+
+    wall, lower = total("wall (s)"), total("lower bound (s)")
+    return {"model": TOTAL_MODEL, "step": TOTAL_STEP, "wall (s)": round(wall, 1) if wall is not None else None,
+            "CPU (s)": None if total("CPU (s)") is None else round(total("CPU (s)"), 1), "tokens": None,
+            "arithmetic (GFLOP)": None if total("arithmetic (GFLOP)") is None else
+            float(f"{total('arithmetic (GFLOP)'):.3g}"),
+            "lower bound (s)": None if lower is None else float(f"{lower:.3g}"),
+            "wall / bound": (float(f"{wall / lower:.3g}") if wall is not None and lower and math.isfinite(lower)
+                             else None),
+            "null projections": None, "Monte Carlo draws (all tests)": total("Monte Carlo draws (all tests)"),
+            "weights": TOTAL_WEIGHTS}
+
+
+
+
+def run_total_row(df: pd.DataFrame, bench_other: list[str]) -> dict:
+    """The summed job time of the run: the heavy jobs' rows of ``df`` plus the other jobs' benchmark files
+    (their wall and CPU times; no bound is counted for them). ``jobs`` is the number of benchmark files."""
+    walls = [float(v) for v in pd.to_numeric(df["wall (s)"], errors="coerce").dropna()]
+    cpus = [float(v) for v in pd.to_numeric(df["CPU (s)"], errors="coerce").dropna()]
+    for path in bench_other:
+        b = pd.read_csv(path, sep="\t")
+        walls.append(float(b["s"].iloc[0]))
+        cpus.append(float(b["cpu_time"].iloc[0]))
+    return {"model": RUN_MODEL, "step": RUN_STEP, "wall (s)": round(sum(walls), 1), "CPU (s)": round(sum(cpus), 1),
+            "jobs": len(df) + len(bench_other), "weights": TOTAL_WEIGHTS}
+
+
+def with_total(df: pd.DataFrame, bench_other: list[str] | None = None) -> pd.DataFrame:
+    """table_speed with its total rows appended: the heavy jobs' total and, where ``bench_other`` is given, the
+    run's (none for a run with no heavy job)."""
+    if not len(df):
+        return df
+    rows = [total_row(df)] + ([run_total_row(df, bench_other)] if bench_other else [])
+    return pd.concat([df, pd.DataFrame(rows)], ignore_index=True)

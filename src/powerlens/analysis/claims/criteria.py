@@ -62,7 +62,7 @@ def verdict(state: str, measured: str, null: str, failed: str, undecided: str = 
 
 FIG = {"C1": "fig_tilt, table_alignment", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (d)",
        "C5": "fig_spectra, fig_albert_consensus, fig_albert_rotation", "C6": "fig_gamma", "C7": "fig_rho",
-       "C8": "fig_gap", "C9": "fig_steering", "C10": "fig_tilt (sublayers), table_alignment"}
+       "C8": "fig_gamma_gap, fig_gap", "C9": "fig_steering", "C10": "fig_tilt (sublayers), table_alignment"}
 
 
 TEXT = {
@@ -234,8 +234,8 @@ def c23(theory: list[dict], claim: str) -> Verdict | None:
     what = "consensus on v_1" if claim == "C2" else "the leading plane"
     ctl = v["control"]
     measured = (f"clustered starts reaching {what}, per sharpness: {v['shares']}; positive control (uniform "
-                f"attention, the power method): {ctl['quantity']} {ctl['measured']:.15g} vs {ctl['predicted']:.15g} "
-                f"(relative error {_f(v['control_rel_error'])})")
+                f"attention, the power method): {ctl['quantity']} measured {ctl['measured']:.6g}, "
+                f"predicted {ctl['predicted']:.6g} (relative error {_f(v['control_rel_error'])})")
     ends = [r["detail"].get("isotropic_endings") for r in v["sweep"]]
     if all(ends):
         keys = list(ends[0])

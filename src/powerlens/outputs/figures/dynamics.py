@@ -21,8 +21,9 @@ from powerlens.outputs.plotting import (
     panel_title,
     placeholder,
     save,
+    shorten,
     style,
-    unique_handles,
+    wrap_title,
 )
 from powerlens.outputs.tables import ALIGNMENT_MISSING, alignment_table, write_table
 
@@ -30,16 +31,16 @@ from powerlens.outputs.tables import ALIGNMENT_MISSING, alignment_table, write_t
 def _depth_note(ax, g_all, g_shown):
     """Say so when a long shared-weight run is shown over the model's own depth only."""
     if len(g_all) > len(g_shown):
-        ax.text(0.98, 0.02, f"attention-only: steps 0-{int(g_shown['layer'].max())} of {len(g_all)} "
-                "(the model's depth;\nthe long run is in fig_albert_consensus)", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=6.5, color="0.35")
+        ax.text(0.98, 0.02, f"law: steps 0-{int(g_shown['layer'].max())} of {len(g_all)}", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=8, color="0.35")
 
 
-def _marks(ax, g, stat: str, above: float, alpha: float, color: str, mode: str) -> None:
+def _marks(ax, g, stat: str, above: float, alpha: float, color: str) -> None:
     """Filled: the per-layer Holm mark (the dynamics table's decided ``<stat>_sig``: the random-direction null
     after Holm across layers, the claimed side of its bound, not saturated); open: not significant; cross:
-    saturated (half or more of the null's draws tie); ring: undecided at the draws this layer got (a layer is
-    extended only where a claim's verdict can move, paper.md section 4d)."""
+    saturated (half or more of the null's draws tie); ring: undecided, the Holm-adjusted 99% interval of the
+    random-direction p straddles alpha at the draws this layer got (a layer is extended only where a claim's
+    verdict can move, paper.md section 4d). Unlabelled: :func:`_mark_legend` explains them once, in grey."""
     sat = (g[f"{stat}_saturated"].fillna(False).astype(bool) if f"{stat}_saturated" in g
            else pd.Series(False, index=g.index))
     if f"{stat}_sig" in g:
@@ -48,90 +49,101 @@ def _marks(ax, g, stat: str, above: float, alpha: float, color: str, mode: str) 
     else:
         sig, und = (g[f"{stat}_p_holm"] < alpha) & (g[stat] > above) & ~sat, pd.Series(False, index=g.index)
     sat = sat & ~und
-    ax.scatter(g["layer"][sig], g[stat][sig], color=color, s=16, zorder=3,
-               label=f"{mode}: per-layer Holm < {alpha} (random directions)")
-    if und.any():
-        ax.scatter(g["layer"][und], g[stat][und], facecolors="none", edgecolors=color, s=40, linewidths=1.5,
-                   zorder=3, label=f"{mode}: per-layer Holm undecided at its draws")
-    sig = sig | und
-    ax.scatter(g["layer"][~sig & ~sat], g[stat][~sig & ~sat], facecolors="white", edgecolors=color, s=16, zorder=3,
-               label=f"{mode}: not significant")
-    if sat.any():
-        ax.scatter(g["layer"][sat], g[stat][sat], color=color, marker="x", s=20, zorder=3,
-                   label=f"{mode}: saturated (half or more of the draws tie)")
+    kw = {"zorder": 4, "clip_on": False}
+    ax.scatter(g["layer"][sig], g[stat][sig], color=color, s=22, **kw)
+    ax.scatter(g["layer"][und], g[stat][und], facecolors="none", edgecolors=color, s=46, linewidths=1.3, **kw)
+    rest = ~(sig | und) & ~sat
+    ax.scatter(g["layer"][rest], g[stat][rest], facecolors="white", edgecolors=color, s=16, **kw)
+    ax.scatter(g["layer"][sat], g[stat][sat], color=color, marker="x", s=22, **kw)
+
+
+def _mark_legend(fig, alpha: float) -> None:
+    """The markers' legend (grey, above the panels): what each per-layer mark means (the lines' legend is below)."""
+    c = "0.3"
+    hs = [Line2D([], [], ls="", marker="o", color=c, ms=5),
+          Line2D([], [], ls="", marker="o", mfc="white", color=c, ms=4),
+          Line2D([], [], ls="", marker="o", mfc="none", color=c, ms=7, mew=1.3),
+          Line2D([], [], ls="", marker="x", color=c, ms=5)]
+    legend_below(fig, hs, [f"Holm p < {alpha:g}", "not significant", "undecided", "saturated"], ncol=4,
+                 loc="upper center")
+
+
+NULL_Q95 = (0, (1, 1.5))  # the random directions' 95th percentile: the threshold a layer's mark is decided at
+NULL_MEDIAN = (0, (4, 2))
+MODE_NAME = {"attention-only": "law (attention-only)", "model": "real forward pass"}
+
+
+def _null_handles(median: bool) -> tuple[list, list]:
+    hs = [Line2D([], [], color="0.3", lw=0.9, ls=NULL_Q95)]
+    ls = ["null's 95th percentile"]
+    if median:
+        hs.append(Line2D([], [], color="0.3", lw=0.7, ls=NULL_MEDIAN))
+        ls.append("null's median")
+    return hs, ls
 
 
 def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float):
     """gamma_t vs layer for every layer-varying model, both modes, against the Monte Carlo null (its median and
-    95th percentile as thin lines), with the significance marks of fig_rho."""
+    95th percentile as thin lines in the mode's colour), with the significance marks of fig_rho."""
     style()
     models = [m for m in df["model"].unique() if not df[df["model"] == m]["shared"].iloc[0]]
     if not models:
         models = list(df["model"].unique())
-    fig, axes = grid(len(models), ncols=3, size=3.3)
+    fig, axes = grid(len(models), ncols=3)
+    modes = []
     for ax, m in zip(axes, models):
         for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
             ls = "-" if mode == "model" else "--"
             g = g[g["gamma_null_q95"].notna()]  # the model's own depth
             c = f"C{i}"
-            ax.plot(g["layer"], g["gamma"], ls=ls, lw=1.1, color=c, label=f"{mode}: leading $v_1$")
-            _marks(ax, g, "gamma", -np.inf, alpha, c, mode)
-            ax.plot(g["layer"], g["gamma_null_q95"], color=c, lw=0.8, ls=(0, (1, 1.5)),
-                    label=f"{mode}: null's 95th percentile")
-            ax.plot(g["layer"], g["gamma_null_median"], color=c, lw=0.6, alpha=0.6, ls=(0, (4, 2)),
-                    label=f"{mode}: null's median")
+            ax.plot(g["layer"], g["gamma"], ls=ls, lw=1.1, color=c)
+            if (mode, c, ls) not in modes:
+                modes.append((mode, c, ls))
+            _marks(ax, g, "gamma", -np.inf, alpha, c)
+            ax.plot(g["layer"], g["gamma_null_q95"], color=c, lw=0.9, ls=NULL_Q95)
+            ax.plot(g["layer"], g["gamma_null_median"], color=c, lw=0.7, alpha=0.7, ls=NULL_MEDIAN)
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-        ax.set_ylabel(r"$\gamma_t$: mean alignment with $v_{1,t}$")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
         ax.set_ylim(bottom=0)
-    fig.suptitle("Alignment of each layer's output with its own leading eigenvector, against random subspaces of "
-                 "the lead's dimension\n(alignment: |cos| with v_1, or the projection norm on the plane of a "
-                 "complex leading pair)", y=1.02, fontsize=9)
-    fig.tight_layout()
-    legend_below(fig, *unique_handles(axes), ncol=3)
+    axes[0].set_ylabel(r"$\gamma_t$ (alignment with $v_{1,t}$)")
+    hs, ls = _null_handles(median=True)
+    legend_below(fig, [Line2D([], [], color=c, ls=s, lw=1.1) for _, c, s in modes] + hs,
+                 [MODE_NAME.get(mo, mo) for mo, _, _ in modes] + ls, ncol=3)
+    _mark_legend(fig, alpha)
     return save(fig, stem, dpi)
 
 
 def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float):
-    """rho_t vs layer (fraction of tokens whose alignment increases), 0.5 line, the Monte Carlo null's median
-    and 95th percentile as thin lines, significance marks as the claims count them; each panel says at how
-    many layers the null's 95th percentile reaches 1 (there rho = 1 cannot be significant)."""
+    """rho_t vs layer (fraction of tokens whose alignment increases) on [0, 1], the 0.5 line, the Monte Carlo
+    null's 95th percentile as a thin line, significance marks as the claims count them."""
     style()
     models = list(df["model"].unique())
-    fig, axes = grid(len(models), ncols=3, size=3.5)
+    fig, axes = grid(len(models), ncols=3)
+    modes = []
     for ax, m in zip(axes, models):
-        notes = []
         for i, (mode, g_all) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
             g = g_all[g_all["rho_p_holm"].notna()]  # the model's own depth (long shared-weight runs: its first L)
-            c = f"C{i}"
-            ax.plot(g["layer"], g["rho"], color=c, lw=1.1, ls="-" if mode == "model" else "--",
-                    label=f"{mode}: rho")
-            _marks(ax, g, "rho", 0.5, alpha, c, mode)
-            ax.plot(g["layer"], g["rho_null_q95"], color=c, lw=0.8, ls=(0, (1, 1.5)),
-                    label=f"{mode}: null's 95th percentile")
+            c, ls = f"C{i}", "-" if mode == "model" else "--"
+            ax.plot(g["layer"], g["rho"], color=c, lw=1.1, ls=ls)
+            if (mode, c, ls) not in modes:
+                modes.append((mode, c, ls))
+            _marks(ax, g, "rho", 0.5, alpha, c)
+            ax.plot(g["layer"], g["rho_null_q95"], color=c, lw=0.9, ls=NULL_Q95)
             if mode == "attention-only":
                 _depth_note(ax, g_all, g)
-            full = int((g["rho_null_q95"] >= 0.999).sum())
-            if full:
-                notes.append((c, f"{mode}: null q95 = 1 at {full} of {len(g)} layers"))
-        long_run = len(df[(df["model"] == m) & (df["mode"] == "attention-only")]) > len(g)
-        for k, (c, text) in enumerate(notes):  # above _depth_note's two lines where a long run has one
-            ax.text(0.02, (0.14 if long_run else 0.03) + 0.08 * k, text, transform=ax.transAxes, fontsize=6.5, color=c,
-                    bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1})
-        ax.axhline(0.5, color="0.3", lw=0.8, ls=":")
-        ax.set_ylim(-0.08 - 0.08 * (len(notes) + long_run), 1.02)  # a band below 0 for the notes: no point hidden
+        ax.axhline(0.5, color="0.3", lw=0.8, ls="-.")
+        ax.set_ylim(0, 1)
         ax.set_yticks([0, 0.25, 0.5, 0.75, 1])
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=8))
-        ax.set_ylabel(r"$\rho_t$ = share of tokens tilted to $v_{1,t}$")
-    fig.suptitle("Share of tokens whose alignment with the layer's leading eigenvector increases (Monte Carlo p "
-                 "against random subspaces, Holm across layers; dotted: 0.5).\nWhere the null's 95th percentile "
-                 "reaches 1, even rho = 1 is not significant: random directions tilt every token too.", y=1.03,
-                 fontsize=9)
-    fig.tight_layout()
-    legend_below(fig, *unique_handles(axes), ncol=3)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
+    axes[0].set_ylabel(r"$\rho_t$ (share of tokens tilted)")
+    hs, ls = _null_handles(median=False)
+    legend_below(fig, [Line2D([], [], color=c, ls=s, lw=1.1) for _, c, s in modes] + hs
+                 + [Line2D([], [], color="0.3", lw=0.8, ls="-.")],
+                 [MODE_NAME.get(mo, mo) for mo, _, _ in modes] + ls + ["0.5"], ncol=3)
+    _mark_legend(fig, alpha)
     return save(fig, stem, dpi)
 
 
@@ -149,10 +161,9 @@ def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dp
     models = [m for m in df["model"].unique() if df[df["model"] == m]["shared"].iloc[0]]
     if not models:
         return placeholder(stem, _no_shared(stem), dpi)
-    fig, axes = grid(len(models), ncols=2, size=4.6)
-    qty = [("gamma", r"$|\cos(x, v_1)|$ (F's leading eigenvector)"),
-           ("span_M_alignment", "alignment with the leading subspace of I + F"),
-           ("pairwise_abs_cos", "mean pairwise |cos| between tokens (consensus: 1)")]
+    fig, axes = grid(len(models), ncols=2, size=2.4, extra=0.7)
+    qty = [("gamma", r"$|\cos(x, v_1)|$"), ("span_M_alignment", "alignment, lead subspace of I + F"),
+           ("pairwise_abs_cos", "mean pairwise |cos|")]
     for ax, m in zip(axes, models):
         for mode, g in df[df["model"] == m].groupby("mode", sort=True):
             model_mode = mode == "model"
@@ -163,15 +174,11 @@ def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dp
         ax.set_xscale("log")
         ax.set_ylim(-0.03, 1.03)
         ax.set_title(_name(labels, weights, m))
-        ax.set_xlabel("step t (applications of the shared layer)")
-        ax.set_ylabel("alignment or cosine")
+        ax.set_xlabel("step t (shared layer applied)")
+    axes[0].set_ylabel("alignment or cosine")
     hs = [Line2D([], [], color=f"C{i}", lw=1.5) for i in range(len(qty))]
     hs += [Line2D([], [], color="0.3", lw=1.2), Line2D([], [], color="0.3", lw=2.2, ls=":", marker="o", ms=3)]
-    fig.suptitle("Shared weights: consensus and alignment with the leading eigenvectors over the long "
-                 "attention-only run and the model's own depth", y=1.0, fontsize=9)
-    fig.tight_layout()
-    legend_below(fig, hs, [q[1] for q in qty] + ["attention-only law (long run)", "real forward pass (model's depth)"],
-                 ncol=2)
+    legend_below(fig, hs, [q[1] for q in qty] + ["law (long run)", "real pass (model's depth)"], ncol=3)
     return save(fig, stem, dpi)
 
 
@@ -185,7 +192,7 @@ def fig_albert_rotation(runs: list[dict], stem, dpi: int):
     style()
     if not runs:
         return placeholder(stem, _no_shared(stem), dpi)
-    fig, axes = grid(len(runs), ncols=2, size=4.2)
+    fig, axes = grid(len(runs), ncols=2, size=3.0, extra=0.5)
     for ax, r in zip(axes, runs):
         tr = r["trajectory"]
         n = tr.shape[1]
@@ -198,19 +205,11 @@ def fig_albert_rotation(runs: list[dict], stem, dpi: int):
         ax.set_xlim(lo[0] - pad, hi[0] + pad)
         ax.set_ylim(lo[1] - pad, hi[1] + pad)
         pred = r.get("predicted_dtheta", r["arg_mu1"])
-        diff = r["mean_dtheta"] - pred
-        rel = abs(diff) / abs(pred) if pred else float("nan")
-        ax.set_title(f"{panel_title(r['label'], r['weights'])}: {n} tokens of the first prompt\n"
-                     f"leading eigenvalue of F: {r['leading_type']}", fontsize=8)
-        ax.text(0.02, 0.98, f"rotation per step in this plane\npredicted {pred:+.3f} rad (arg of I + F's eigenvalue)"
-                f"\nmeasured {r['mean_dtheta']:+.3f} rad (last 20 steps)\ndifference {diff:+.3f} rad "
-                f"({rel:.0%}); no pre-registered\ncriterion: reported, not judged", transform=ax.transAxes,
-                va="top", fontsize=6.5, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
-        ax.set_xlabel(f"coordinate 1 in the plane: {r['rotation_plane']}")
+        ax.set_title(wrap_title(f"{panel_title(r['label'], r['weights'])}: {r['leading_type']}", 34))
+        ax.text(0.02, 0.98, f"rad per step\npredicted {pred:+.3f}\nmeasured {r['mean_dtheta']:+.3f}",
+                transform=ax.transAxes, va="top", fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
+        ax.set_xlabel(shorten(f"plane coordinate 1: {r['rotation_plane']}", 44))
         ax.set_ylabel("coordinate 2")
-    fig.suptitle("Token trajectories (unit vectors) of the attention-only law projected on the leading plane "
-                 "(tokens that coincide draw one line)", y=1.0, fontsize=9)
-    fig.tight_layout()
     legend_below(fig, [Line2D([], [], color="C0", lw=0.8), Line2D([], [], ls="", marker="x", color="0.2"),
                        Line2D([], [], ls="", marker="o", color="C3")],
                  ["a token's trajectory", "step 0 (the embedding)", "final step"], ncol=3)
@@ -239,79 +238,74 @@ def rotation_runs(csvs: list, npzs: list, shared: dict, labels: dict, weights: d
     return runs
 
 
-def _claim_note(g: pd.DataFrame, claim: str, crit: dict, alpha: float) -> str:
-    """A claim's one p and its specificity p on one model's table ("" if it has neither)."""
-    from powerlens.analysis.claims.layer_criteria import parts
-    from powerlens.core.fmt import fmt_num
-
-    x = parts(g, claim, {**crit, "alpha": alpha})[0]
-    if x.conj is None or np.isnan(x.conj.p):
-        return ""
-    return (f"claim p {fmt_num(x.conj.p)} (attainable {fmt_num(x.attainable)})"
-            + (f", specificity p {fmt_num(x.spec.p)}" if x.spec is not None else ""))
-
-
 def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float, crit: dict,
              full: pd.DataFrame | None = None, controls: dict[str, str] | None = None):
     """The tilt a(t+1) - a(t) towards each layer's v_1 (C1 in the attention-only law; C10 in the real forward
     pass split at the sublayers), one panel per model: the law's tilt and the real pass's attention and FFN
-    sublayer tilts, each with the random-direction null's 95th percentile as a thin line; marks are the per-layer
-    Holm decisions of the random-direction null (the claims read one p across the layers, written in the panel
-    with its specificity p); the model's matched random-layer control (``controls``, its rows in ``full``)
-    drawn beside the law in grey."""
+    sublayer tilts, each with the random-direction null's 95th percentile as a thin line in its colour; marks are
+    the per-layer Holm decisions of the random-direction null; the model's matched random-layer control
+    (``controls``, its rows in ``full``) drawn beside the law in grey. The claims' own p's (one p across the
+    layers and the specificity p) are table_alignment's and table_claims' (``crit`` is kept for callers)."""
     style()
     full = df if full is None else full
     controls = controls or {}
     models = list(df["model"].unique())
-    fig, axes = grid(len(models), ncols=3, size=3.5)
+    fig, axes = grid(len(models), ncols=3)
     curves = (("attention-only", "tilt", "C0", "--", "law (attention-only)"),
-              ("model", "attn_tilt", "C1", "-", "real pass: attention sublayer"),
-              ("model", "ffn_tilt", "C2", "-.", "real pass: FFN sublayer"))
+              ("model", "attn_tilt", "C1", "-", "real pass: attention"),
+              ("model", "ffn_tilt", "C2", "-.", "real pass: FFN"))
+    shown: dict[str, Line2D] = {}
     for ax, m in zip(axes, models):
-        notes = []
         for mode, stat, c, ls, name in curves:
             g = df[(df["model"] == m) & (df["mode"] == mode)]
             g = g[g[f"{stat}_p_holm"].notna()] if f"{stat}_p_holm" in g else g.iloc[:0]
             if not len(g):
                 continue
-            ax.plot(g["layer"], g[stat], color=c, lw=1.1, ls=ls, label=f"{name}: tilt")
-            _marks(ax, g, stat, 0.0, alpha, c, name)
-            ax.plot(g["layer"], g[f"{stat}_null_q95"], color=c, lw=0.7, ls=(0, (1, 1.5)),
-                    label=f"{name}: random directions' 95th percentile")
-            claim = {"tilt": "C1", "attn_tilt": "C10"}.get(stat)
-            note = _claim_note(g, claim, crit, alpha) if claim else ""
-            if note:
-                notes.append((c, f"{claim}: {note}"))
+            ax.plot(g["layer"], g[stat], color=c, lw=1.1, ls=ls)
+            shown.setdefault(name, Line2D([], [], color=c, lw=1.1, ls=ls))
+            _marks(ax, g, stat, 0.0, alpha, c)
+            ax.plot(g["layer"], g[f"{stat}_null_q95"], color=c, lw=0.8, ls=NULL_Q95)
         ctrl = controls.get(m)
         g = full[(full["model"] == ctrl) & (full["mode"] == "attention-only")] if ctrl else full.iloc[:0]
         g = g[g["tilt_p_holm"].notna()] if "tilt_p_holm" in g else g.iloc[:0]
         if len(g):
-            ax.plot(g["layer"], g["tilt"], color="0.45", lw=1.0, ls="--", marker=".", ms=3,
-                    label="matched control (random layer weights): law tilt")
-            note = _claim_note(g, "C1", crit, alpha)
-            if note:
-                notes.append(("0.35", f"control C1: {note}"))
-        for k, (c, text) in enumerate(reversed(notes)):  # above the axes, under the title: no curve hidden
-            ax.text(0.0, 1.015 + 0.055 * k, text, transform=ax.transAxes, fontsize=5.8, color=c, va="bottom")
+            ax.plot(g["layer"], g["tilt"], color="0.45", lw=1.0, ls=":", marker=".", ms=4, zorder=2)
+            shown.setdefault("control: law", Line2D([], [], color="0.45", lw=1.0, ls=":", marker=".", ms=4))
         ax.axhline(0, color="0.3", lw=0.8)
-        ax.set_title(_name(labels, weights, m), pad=4 + 8.5 * len(notes))
+        ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=8))
-        ax.set_ylabel(r"tilt $a(t+1) - a(t)$ towards $v_{1,t}$")
-    fig.suptitle("Tilt of the tokens towards each layer's leading eigenvector v_1 (C1: the attention-only law; C10: "
-                 "the real forward pass split at the sublayers).\nMarks: per-layer Holm against random directions; "
-                 "the claims read one p across the layers (in each panel) and the lead's rank among F's other "
-                 "eigen-directions (specificity p).", y=1.03, fontsize=9)
-    fig.tight_layout()
-    legend_below(fig, *unique_handles(axes), ncol=3)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
+    axes[0].set_ylabel(r"tilt $a(t+1) - a(t)$")
+    hs, ls = _null_handles(median=False)
+    legend_below(fig, list(shown.values()) + hs, list(shown) + ["random dirs' 95th pct."], ncol=3)
+    _mark_legend(fig, alpha)
     return save(fig, stem, dpi)
 
 
+def gamma_gap_pairs(df: pd.DataFrame, spectra: list, shared: dict, controls: dict, labels: dict,
+                    weights: dict) -> list[dict]:
+    """What fig_gamma_gap draws: per layer-varying model with a spectra table (C8 judges those only), the points
+    C8 correlates and its matched control's (grey beside it)."""
+    from powerlens.outputs.figures.spectra import gamma_gap_points
+
+    spec = {}
+    for p in spectra:
+        s = pd.read_csv(p)
+        spec[s["model"].iloc[0]] = s
+    pts = {m: gamma_gap_points(df[df["model"] == m], spec[m]) for m in df["model"].unique()
+           if m in spec and not shared.get(m)}
+    return [{"label": labels.get(m, m), "weights": weights[m], "points": p, "control": pts.get(controls.get(m, ""))}
+            for m, p in pts.items()]
+
+
 def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha: float, crit: dict, dpi: int,
-                     stems: dict) -> pd.DataFrame:
-    """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation and table_alignment from the dynamics
-    step's CSVs and arrays and each model's weights.json; ``stems`` maps each output's name to its path
-    without suffix. Returns the alignment table."""
+                     stems: dict, spectra: list = ()) -> pd.DataFrame:
+    """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation, fig_gamma_gap (with the spectra
+    step's CSVs ``spectra``, where ``stems`` names it) and table_alignment from the dynamics step's CSVs and
+    arrays and each model's weights.json; ``stems`` maps each output's name to its path without suffix.
+    Returns the alignment table."""
+    from powerlens.outputs.figures.spectra import fig_gamma_gap
+
     meta = {m["model"]: m for m in map(read_json, metas)}
     shared = {m: x["shared_weights"] for m, x in meta.items()}
     controls = {x["control_of"]: m for m, x in meta.items() if x.get("control_of")}
@@ -320,13 +314,17 @@ def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha
     weights = dict(zip(df["model"], df["weights"]))
     draw_split(lambda d, s: fig_gamma(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_gamma"], dpi,
                "fig_gamma")
-    draw_split(lambda d, s: fig_rho(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_rho"], dpi, "fig_rho")
+    draw_split(lambda d, s: fig_rho(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_rho"], dpi,
+               "fig_rho")
     draw_split(lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha, crit=crit, full=df, controls=controls),
                df, weights, stems["fig_tilt"], dpi, "fig_tilt")
     draw_split(lambda d, s: fig_albert_consensus(d, labels, weights, s, dpi), df, weights,
                stems["fig_albert_consensus"], dpi, "fig_albert_consensus")
     draw_split(lambda d, s: fig_albert_rotation(d, s, dpi), rotation_runs(csvs, npzs, shared, labels, weights),
                weights, stems["fig_albert_rotation"], dpi, "fig_albert_rotation")
+    if stems.get("fig_gamma_gap"):
+        pairs = gamma_gap_pairs(df, spectra, shared, controls, labels, weights)
+        draw_split(lambda d, s: fig_gamma_gap(d, s, dpi), pairs, weights, stems["fig_gamma_gap"], dpi, "fig_gamma_gap")
     t = alignment_table(df, labels, alpha=alpha, crit=crit)
     write_table(t, stems["table_alignment"], caption="Alignment of tokens with each layer's leading eigenvector: "
                 "gamma vs null models; rho > 0.5 and the tilt decided against the Monte Carlo null of random "

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import matplotlib.ticker
+import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
 from powerlens.analysis.spectra import leading_type
 from powerlens.outputs.figures.style import DISTINCT, LINESTYLES, MARKERS
-from powerlens.outputs.plotting import grid, legend_below, panel_title, plt, save, style, unique_handles
+from powerlens.outputs.plotting import (
+    WIDTH,
+    grid,
+    legend_below,
+    panel_title,
+    plt,
+    save,
+    style,
+    unique_handles,
+    wrap_title,
+)
 
 
 def fig_spectra(models: list[dict], stem, dpi: int):
@@ -19,7 +30,7 @@ def fig_spectra(models: list[dict], stem, dpi: int):
     The leading eigenvalue (or conjugate pair) of each layer is ringed.
     """
     style()
-    fig, axes = grid(len(models), ncols=4, size=3.3)
+    fig, axes = grid(len(models), ncols=3, size=2.3)
     for ax, m in zip(axes, models):
         ev = m["eigvals"]
         U = ev.shape[0]
@@ -32,7 +43,7 @@ def fig_spectra(models: list[dict], stem, dpi: int):
                            label="eigenvalue (colour: layer t)" if u == U // 2 else None)
             sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, U - 1))
             cb = fig.colorbar(sm, ax=ax, fraction=0.046, pad=0.02)
-            cb.set_label("layer t", fontsize=7)
+            cb.set_label("layer t", fontsize=8)
             cb.locator = matplotlib.ticker.MaxNLocator(integer=True)
             cb.update_ticks()
         for u in range(U):
@@ -47,15 +58,13 @@ def fig_spectra(models: list[dict], stem, dpi: int):
             lo, hi = float(v.min()), float(v.max())
             pad = 0.06 * max(hi - lo, 1e-12)
             lim(lo - pad, hi + pad)
-        ax.set_title(panel_title(m["label"], m["weights"]) + ("\none F shared by all layers" if m["shared"] else
-                                                               f"\n{U} layers"), fontsize=8.5)
+        ax.set_title(wrap_title(panel_title(m["label"], m["weights"])) + ("\nshared F" if m["shared"] else
+                                                                           f"\n{U} layers"))
         ax.set_xlabel(r"Re $\lambda$")
         ax.set_ylabel(r"Im $\lambda$")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
-    fig.suptitle(r"Eigenvalues of the layer matrices $F_t = W_O W_V$ in the complex plane (axes scaled "
-                 "to each model's spectrum)", y=1.0)
-    fig.tight_layout(w_pad=2.0)
-    legend_below(fig, *unique_handles(axes), ncol=3)
+    hs, ls = unique_handles(axes)
+    legend_below(fig, hs, [lab.replace(" of a layer", "") for lab in ls], ncol=2)
     return save(fig, stem, dpi)
 
 
@@ -64,9 +73,10 @@ def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], s
     power-method rate; a complex pair's partner is not "next"), and |l1| (the scale); filled markers for a
     real leading eigenvalue, open ones for a complex pair."""
     style()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
+    n = df["model"].nunique()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(WIDTH, 3.2 if n <= 3 else 4.8))
     for i, (m, g) in enumerate(df.groupby("model", sort=False)):
-        name = panel_title(labels.get(m, m), weights[m])
+        name = wrap_title(panel_title(labels.get(m, m), weights[m]), 34)
         c, mk = DISTINCT[i % len(DISTINCT)], MARKERS[i % len(MARKERS)]
         pair = (g["leading_type"] == "complex pair").to_numpy()
         rel = 1 - g["ratio_next"].to_numpy()
@@ -79,14 +89,61 @@ def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], s
         ax.set_xlabel("layer t")
         ax.set_yscale("log")
     a1.set_ylabel(r"$1 - |\lambda_{next}| / |\lambda_1|$")
-    a1.set_title("relative gap beyond the leading eigenvalue's pair\n(larger: faster power-method alignment)")
+    a1.set_title("relative gap beyond the lead's pair\n(larger: faster power-method alignment)")
     a2.set_ylabel(r"$|\lambda_1|$")
     a2.set_title(r"leading eigenvalue's modulus $|\lambda_1(F_t)|$")
-    fig.tight_layout()
     hs, ls = unique_handles([a1])
-
-    hs += [Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", mfc="white", color="0.3")]
-    ls += ["filled: real leading eigenvalue", "open: complex leading pair"]
-    legend_below(fig, hs, ls, ncol=3)
+    ncol = 3 if n <= 3 else 2  # the models (more than 6: one legend per 6, below and above the panels)
+    legend_below(fig, hs[:6], ls[:6], ncol=ncol)
+    if len(hs) > 6:
+        legend_below(fig, hs[6:12], ls[6:12], ncol=ncol, loc="upper center")
+    # what a marker's fill means: in each panel's corner (two entries)
+    a2.legend([Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", mfc="white",
+               color="0.3")], ["real lead", "complex pair"], loc="best", fontsize=8, framealpha=0.85)
     return save(fig, stem, dpi)
 
+
+
+def gamma_gap_points(dyn: pd.DataFrame, spec: pd.DataFrame) -> pd.DataFrame:
+    """The points claim C8 correlates (:func:`powerlens.analysis.claims.layer_criteria.c8`), for one model:
+    its real forward pass's layers of its own depth, x = 1 - |lambda_next| / |lambda_1| of F_t (the spectra
+    table's ``ratio_next``), y = gamma_t minus the Monte Carlo null's median."""
+    from powerlens.analysis.claims.layer_criteria import _depth
+
+    d = _depth(dyn[dyn["mode"] == "model"]).merge(spec[["layer", "ratio_next"]], on="layer")
+    return pd.DataFrame({"layer": d["layer"], "gap": 1 - d["ratio_next"],
+                         "margin": d["gamma"] - d["gamma_null_median"]})
+
+
+def fig_gamma_gap(pairs: list[dict], stem, dpi: int):
+    """Claim C8 as a scatter, one panel per model: gamma_t's margin over its null median (y) against the relative
+    gap beyond the lead's pair (x), one point per layer of the real forward pass, the model's matched control in
+    grey beside it; the panel title gives Spearman's rho of the model's points.
+
+    ``pairs``: dicts with ``label``, ``weights``, ``points`` (:func:`gamma_gap_points`) and optional
+    ``control`` (the matched control's points)."""
+    from scipy.stats import spearmanr
+
+    from powerlens.core.fmt import fmt_num
+
+    style()
+    fig, axes = grid(len(pairs), ncols=3, size=2.1, extra=0.6)
+    for i, (ax, p) in enumerate(zip(axes, pairs)):
+        c, mk = DISTINCT[i % len(DISTINCT)], MARKERS[i % len(MARKERS)]
+        ctl = p.get("control")
+        if ctl is not None and len(ctl):
+            ax.scatter(ctl["gap"], ctl["margin"], s=14, color="0.65", marker=mk, lw=0, zorder=2)
+        pts = p["points"]
+        ax.scatter(pts["gap"], pts["margin"], s=20, color=c, marker=mk, zorder=3)
+        ax.axhline(0, color="0.3", lw=0.8, ls=":")
+        ok = len(pts) >= 3 and np.ptp(pts["gap"]) > 0 and np.ptp(pts["margin"]) > 0
+        rho = f"Spearman {fmt_num(spearmanr(pts['gap'], pts['margin']).statistic)}" if ok else "Spearman: -"
+        ax.set_title(wrap_title(panel_title(p["label"], p["weights"])) + f"\n{rho}")
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel(r"gap $1 - |\lambda_{next}|/|\lambda_1|$")
+    axes[0].set_ylabel(r"$\gamma_t$ - null median")
+    hs = [Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", color="0.65")]
+    legend_below(fig, hs, ["trained model: one point per layer", "its matched control (random layer weights)"],
+                 ncol=2)
+    return save(fig, stem, dpi)

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import matplotlib.ticker
-import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from powerlens.outputs.figures.style import _name
-from powerlens.outputs.plotting import legend_below, plt, save, style
+from powerlens.outputs.plotting import HEIGHT_MAX, WIDTH, legend_below, plain, plt, save, shorten, style
 
 
 def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int):
-    """One row per model, four panels (paper.md section 4d, C9): (1) the real forward pass, mean |cos(x_i, u)|
-    after the edited last layer against the norm of the change the residual stream receives, the rank-1 edit
-    (each point labelled with its kappa) and activation addition at matched norm; (2) the attention-only law on
-    axes of its own; (3) alignment against the KL on unrelated prompts, the edit per kappa and activation
-    addition over its beta sweep; (4) the probability of the target token against that KL. Colour: target."""
+    """One row per model, three panels (paper.md section 4d, C9): (1) the attention-only law, mean |cos(x_i, u)|
+    after the edited last layer against the norm of the change, on an x axis of its own; (2) the real forward
+    pass likewise (its changes are orders of magnitude larger), the rank-1 edit (each point labelled with its
+    kappa) and activation addition at matched norm; (3) the probability of the target token against the KL on
+    unrelated prompts, the edit per kappa and activation addition over its beta sweep (a model without an LM
+    head says so in the panel). Colour: target. The alignment-against-KL view is table_steering's. Rows share
+    the figure's 5.2 in: a run steering more than 3 models gets flatter rows."""
     style()
     models = list(df["model"].unique())
-    fig, axes = plt.subplots(len(models), 4, figsize=(13, 2.7 * len(models)), squeeze=False)
+    fig, axes = plt.subplots(len(models), 3, figsize=(WIDTH, min(HEIGHT_MAX, 1.45 * len(models) + 0.9)),
+                             squeeze=False)
     targets: list[str] = []
     pu = False
     for j, m in enumerate(models):
@@ -31,16 +32,13 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int):
             if kind not in targets:
                 targets.append(kind)
             c, below = f"C{targets.index(kind)}", targets.index(kind) % 2 == 1
-            pu |= _steering_curves(row[0], row[1], gt, c, below=below)
+            pu |= _steering_curves(row[1], row[0], gt, c, below=below)
             if has_kl:
-                _kl_curves(row[2], row[3], gt, g[(g["target"] == tgt) & g["method"].str.contains("sweep")], c)
-        _steering_axes(row, _name(labels, weights, m), has_kl)
+                _kl_curves(row[2], gt, g[(g["target"] == tgt) & g["method"].str.contains("sweep")], c)
+        _steering_axes(row, plain(labels.get(m, m)), has_kl, j == len(models) - 1)
     hs, ls = _steering_legend(targets, pu)
-    fig.suptitle("Steering by a rank-1 change of the last layer's output matrix vs activation addition at the same "
-                 "site: over the norm of the change (real pass; the law on its own axes) and over the KL on "
-                 "unrelated prompts", y=1.0, fontsize=9)
-    fig.tight_layout()
-    legend_below(fig, hs, ls, ncol=3)
+    legend_below(fig, hs[:len(targets)], ls[:len(targets)], ncol=len(targets), loc="upper center")
+    legend_below(fig, hs[len(targets):], ls[len(targets):], ncol=2)
     return save(fig, stem, dpi)
 
 
@@ -49,7 +47,7 @@ def _kappa_labels(ax, x, y, kappas, c, below: bool = False) -> None:
     one another), alternately left and right of neighbouring points."""
     for i, (xi, yi, k) in enumerate(zip(x, y, kappas)):
         ax.annotate(f"{k:g}", (xi, yi), textcoords="offset points", xytext=(-5 if i % 2 else 5, -10 if below else 4),
-                    fontsize=6, color=c, ha="right" if i % 2 else "left")
+                    fontsize=8, color=c, ha="right" if i % 2 else "left")
 
 
 def _steering_curves(real, law, gt: pd.DataFrame, c: str, below: bool = False) -> bool:
@@ -68,60 +66,56 @@ def _steering_curves(real, law, gt: pd.DataFrame, c: str, below: bool = False) -
         real.plot(x1, r1["cos_pu_after_layer_model"], "-.^", ms=5.5, mfc="white", mew=1.0, color=c)
         cap = float(r1["post_norm_cap"].iloc[0])
         real.axvline(cap, color="0.5", lw=0.8, ls=(0, (1, 3)))
-        real.annotate("cap", (cap, 1.0), xytext=(-3, -3), textcoords="offset points", fontsize=7, color="0.4",
+        real.annotate("cap", (cap, 1.0), xytext=(-3, -3), textcoords="offset points", fontsize=8, color="0.4",
                       ha="right", va="top")
         if "cos_ceiling" in r1 and r1["cos_ceiling"].notna().any():
             real.axhline(float(r1["cos_ceiling"].iloc[0]), color=c, lw=0.8, ls=(0, (2, 2)))
     return pu
 
 
-def _kl_curves(ax_cos, ax_p, gt: pd.DataFrame, sweep: pd.DataFrame, c: str) -> None:
-    """Alignment and P(target) against the KL on unrelated prompts: the edit per kappa (solid, points) and
-    activation addition over its beta sweep (dotted)."""
+def _kl_curves(ax_p, gt: pd.DataFrame, sweep: pd.DataFrame, c: str) -> None:
+    """P(target) against the KL on unrelated prompts: the edit per kappa (solid, points) and activation addition
+    over its beta sweep (dotted)."""
     r1 = gt[gt["method"].str.startswith("rank-1") & (gt["kappa"] > 0)]
     sw = sweep.sort_values("kl_unrelated")
-    ax_cos.plot(r1["kl_unrelated"], r1["cos_after_layer_model"], "-o", ms=3.5, color=c)
-    ax_cos.plot(sw["kl_unrelated"], sw["cos_after_layer_model"], ":", lw=1.3, color=c)
     if r1["p_target"].notna().any():
         ax_p.plot(r1["kl_unrelated"], r1["p_target"], "-o", ms=3.5, color=c)
         ax_p.plot(sw["kl_unrelated"], sw["p_target"], ":", lw=1.3, color=c)
 
 
-def _steering_axes(row, name: str, has_kl: bool) -> None:
-    real, law, kl_cos, kl_p = row
-    for ax, what in ((real, "real forward pass"), (law, "attention-only law")):
+def _steering_axes(row, name: str, has_kl: bool, last: bool) -> None:
+    law, real, kl_p = row
+    for ax, what in ((law, "law"), (real, "real pass")):
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded minor labels
-        ax.set_xlabel("norm of the change the residual stream receives")
         ax.set_ylim(0, 1.05)
-        ax.set_title(f"{name}: {what}", fontsize=8)
-    real.set_ylabel(r"mean $|\cos(x_i, u)|$ after the layer")
+        ax.set_title(shorten(f"{name}: {what}", 30))
+        if last:
+            ax.set_xlabel("norm of the change")
+    law.set_ylabel(r"mean $|\cos(x_i, u)|$")
     if not has_kl:
-        for ax in (kl_cos, kl_p):
-            ax.text(0.5, 0.5, "no LM head (an encoder): no KL or\ntarget probability; compared at matched\nnorm "
-                    "of change (left)", ha="center", va="center", transform=ax.transAxes, fontsize=7.5, color="0.35")
-            ax.set_axis_off()
+        kl_p.text(0.5, 0.5, "no LM head:\nno target probability", ha="center", va="center", transform=kl_p.transAxes,
+                  fontsize=8, color="0.35")
+        kl_p.set_axis_off()
         return
-    for ax in (kl_cos, kl_p):
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xlabel("KL from the unsteered model (unrelated prompts)")
-    kl_cos.set_ylim(0, 1.05)
-    kl_cos.set_title("alignment against KL", fontsize=8)
+    kl_p.set_xscale("log")
+    kl_p.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     kl_p.set_yscale("log")
-    kl_p.set_ylabel("mean P(target token)")
-    kl_p.set_title("P(target) against KL", fontsize=8)
+    kl_p.set_title("P(target) against KL")
+    kl_p.set_ylabel("mean P(target)")
+    if last:
+        kl_p.set_xlabel("KL (unrelated prompts)")
 
 
 def _steering_legend(targets: list[str], pu: bool) -> tuple[list, list[str]]:
     hs = [Line2D([], [], color=f"C{i}", lw=2) for i in range(len(targets))]
-    ls = [f"target: {t} (u = {'its row' if t != 'random' else 'a seeded random unit vector'})" for t in targets]
+    ls = [f"target: {t}" for t in targets]
     hs += [Line2D([], [], color="0.3", ls="-", marker="o", ms=3), Line2D([], [], color="0.3", ls=":", marker="s", ms=3),
            Line2D([], [], color="0.3", ls=":")]
-    ls += ["rank-1 change of W_O (numbers: kappa)", "activation addition at matched norm of change",
-           "activation addition, beta sweep (KL panels)"]
+    ls += ["rank-1 change of W_O (numbers: kappa)", "activation addition, same norm",
+           "activation addition, beta sweep"]
     if pu:
         hs.append(Line2D([], [], color="0.3", ls="-.", marker="^", ms=5.5, mfc="white"))
-        ls.append("rank-1: alignment with p * u (vertical: the cap; dashed: the largest |cos| it allows)")
+        ls.append("rank-1: alignment with p * u")
     return hs, ls
 

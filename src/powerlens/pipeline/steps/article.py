@@ -25,8 +25,11 @@ OPTIONS = (
     Option("index", "param:index", kind="json", help="JSON [{output, rule, log}]: the figures and tables with the "
            "rule and log behind each (from the workflow's rules)"),
     Option("command", "param:command", help="the command that rebuilds the run"),
+    Option("paper-config", "input:paper_config", dest="paper_config", help="the paper config (config/config.yaml: "
+           "the paper's models and their pinned revisions), for the stand-in table"),
 )
 
+TITLE = "Replication of Li & Altafini, Analogies between Transformer Layers and Power Method"
 STAMP = "powerlens-article"  # the HTML's <meta name> and the PDF's keyword prefix
 _PDF_STAMP = re.compile(rb"powerlens-article ([0-9a-f]{16})")
 _HTML_STAMP = re.compile(r'<meta name="powerlens-article" content="([0-9a-f]{16})">')
@@ -40,24 +43,29 @@ TABLES = (("table_claim_verdicts.csv", "claims", ("claim", "statement"), False),
 
 
 def article(*, run: str, out_html: str | Path, out_pdf: str | Path, index: list[dict] | None = None,
-            command: str = "") -> dict:
+            command: str = "", paper_config: str | None = None) -> dict:
     import typst
 
     from powerlens.outputs.article import Run, check_claims_record, document
+    from powerlens.outputs.glossary import dangling
     from powerlens.outputs.render import to_html, to_typst
     from powerlens.outputs.staging import staged
     from powerlens.outputs.trace import traced_spans, untraced
 
     root = Path.cwd()
-    r = Run(run, root)
+    r = Run(run, root, paper_config=_paper_config(root, paper_config))
     check_inputs(r)
     check_claims_record(r)
     blocks = document(r, index=index or [], command=command)
-    text = to_html(blocks)
+    text = to_html(blocks, title=TITLE)
     bad = untraced(text, root)
     if bad:  # a value the article would show is not what its file says: never written
         raise PowerlensError(f"the article's values do not match their files ({len(bad)}): {bad[0]}",
                              "report it: the article is built from the run's outputs alone")
+    refs = dangling(text)
+    if refs:  # a section, figure or table the article names but lacks
+        raise PowerlensError(f"the article names what it does not contain ({len(refs)}): {refs[0]}",
+                             "report it: the article's template text is ours to fix")
     stamp = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     with tempfile.TemporaryDirectory() as tmp:
         typ = f'#set document(keywords: ("{STAMP} {stamp}",))\n' + to_typst(_figures_in(blocks, r, Path(tmp)),
@@ -72,6 +80,21 @@ def article(*, run: str, out_html: str | Path, out_pdf: str | Path, index: list[
         with atomic_path(s["pdf"]) as tmp_pdf:
             Path(tmp_pdf).write_bytes(pdf)
     return {"traced": len(traced_spans(text)), "html": str(out_html), "pdf": str(out_pdf), "stamp": stamp}
+
+
+def _paper_config(root: Path, given: str | None = None) -> str | None:
+    """The paper config (config/config.yaml, the paper's models pinned): the one given (the rule's input), else
+    the one under the working directory when the run is in the repository, else the repository's own (an
+    absolute path), else None."""
+    if given:
+        if not (root / given).is_file():
+            raise PowerlensError(f"the paper config {given} does not exist",
+                                 "give --paper-config the repository's config/config.yaml")
+        return given
+    if (root / "config/config.yaml").is_file():
+        return "config/config.yaml"
+    repo = Path(__file__).resolve().parents[4] / "config/config.yaml"
+    return str(repo) if repo.is_file() else None
 
 
 def check_inputs(run) -> None:
@@ -141,7 +164,7 @@ def _figures_in(blocks: list, run, folder: Path) -> list:
             dest = folder / run.figures / Path(b[2]).name
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(b[2], dest)
-            b = (b[0], b[1], dest)
+            b = (b[0], b[1], dest, *b[3:])
         out.append(b)
     return out
 

@@ -1,0 +1,262 @@
+"""The article's first screen and its stand-ins: the plain-language summary, the compact verdict table (one row
+per claim, one column per trained model and the synthetic layers, the matched control in the same cell) and the
+table of the paper's models with what this run used in their place. Every value is traced
+(:mod:`powerlens.outputs.trace`); template text holds no number of the run."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from powerlens.outputs.trace import (
+    CONTROL_SUFFIX,
+    Traced,
+    count_word,
+    csv_cell,
+    json_value,
+    row_count,
+    verdict_columns,
+    verdict_word,
+)
+
+#: A few words per claim (the full statement is in the claim's own section).
+GIST = {"C1": "attention tilts tokens to v_1", "C2": "shared weights: consensus on v_1",
+        "C3": "complex lead: limit cycle", "C4": "bipartite consensus unstable", "C5": "ALBERT: fast consensus",
+        "C6": "gamma positive but weak", "C7": "rho above one half", "C8": "weak gamma from small gaps",
+        "C9": "rank-1 edit steers tokens", "C10": "FFN can be disregarded"}
+
+#: The family of each architecture (the paper's families and the offline decoders').
+FAMILY = {"albert": "ALBERT", "bert": "BERT", "gpt2": "GPT-2", "gpt_neo": "GPT-Neo", "llama": "Llama",
+          "gemma3": "Gemma 3"}
+
+WORD_RE = r"^(reproduced|not reproduced|inconclusive|underpowered|not judged)"
+P_RE = r"^p (\S+)"
+CONTROL_P_RE = r"claim p ([^;)\s]+)"
+
+
+def _read(run, name: str) -> pd.DataFrame | None:
+    p = run.root / run.tables / name
+    return pd.read_csv(p, dtype=str, keep_default_na=False) if p.is_file() else None
+
+
+def _prov(run) -> dict:
+    return json.loads((run.root / run.provenance).read_text(encoding="utf-8"))
+
+
+def model_row(run, models: pd.DataFrame | None, shown_models: str) -> str | None:
+    """The table_models row (its model label) of a table_claims "models" cell ("all-MiniLM-L6-v2 (trained
+    weights)")."""
+    if models is None:
+        return None
+    hits = [m for m in models["model"] if shown_models == m or shown_models.startswith(m + " (")]
+    return max(hits, key=len) if hits else None
+
+
+def family_header(run, fam: str) -> list:
+    """"all-MiniLM-L6-v2 (BERT family, 6 layers, trained weights)", each part traced."""
+    claims, models = _read(run, "table_claims.csv"), _read(run, "table_models.csv")
+    src_c, src_m = f"{run.tables}/table_claims.csv", f"{run.tables}/table_models.csv"
+    rows = claims[claims["family"] == fam]
+    first = rows.iloc[0]
+    key = {"claim": first["claim"], "family": fam}
+    label = model_row(run, models, first["models"])
+    name = csv_cell(src_c, run.root, key, "family", r"^(.*?)(?: \(|$)")
+    if label is None:
+        return [csv_cell(src_c, run.root, key, "models"), " (", name, " family)"]
+    mk = {"model": label}
+    return [csv_cell(src_m, run.root, mk, "model"), " (", name, " family, ", csv_cell(src_m, run.root, mk, "layers"),
+            " layers, ", csv_cell(src_m, run.root, mk, "weights"), ")"]
+
+
+def _robust(run, claim: str, fam: str) -> list:
+    rob = _read(run, "table_robustness.csv")
+    if rob is None or "agree" not in rob:
+        return []
+    hit = rob[(rob["claim"] == claim) & (rob["family"] == fam)]
+    if len(hit) != 1 or not hit.iloc[0]["agree"].endswith(" agree") or "not varied" in hit.iloc[0]["agree"]:
+        return []  # not varied: the variants could not have differed
+    return [" [", csv_cell(f"{run.tables}/table_robustness.csv", run.root, {"claim": claim, "family": fam},
+                           "agree"), "]"]
+
+
+def verdict_cell(run, claim: str, fam: str, vcol: str | None) -> tuple:
+    """One cell: the verdict word (coloured), claim p and attainable p (or the failed part where the claim has
+    no p), the robustness count where the variants could have differed, and the matched control's verdict."""
+    src = f"{run.tables}/table_claims.csv"
+    df = _read(run, "table_claims.csv")
+    hit = df[(df["claim"] == claim) & (df["family"] == fam)]
+    vsrc = f"{run.tables}/table_claim_verdicts.csv"
+    if len(hit) != 1:
+        return ([csv_cell(vsrc, run.root, {"claim": claim}, vcol)] if vcol else ["-"], "")
+    r, key = hit.iloc[0], {"claim": claim, "family": fam}
+    word = verdict_word(r["verdict"])
+    cls = word.replace(" ", "-")
+    out: list = [("s", f"w-{cls}", [csv_cell(src, run.root, key, "verdict", WORD_RE)])]
+    if word == "underpowered":
+        out += [" \u00b7 no power"]
+        if r.get("attainable p", "-") not in ("", "-"):
+            out += [": attainable p ", csv_cell(src, run.root, key, "attainable p")]
+    elif r.get("claim p", "-").startswith("p "):
+        out += [" \u00b7 p ", csv_cell(src, run.root, key, "claim p", P_RE)]
+        if r.get("attainable p", "-") not in ("", "-"):
+            out += [", attainable ", csv_cell(src, run.root, key, "attainable p")]
+        if word == "not reproduced" and r.get("failed part", "-").startswith("("):
+            out += [" \u00b7 fails ", csv_cell(src, run.root, key, "failed part", r"^(\([a-z]\))")]
+    elif r.get("failed part", "-") not in ("", "-"):
+        out += [" \u00b7 ", csv_cell(src, run.root, key, "failed part", r"^([^;]+)")]
+    elif word == "reproduced":
+        out += [" \u00b7 decided by a residual, no p"]
+    out += _robust(run, claim, fam)
+    ccol = (vcol or "") + CONTROL_SUFFIX
+    vdf = _read(run, "table_claim_verdicts.csv")
+    if vcol and ccol in vdf and verdict_word(vdf.loc[vdf["claim"] == claim, ccol].iloc[0]) not in ("-", "not judged"):
+        cell = vdf.loc[vdf["claim"] == claim, ccol].iloc[0]
+        line = ["matched control: ", csv_cell(vsrc, run.root, {"claim": claim}, ccol, WORD_RE)]
+        if "claim p " in cell:
+            line += [" (p ", csv_cell(vsrc, run.root, {"claim": claim}, ccol, CONTROL_P_RE), ")"]
+        out.append(("s", "line", line))
+    return (out, cls)
+
+
+def verdict_table(run) -> list:
+    """The compact verdict table of the first screen."""
+    vsrc = f"{run.tables}/table_claim_verdicts.csv"
+    vdf = _read(run, "table_claim_verdicts.csv")
+    claims = _read(run, "table_claims.csv")
+    vcols = verdict_columns(vdf)
+    fams = [c for c in vcols if c != "synthetic layers"]
+    header = ["claim"] + [family_header(run, f) if (claims["family"] == f).any() else f for f in fams]
+    has_synth = "synthetic layers" in vcols
+    if has_synth:
+        header.append("synthetic layers")
+    rows = []
+    for claim in vdf["claim"]:
+        first = ([csv_cell(vsrc, run.root, {"claim": claim}, "claim"), ("s", "line", [GIST.get(claim, "")])], "")
+        judged = [c for c in vcols if verdict_word(vdf.loc[vdf["claim"] == claim, c].iloc[0]) not in ("-",
+                                                                                                       "not judged")]
+        if not judged:
+            why = ["not judged in this run"]
+            if "not judged in this run" in vdf and vdf.loc[vdf["claim"] == claim, "not judged in this run"].iloc[0] \
+                    not in ("", "-"):
+                why += [": ", csv_cell(vsrc, run.root, {"claim": claim}, "not judged in this run")]
+            rows.append([first, (why + ["; see the stand-ins below"], "not-judged", len(header) - 1)])
+            continue
+        row = [first]
+        for f in fams:
+            row.append(verdict_cell(run, claim, f, f))
+        if has_synth:
+            synth = claims[(claims["claim"] == claim) & (claims["family"] == "synthetic")]
+            row.append(verdict_cell(run, claim, "synthetic", "synthetic layers") if len(synth) == 1 else
+                       ([csv_cell(vsrc, run.root, {"claim": claim}, "synthetic layers")], ""))
+        rows.append(row)
+    return [("table", header, rows, "verdicts"),
+            ("p", ["Each cell: the verdict, the claim p and the attainable p (the smallest p the test could reach), "
+                   "[how many robustness reruns agree] where reruns could differ; second line: the matched random "
+                   "control, never evidence. Hover a value for its file and field; click it for its source entry."],
+             "small")]
+
+
+def summary(run) -> list:
+    """Three sentences a non-specialist can read, every count traced."""
+    vsrc, csrc, msrc = (f"{run.tables}/table_claim_verdicts.csv", f"{run.tables}/table_claims.csv",
+                        f"{run.tables}/table_models.csv")
+    root = run.root
+    n = {w: count_word(vsrc, root, w) for w in ("reproduced", "not reproduced", "inconclusive", "underpowered")}
+    models = _read(run, "table_models.csv")
+    if models is not None and (models["weights"].str.startswith("trained")).any():
+        trained = row_count(msrc, root, [["weights", "^trained"]])
+        s1 = ["This run tested the paper's claims about transformer layers acting like the power method on ", trained,
+              " small trained language models that stand in for the paper's own checkpoints (named in the "
+              "table's headers) and on synthetic layers; claims it could not test are marked not judged. "]
+    else:
+        s1 = ["This run has no trained model: it tested only the claims about synthetic layers, and its "
+              "random-weight twins exercise the code without being evidence for or against any claim. "]
+    s2 = ["Of the judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not"]
+    s2 += (["; in ", count_word(vsrc, root, "reproduced", "reproduced"), " of the reproduced cells the same test on "
+            "random weights passes too, so those say nothing about training. "] if s1[0].startswith("This run tested")
+           else [". "])
+    alpha = _alpha(run)
+    judged = [["verdict", "^(?!not judged)"]]
+    either = row_count(csrc, root, judged, ["attainable p", float(alpha.text)]) if alpha else None
+    s3 = ["How sure: ", either or "-", " cell" + ("" if either and either.text == "1" else "s") +
+          " had a test that could have gone either way (attainable p below alpha ",
+          *([alpha] if alpha else []), "), ", n["underpowered"], " were underpowered (could not have passed), ",
+          n["inconclusive"], " inconclusive, and the rest were decided without a p (a residual or a threshold)."]
+    return [("p", s1 + s2 + s3, "summary")]
+
+
+def _alpha(run) -> Traced | None:
+    prov = _prov(run)
+    for keys in (["config", "claims", "alpha"], ["config", "dynamics", "alpha"]):
+        v = prov
+        try:
+            for k in keys:
+                v = v[k]
+        except (KeyError, TypeError):
+            continue
+        return json_value(run.provenance, run.root, keys)
+    return None
+
+
+def stand_ins(run, paper_config: str | None) -> list:
+    """Each of the paper's models (the paper config's, read from the file) with what this run used in its place
+    and why; then C5's line."""
+    out = [("h", 2, ["The paper's models and their stand-ins"], "stand-ins")]
+    if not paper_config or not (run.root / paper_config).is_file():
+        return out + [("p", ["The paper config (config/config.yaml) is not beside this run, so the paper's models "
+                             "cannot be listed here."])]
+    import yaml
+
+    paper = yaml.safe_load((run.root / paper_config).read_text(encoding="utf-8")).get("models", {}) or {}
+    prov = _prov(run).get("models", {})
+    models = _read(run, "table_models.csv")
+    msrc = f"{run.tables}/table_models.csv"
+    by_key = {r["key"]: r["model"] for _, r in models.iterrows()} if models is not None and "key" in models else {}
+    from powerlens.models.sources import built_twin, random_weights
+
+    trained = {k: v for k, v in prov.items() if not random_weights(v) and k in by_key}
+    twins = {k: v for k, v in prov.items() if built_twin(v) and k in by_key}
+    rows = []
+    for key, spec in paper.items():
+        arch = spec.get("arch", "")
+        name = [json_value(paper_config, run.root, ["models", key, "repo_id"]), " @ ",
+                json_value(paper_config, run.root, ["models", key, "revision"], r"^(.{0,12})")]
+        if key in trained:
+            used = [csv_cell(msrc, run.root, {"model": by_key[key]}, "model"), " (",
+                    csv_cell(msrc, run.root, {"model": by_key[key]}, "weights"), ")"]
+            why = ["the checkpoint itself ran"]
+        elif same := [k for k, v in trained.items() if v.get("arch") == arch]:
+            used = [x for i, k in enumerate(same) for x in ["; "] * (i > 0) + [
+                csv_cell(msrc, run.root, {"model": by_key[k]}, "model"), " (",
+                csv_cell(msrc, run.root, {"model": by_key[k]}, "weights"), ")"]]
+            why = [f"trained stand-in of the same architecture ({FAMILY.get(arch, arch)}): evidence about the "
+                   "family at another size, not about this checkpoint, which this run's config does not load"]
+        elif twin := [k for k, v in twins.items() if v.get("twin_of") == key]:
+            used = [csv_cell(msrc, run.root, {"model": by_key[twin[0]]}, "model"), " (random weights)"]
+            why = ["no trained model of this family in this run: the twin runs the code path, never evidence"]
+        elif twin := [k for k, v in twins.items() if v.get("arch") == arch]:
+            used = ["nothing; ", csv_cell(msrc, run.root, {"model": by_key[twin[0]]}, "model"),
+                    " covers the architecture (random weights)"]
+            why = ["not in this run's config; no trained model of this family ran"]
+        else:
+            used, why = ["nothing"], ["not in this run's config (the paper config loads it from the hub)"]
+        rows.append([(name, ""), (used, ""), (why, "")])
+    out += [("p", ["The paper's checkpoints as the paper config pins them, and the stand-in this run used in their "
+                   "place, if any. "
+                   "A family's verdict uses trained models only; random-weight twins are never evidence."]),
+            ("table", ["paper's model (config/config.yaml)", "used in this run", "why"], rows, "compact")]
+    extra = [k for k, v in trained.items() if v.get("arch") not in {s.get("arch") for s in paper.values()}]
+    if extra:
+        names = [x for i, k in enumerate(extra) for x in [", "] * (i > 0) + [
+            csv_cell(msrc, run.root, {"model": by_key[k]}, "model"), " (",
+            FAMILY.get(prov[k].get("arch"), prov[k].get("arch", "")), ", ",
+            csv_cell(msrc, run.root, {"model": by_key[k]}, "weights"), ")"]]
+        out.append(("p", ["Trained models of families the paper did not use, judged as their own families (the "
+                          "paper's decoders GPT-2 and GPT-Neo have no trained stand-in here): ", *names, "."]))
+    if not any(v.get("arch") == "albert" for v in trained.values()):
+        out.append(("p", ["C5 (ALBERT) is not judged: it is a claim about the trained ALBERT checkpoints, and no "
+                          "trained ALBERT ran here (a random twin is never evidence). The paper config "
+                          "(config/config.yaml), which loads the albert-*-v2 checkpoints from the hub, would "
+                          "judge it."]))
+    return out
