@@ -162,3 +162,35 @@ def test_the_run_total_time_and_the_methods_say_what_the_code_does(full_run):
     text = unescape(re.sub(r"<[^>]+>", "", html))
     assert "tested against one per-layer null" in text and "gamma (C6) and C10's FFN clause use the random" in text
     assert "against two nulls" not in text
+
+
+def test_the_html_figures_keep_every_colour_of_the_plot(tmp_path):
+    """The article's palette PNG keeps each pixel within a small colour error of the figure: the Okabe-Ito
+    colours of the models and a viridis sweep stay what their legends say (48 median-cut colours moved a
+    legend marker to another model's colour)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    from powerlens.outputs.figures.style import DISTINCT
+    from powerlens.outputs.render import png_for_html
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7.2, 3))
+    x = np.linspace(0, 1, 50)
+    for i, c in enumerate(DISTINCT):
+        a.plot(x, x * (i + 1), color=c, marker="o", markevery=7)
+    for i, c in enumerate(plt.cm.viridis(np.linspace(0, 1, 12))):
+        b.plot(x, np.sin(3 * x + i), color=c)
+    b.scatter(*np.random.default_rng(0).random((2, 400)), c=np.arange(400), cmap="viridis", s=6)
+    path = tmp_path / "f.png"
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    want = np.asarray(Image.open(path).convert("RGBA").convert("RGB"), dtype=int)
+    got = np.asarray(Image.open(io.BytesIO(png_for_html(path))).convert("RGB"), dtype=int)
+    assert got.shape == want.shape
+    assert np.abs(got - want).sum(-1).max() <= 60

@@ -98,9 +98,11 @@ class _Html:
                 f"{rows}</table></div>")
 
 
-def png_for_html(path: Path, max_width: int = 1100, colors: int = 48) -> bytes:
-    """A figure as a small PNG for the HTML: at most ``max_width`` px wide, quantized to a palette (no
-    dithering: flat plot colours stay flat)."""
+def png_for_html(path: Path, max_width: int = 1100, colors: int = 256) -> bytes:
+    """A figure as a small PNG for the HTML: at most ``max_width`` px wide, quantized to a 256-colour palette by
+    maximum coverage, no dithering (flat plot colours stay flat). Measured on the offline run's figures: about a
+    third of the lossless size, every pixel within 34 (sum over R, G, B) of the original; median cut to 48
+    colours, tried first, moved whole legend markers to another model's colour (error up to 143)."""
     from PIL import Image
 
     im = Image.open(path).convert("RGBA")
@@ -108,7 +110,7 @@ def png_for_html(path: Path, max_width: int = 1100, colors: int = 48) -> bytes:
         im = im.resize((max_width, round(im.height * max_width / im.width)), Image.LANCZOS)
     bg = Image.new("RGBA", im.size, (255, 255, 255, 255))
     im = Image.alpha_composite(bg, im).convert("RGB")
-    q = im.quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    q = im.quantize(colors=colors, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
     buf = io.BytesIO()
     q.save(buf, format="PNG", optimize=True)
     return buf.getvalue()
