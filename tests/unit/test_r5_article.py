@@ -186,8 +186,9 @@ def test_the_article_names_each_bad_input(run_dir, monkeypatch, case, words):  #
 
 def test_the_article_command_for_a_missing_run_prints_problem_and_fix(tmp_path):
     r = subprocess.run([sys.executable, "-m", "powerlens", "article", "--run", "nope", "--out-html", "a.html",
-                        "--out-pdf", "a.pdf", "--index", "[]", "--command", "x"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=120)
+                        "--out-pdf", "a.pdf", "--index", "[]", "--command", "x", "--paper-config",
+                        str(Path(__file__).resolve().parents[2] / "config/config.yaml")], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "ERROR: run 'nope' has no claims table here" in r.stderr and "  fix: run the pipeline for it" in r.stderr
 

@@ -217,31 +217,7 @@ def stand_ins(run, paper_config: str | None) -> list:
 
     trained = {k: v for k, v in prov.items() if not random_weights(v) and k in by_key}
     twins = {k: v for k, v in prov.items() if built_twin(v) and k in by_key}
-    rows = []
-    for key, spec in paper.items():
-        arch = spec.get("arch", "")
-        name = [json_value(paper_config, run.root, ["models", key, "repo_id"]), " @ ",
-                json_value(paper_config, run.root, ["models", key, "revision"], r"^(.{0,12})")]
-        if key in trained:
-            used = [csv_cell(msrc, run.root, {"model": by_key[key]}, "model"), " (",
-                    csv_cell(msrc, run.root, {"model": by_key[key]}, "weights"), ")"]
-            why = ["the checkpoint itself ran"]
-        elif same := [k for k, v in trained.items() if v.get("arch") == arch]:
-            used = [x for i, k in enumerate(same) for x in ["; "] * (i > 0) + [
-                csv_cell(msrc, run.root, {"model": by_key[k]}, "model"), " (",
-                csv_cell(msrc, run.root, {"model": by_key[k]}, "weights"), ")"]]
-            why = [f"trained stand-in of the same architecture ({FAMILY.get(arch, arch)}): evidence about the "
-                   "family at another size, not about this checkpoint, which this run's config does not load"]
-        elif twin := [k for k, v in twins.items() if v.get("twin_of") == key]:
-            used = [csv_cell(msrc, run.root, {"model": by_key[twin[0]]}, "model"), " (random weights)"]
-            why = ["no trained model of this family in this run: the twin runs the code path, never evidence"]
-        elif twin := [k for k, v in twins.items() if v.get("arch") == arch]:
-            used = ["nothing; ", csv_cell(msrc, run.root, {"model": by_key[twin[0]]}, "model"),
-                    " covers the architecture (random weights)"]
-            why = ["not in this run's config; no trained model of this family ran"]
-        else:
-            used, why = ["nothing"], ["not in this run's config (the paper config loads it from the hub)"]
-        rows.append([(name, ""), (used, ""), (why, "")])
+    rows = [_stand_in_row(run, paper_config, key, spec, trained, twins, by_key) for key, spec in paper.items()]
     out += [("p", ["The paper's checkpoints as the paper config pins them, and the stand-in this run used in their "
                    "place, if any. "
                    "A family's verdict uses trained models only; random-weight twins are never evidence."]),
@@ -260,3 +236,31 @@ def stand_ins(run, paper_config: str | None) -> list:
                           "(config/config.yaml), which loads the albert-*-v2 checkpoints from the hub, would "
                           "judge it."]))
     return out
+
+
+def _stand_in_row(run, paper_config: str, key: str, spec: dict, trained: dict, twins: dict, by_key: dict) -> list:
+    """One paper model's row of the stand-in table: its repo id and revision, what this run used, and why."""
+    msrc = f"{run.tables}/table_models.csv"
+    arch = spec.get("arch", "")
+    name = [json_value(paper_config, run.root, ["models", key, "repo_id"]), " @ ",
+            json_value(paper_config, run.root, ["models", key, "revision"], r"^(.{0,12})")]
+    if key in trained:
+        used = [csv_cell(msrc, run.root, {"model": by_key[key]}, "model"), " (",
+                csv_cell(msrc, run.root, {"model": by_key[key]}, "weights"), ")"]
+        why = ["the checkpoint itself ran"]
+    elif same := [k for k, v in trained.items() if v.get("arch") == arch]:
+        used = [x for i, k in enumerate(same) for x in ["; "] * (i > 0) + [
+            csv_cell(msrc, run.root, {"model": by_key[k]}, "model"), " (",
+            csv_cell(msrc, run.root, {"model": by_key[k]}, "weights"), ")"]]
+        why = [f"trained stand-in of the same architecture ({FAMILY.get(arch, arch)}): evidence about the "
+               "family at another size, not about this checkpoint, which this run's config does not load"]
+    elif twin := [k for k, v in twins.items() if v.get("twin_of") == key]:
+        used = [csv_cell(msrc, run.root, {"model": by_key[twin[0]]}, "model"), " (random weights)"]
+        why = ["no trained model of this family in this run: the twin runs the code path, never evidence"]
+    elif twin := [k for k, v in twins.items() if v.get("arch") == arch]:
+        used = ["nothing; ", csv_cell(msrc, run.root, {"model": by_key[twin[0]]}, "model"),
+                " covers the architecture (random weights)"]
+        why = ["not in this run's config; no trained model of this family ran"]
+    else:
+        used, why = ["nothing"], ["not in this run's config (the paper config loads it from the hub)"]
+    return [(name, ""), (used, ""), (why, "")]
