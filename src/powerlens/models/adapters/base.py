@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 from powerlens.core.errors import PowerlensError
 
 if TYPE_CHECKING:  # torch is imported where it is used: the DAG-time helpers (size terms) need none of it
+    from collections.abc import Callable
+
+    import numpy as np
     import torch
     from torch import nn
 
@@ -35,6 +38,15 @@ def _linear(lin: "nn.Linear", d_out: int, d_in: int | None = None) -> tuple["tor
     assert tuple(W.shape) == want, f"expected {want}, got {tuple(W.shape)}"
     b, has = _bias(lin, d_out, W)
     return W, b, has
+
+
+def _direct_square(read, name_V: str, name_O: str, d: int):
+    """(W_V, W_O) read by :meth:`Adapter.direct_value_output` of an ``nn.Linear`` pair stored (out, in) = (d, d)
+    (one head block per d_head rows of W_V, H d_head = d); None when either is missing or of another shape."""
+    W_V, W_O = read(name_V), read(name_O)
+    if W_V is None or W_O is None or W_V.shape != (d, d) or W_O.shape != (d, d):
+        return None
+    return W_V, W_O
 
 
 def _layer(*args, **kw) -> "LayerWeights":
@@ -163,15 +175,21 @@ class Adapter:
         raise NotImplementedError
 
     #: The config.json keys :meth:`layer_map`, :meth:`n_heads` and :meth:`d_model` read, for reading W_V and W_O
-    #: straight from a checkpoint (:mod:`powerlens.models.direct`); empty: this adapter reads them from a built
-    #: model only.
+    #: straight from a checkpoint (:mod:`powerlens.models.direct`); a config.json without one of them: the model
+    #: is built instead.
     direct_config_keys: tuple[str, ...] = ()
 
-    def value_output_names(self, key: tuple[int, ...]) -> tuple[str, str]:
-        """The safetensors names of W_V and W_O of unique layer ``key`` beneath the base model (a checkpoint
-        with a head prefixes them, e.g. ``bert.``), both stored (out, in) as the model's ``nn.Linear``: what
-        :meth:`extract_unique` reads from the built model, for :mod:`powerlens.models.direct`."""
-        raise NotImplementedError
+    def direct_value_output(self, key: tuple[int, ...], read: "Callable[[str], np.ndarray | None]",
+                            cfg) -> "tuple[np.ndarray, np.ndarray] | None":
+        """W_V (H d_head, d), each key-value group repeated for its query heads as
+        :meth:`~powerlens.models.weights.LayerWeights.v_per_head`, and W_O (d, H d_head) of unique layer ``key``,
+        float64 numpy, in the convention of :meth:`extract_unique` (y = W x), read from a checkpoint without
+        building the model (:mod:`powerlens.models.direct`): ``read(name)`` is the float64 tensor stored under
+        ``name`` beneath the base model (a checkpoint with a head prefixes it, e.g. ``bert.``), None when it is
+        missing, ambiguous or of a dtype numpy has not; ``cfg`` is config.json as attributes. None: the weights
+        cannot be read this way (a tensor missing, a shape the configuration does not give), the model is built
+        instead (whose loader names the problem)."""
+        return None
 
     #: The leading eigenvalue's type the paper reports per size of this family (C5 (c)); empty: none.
     paper_leading_types: dict[str, str] = {}

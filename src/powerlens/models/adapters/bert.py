@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from powerlens.models.adapters.base import Adapter, _encoder_layer_params, _layer, _linear, _t
+from powerlens.models.adapters.base import Adapter, _direct_square, _encoder_layer_params, _layer, _linear, _t
 from powerlens.models.hooks import Site
 
 
@@ -29,9 +29,10 @@ class BertAdapter(Adapter):
 
     direct_config_keys = ("num_hidden_layers", "num_attention_heads", "hidden_size")
 
-    def value_output_names(self, key):
+    def direct_value_output(self, key, read, cfg):
         t = key[0]
-        return f"encoder.layer.{t}.attention.self.value.weight", f"encoder.layer.{t}.attention.output.dense.weight"
+        return _direct_square(read, f"encoder.layer.{t}.attention.self.value.weight",
+                              f"encoder.layer.{t}.attention.output.dense.weight", self.d_model(cfg))
 
     def _att(self, model, t):
         return self.base(model).encoder.layer[t].attention

@@ -35,6 +35,13 @@ class Gemma3Adapter(LlamaAdapter):
             raise PowerlensError("Gemma 3 checkpoint with bidirectional attention: not supported",
                                  "use a causal Gemma 3 language model")
 
+    def direct_value_output(self, key, read, cfg):
+        """As Llama's; None for a configuration :meth:`check` refuses (the built model's loading says why)."""
+        if getattr(cfg, "attn_logit_softcapping", None) is not None or getattr(cfg, "use_bidirectional_attention",
+                                                                               False):
+            return None
+        return super().direct_value_output(key, read, cfg)
+
     @staticmethod
     def _one_plus(norm) -> "torch.Tensor":
         return (1.0 + norm.weight.detach().float()).clone()  # as Gemma3RMSNorm forms it, in float32

@@ -29,6 +29,15 @@ class GPT2Adapter(_DecoderAdapter):
     def layer_map(self, cfg):
         return [(t,) for t in range(cfg.n_layer)]
 
+    direct_config_keys = ("n_layer", "n_head", "n_embd")
+
+    def direct_value_output(self, key, read, cfg):
+        t, d = key[0], self.d_model(cfg)
+        Wqkv, Wo = read(f"h.{t}.attn.c_attn.weight"), read(f"h.{t}.attn.c_proj.weight")  # Conv1D: (in, out)
+        if Wqkv is None or Wo is None or Wqkv.shape != (d, 3 * d) or Wo.shape != (d, d):
+            return None
+        return Wqkv[:, 2 * d:3 * d].T.copy(), Wo.T.copy()  # Q|K|V fused along the output columns; (out, in)
+
     def extract_unique(self, model, key):
         t = key[0]
         cfg = model.config

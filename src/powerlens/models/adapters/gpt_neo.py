@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from powerlens.models.adapters.base import _DecoderAdapter, _layer, _linear, _t
+from powerlens.models.adapters.base import _DecoderAdapter, _direct_square, _layer, _linear, _t
 
 
 class GPTNeoAdapter(_DecoderAdapter):
@@ -27,8 +27,10 @@ class GPTNeoAdapter(_DecoderAdapter):
 
     direct_config_keys = ("num_layers", "num_heads", "hidden_size")
 
-    def value_output_names(self, key):
-        return f"h.{key[0]}.attn.attention.v_proj.weight", f"h.{key[0]}.attn.attention.out_proj.weight"
+    def direct_value_output(self, key, read, cfg):
+        t = key[0]
+        return _direct_square(read, f"h.{t}.attn.attention.v_proj.weight", f"h.{t}.attn.attention.out_proj.weight",
+                              self.d_model(cfg))
 
     def value_params(self, model, key):
         v = self.base(model).h[key[0]].attn.attention.v_proj

@@ -29,6 +29,27 @@ class LlamaAdapter(Adapter):
     def _window(self, att, cfg, t):
         return getattr(att, "sliding_window", None)
 
+    direct_config_keys = ("num_hidden_layers", "num_attention_heads", "hidden_size")
+
+    def direct_value_output(self, key, read, cfg):
+        """As :meth:`extract_unique` reads them, d_head and H_kv from the tensors' shapes (W_O (d, H d_head), W_V
+        (H_kv d_head, d)), checked against config.json's ``head_dim`` and ``num_key_value_heads`` where it has
+        them; W_V's key-value blocks repeated for their query heads (head h reads group h // (H / H_kv))."""
+        import numpy as np
+
+        t = key[0]
+        W_V, W_O = read(f"layers.{t}.self_attn.v_proj.weight"), read(f"layers.{t}.self_attn.o_proj.weight")
+        d, H = self.d_model(cfg), self.n_heads(cfg)
+        if W_V is None or W_O is None or W_V.ndim != 2 or W_O.ndim != 2 or W_O.shape[0] != d:
+            return None
+        dh, Hkv = W_O.shape[1] // H, 0
+        if dh >= 1 and W_O.shape[1] == H * dh:
+            Hkv = W_V.shape[0] // dh
+        if (Hkv < 1 or H % Hkv or W_V.shape != (Hkv * dh, d) or getattr(cfg, "head_dim", None) not in (None, dh)
+                or getattr(cfg, "num_key_value_heads", None) not in (None, Hkv)):
+            return None
+        return np.repeat(W_V.reshape(Hkv, dh, d), H // Hkv, axis=0).reshape(H * dh, d), W_O  # (H dh, d), (d, H dh)
+
     def extract_unique(self, model, key):
         import torch
 
