@@ -80,7 +80,7 @@ def inspect_model(a) -> None:
     import numpy as np
     import pandas as pd
 
-    from powerlens.analysis.spectra import inspect_spectra
+    from powerlens.analysis.leading import inspect_spectra
     from powerlens.api import layer_matrices_of, weights_label_of
     from powerlens.core.fmt import is_random_label, weights_text
 

@@ -1,4 +1,4 @@
-"""Issue #54: `powerlens inspect` solves only what its table shows (analysis.spectra.leading_summary: ARPACK's few
+"""Issue #54: `powerlens inspect` solves only what its table shows (analysis.leading.leading_summary: ARPACK's few
 largest-modulus eigenpairs, with the full eig wherever that answer is not trusted), and its numbers are the
 full eigendecomposition's (model_spectra + spectra_table, the spectra step's), which stays as it was."""
 
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from powerlens.analysis import spectra
-from powerlens.analysis.spectra import LayerMatrices, inspect_spectra, leading_summary, model_spectra, spectra_table
+from powerlens.analysis.leading import inspect_spectra, leading_summary
+from powerlens.analysis.spectra import LayerMatrices, model_spectra, spectra_table
 
 FIELDS = ["lambda1_re", "lambda1_im", "abs_lambda1", "ratio_next"]
 
