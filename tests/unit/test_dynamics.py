@@ -186,6 +186,9 @@ class Pair(States):
     def state(self, name, t):
         return self._io[name]
 
+    def key(self, name, t):  # every depth reads the same two states (no chain x(t + 1) = next input)
+        return ("x1" if name == "xL" else name, t)
+
 
 def correlated_states(n, d, seed, cos=0.5, drift=0.3):
     """Tokens with mean pairwise cosine about ``cos`` (a shared component), moved between 'layers' by a common

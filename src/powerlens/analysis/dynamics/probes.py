@@ -51,6 +51,11 @@ class States:
         both = ("layer", "layer_M", "layer_Ft", "first")
         return both + ("attn", "ffn") if self.mid is not None else both
 
+    def key(self, name: str, t: int) -> tuple[str, int]:
+        """The state a probe's ``name`` at depth t reads, as one key (a projection cache's): depth t's output
+        x(t + 1) is depth t + 1's input and, at the last depth, x(L), so one projection serves all three."""
+        return {"x": ("x", t), "x1": ("x", t + 1), "xL": ("x", self.depths), "mid": ("mid", t)}[name]
+
     def state(self, name: str, t: int) -> torch.Tensor:
         s = {"x": self.x[t], "x1": self.x[t + 1], "xL": self.x[-1],
              "mid": None if self.mid is None else self.mid[t]}[name]
@@ -66,33 +71,55 @@ def subset_weights(prompt: np.ndarray, subsets: list[str]) -> torch.Tensor:
     return torch.as_tensor(np.stack(rows), dtype=torch.float64)
 
 
+def subset_counts(W: torch.Tensor, flags: torch.Tensor) -> torch.Tensor:
+    """``W @ flags.double()`` for W's 0/1 token-subset rows (:func:`subset_weights`) and boolean flags (n, K):
+    per subset and column the number of flagged tokens, as float64. Counted in float32, which is exact here
+    (every partial sum is an integer below 2^24), so equal to the float64 product bit for bit at half the
+    memory traffic."""
+    if W.shape[1] >= 2 ** 24:
+        return W @ flags.double()
+    return (W.float() @ flags.float()).double()
+
+
 def probe_sums(states: States, t: int, probes: tuple[str, ...], blocks: dict[str, list[tuple[torch.Tensor, int]]],
-               W: torch.Tensor) -> dict[tuple[str, str], np.ndarray]:
+               W: torch.Tensor, shared: dict | None = None) -> dict[tuple[str, str], np.ndarray]:
     """Per probe and quantity, the sums (k subsets, K directions) of the direction blocks at depth t.
 
     ``blocks`` maps a probe to its direction blocks [(U (d, K_b r_b), r_b), ...] (concatenated in order); probes
-    with the same blocks share their alignments (each state projected once)."""
-    cache: dict[tuple[str, int], torch.Tensor] = {}
+    with the same blocks share their alignments (each state projected once). ``shared``: a cache the caller
+    keeps across depths for the same blocks (keyed by :meth:`States.key` and the blocks' ``id``), so a state that
+    is one depth's output and the next depth's input is projected once."""
+    cache: dict = {} if shared is None else shared
     out: dict[tuple[str, str], np.ndarray] = {}
 
     def aligned(state: str, key: int) -> torch.Tensor:
-        if (state, key) not in cache:
+        k = (states.key(state, t), key)
+        if k not in cache:
             X = states.state(state, t)
-            cache[(state, key)] = torch.cat([subspace_alignments(X, U, r) for U, r in blocks_by_id[key]], dim=1)
-        return cache[(state, key)]
+            parts = [subspace_alignments(X, U, r) for U, r in blocks_by_id[key]]
+            cache[k] = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+        return cache[k]
+
+    def summed(after: str, before: str | None, key: int) -> dict[str, np.ndarray]:
+        """The four sums of one (before, after) pair of states on one block: probes that read the same pair
+        (``layer``, ``layer_M``, ``layer_Ft`` on the null's shared draws) share them."""
+        k = (states.key(after, t), "sums", None if before is None else states.key(before, t), key)
+        if k not in cache:
+            a1 = aligned(after, key)  # (n, K)
+            got = {"out": (W @ a1).numpy()}
+            if before is not None:
+                a0 = aligned(before, key)
+                got["tilt"] = (W @ (a1 - a0)).numpy()
+                got["inc"] = subset_counts(W, a1 > a0).numpy()
+                got["dec"] = subset_counts(W, a1 < a0).numpy()
+            cache[k] = got
+        return cache[k]
 
     blocks_by_id = {id(b): b for b in blocks.values()}
     for p in probes:
         before, after = PROBES[p]
-        key = id(blocks[p])
-        a1 = aligned(after, key)  # (n, K)
-        out[(p, "out")] = (W @ a1).numpy()
-        if before is None:
-            continue
-        a0 = aligned(before, key)
-        out[(p, "tilt")] = (W @ (a1 - a0)).numpy()
-        out[(p, "inc")] = (W @ (a1 > a0).double()).numpy()
-        out[(p, "dec")] = (W @ (a1 < a0).double()).numpy()
+        for q, v in summed(after, before, id(blocks[p])).items():
+            out[(p, q)] = v
     return out
 
 
@@ -146,8 +173,14 @@ def null_sums(states: States, need: dict[int, dict[str, tuple[int, int]]], dims:
                 a, b = max(lo, a0), min(hi, b0)
                 if a < b:
                     groups.setdefault((t, a, b), []).append(p)
-            for (t, a, b), probes in groups.items():
-                blk = [(U[:, (a - lo) * r:(b - lo) * r], r)]
-                for k, v in probe_sums(states, t, tuple(probes), {p: blk for p in probes}, W).items():
+            blks: dict[tuple[int, int], list] = {}
+            shared: dict[tuple[int, int], dict] = {}
+            for (t, a, b), probes in sorted(groups.items()):  # depth order: x(t + 1) is reused at t + 1
+                blk = blks.setdefault((a, b), [(U[:, (a - lo) * r:(b - lo) * r], r)])
+                cache = shared.setdefault((a, b), {})
+                for k in [k for k in cache if k[0][1] < t]:  # states of earlier depths are not read again
+                    del cache[k]
+                got = probe_sums(states, t, tuple(probes), {p: blk for p in probes}, W, shared=cache)
+                for k, v in got.items():
                     parts[t].setdefault(k, []).append(v)
     return {t: {k: np.concatenate(v, axis=1) for k, v in ps.items()} for t, ps in parts.items()}

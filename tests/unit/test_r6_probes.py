@@ -1,0 +1,72 @@
+"""Issue #54: the Monte Carlo null projects each state once per chunk of draws (a depth's output is the next depth's
+input), probes reading the same pair of states share their sums, and counts are exact: the sums equal, bit for
+bit, those of projecting every state at every depth afresh."""
+
+import numpy as np
+import torch
+
+from powerlens.analysis.dynamics.probes import States, Stream, null_sums, probe_sums, subset_counts, subset_weights
+from powerlens.analysis.nulls import counting_projections
+
+
+def _states(S=4, n=90, d=16, seed=0, mid=False):
+    rng = np.random.default_rng(seed)
+    x = [torch.as_tensor(rng.standard_normal((n, d))) for _ in range(S + 1)]
+    m = [torch.as_tensor(rng.standard_normal((n, d))) for _ in range(S)] if mid else None
+    return States(x=x, mid=m, prompt=np.arange(n) // 3)
+
+
+class Fresh(States):
+    """The same states with no shared key: every depth projects its states afresh (the old way)."""
+
+    def key(self, name, t):
+        return (f"{name}@{t}", t)
+
+
+def _run(states, W, S, probes, R=700):
+    need = {t: {p: (0, R) for p in probes if p != "first" or t == S - 1} for t in range(S)}
+    dims = {t: {p: 1 for p in need[t]} for t in range(S)}
+    streams = {}
+    with counting_projections() as count:
+        got = null_sums(states, need, dims, lambda r: streams.setdefault(r, Stream(16, r, 5)), W)
+    return got, count.calls
+
+
+def test_subset_counts_equal_the_float64_product_bit_for_bit():
+    rng = np.random.default_rng(1)
+    W = subset_weights(rng.integers(0, 30, 500), ["all", "third0", "third1", "third2"])
+    flags = torch.as_tensor(rng.random((500, 300)) > rng.random((500, 300)))
+    assert torch.equal(subset_counts(W, flags), W @ flags.double())
+
+
+def test_each_state_is_projected_once_and_the_sums_do_not_change():
+    S = 4
+    for mid, probes in ((False, ("layer", "layer_M", "layer_Ft", "first")),
+                        (True, ("layer", "layer_M", "layer_Ft", "attn", "ffn", "first"))):
+        st = _states(S=S, mid=mid)
+        W = subset_weights(st.prompt, ["all", "third0", "third1", "third2"])
+        got, calls = _run(st, W, S, probes)
+        ref, ref_calls = _run(Fresh(x=st.x, mid=st.mid, prompt=st.prompt), W, S, probes)
+        # one chunk of draws: x(0..S) once each (+ mid(t) per depth), against two or three per depth afresh
+        assert calls == S + 1 + (S if mid else 0)
+        assert ref_calls == S * (3 if mid else 2) + 1  # + x(L) for "first": its own key afresh
+        assert got.keys() == ref.keys()
+        for t in got:
+            assert got[t].keys() == ref[t].keys()
+            for k in got[t]:
+                assert np.array_equal(got[t][k], ref[t][k]), (t, k)
+
+
+def test_the_default_key_is_the_chain_and_probes_of_one_pair_share_their_sums():
+    """The default key says x(t + 1) is depth t's output, depth t + 1's input and, at the last depth, x(L) (a
+    States whose depths do not chain overrides it, as the unit tests' Pair does); two probes of the same pair
+    of states on the same block get the same sums."""
+    st = _states(S=2)
+    assert st.key("x1", 0) == st.key("x", 1) and st.key("x1", 1) == st.key("xL", 0) == ("x", 2)
+    assert st.key("mid", 1) != st.key("x", 1)
+    W = subset_weights(st.prompt, ["all"])
+    blk = [(torch.as_tensor(np.eye(16)[:, :3]), 1)]
+    one = probe_sums(st, 1, ("layer",), {"layer": blk}, W)
+    again = probe_sums(st, 1, ("layer", "layer_M"), {"layer": blk, "layer_M": blk}, W)
+    for q in ("out", "tilt", "inc", "dec"):
+        assert np.array_equal(one[("layer", q)], again[("layer_M", q)])
