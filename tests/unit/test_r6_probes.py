@@ -70,3 +70,33 @@ def test_the_default_key_is_the_chain_and_probes_of_one_pair_share_their_sums():
     again = probe_sums(st, 1, ("layer", "layer_M"), {"layer": blk, "layer_M": blk}, W)
     for q in ("out", "tilt", "inc", "dec"):
         assert np.array_equal(one[("layer", q)], again[("layer_M", q)])
+
+
+def test_a_safetensors_header_is_written_in_one_order(tmp_path):
+    """safetensors writes its metadata map in a per-process random order (two extractions of SmolLM2 differed by
+    the order of "format" and "powerlens"): canonical_safetensors_header makes both orders the same bytes, and
+    the file still loads with the same tensors and metadata."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from powerlens.core.io import canonical_safetensors_header
+
+    t = {"a": torch.arange(6, dtype=torch.float64).reshape(2, 3), "b": torch.ones(4)}
+    meta = {"powerlens": json.dumps({"model": "m \"x\" é"}), "format": "pt"}
+    files = []
+    for order in (list(meta), list(meta)[::-1]):
+        p = tmp_path / f"{order[0]}.safetensors"
+        save_file(t, str(p), metadata=meta)
+        raw = p.read_bytes()
+        n = int.from_bytes(raw[:8], "little")
+        head = json.loads(raw[8:8 + n])
+        head["__metadata__"] = {k: head["__metadata__"][k] for k in order}  # force this order
+        text = json.dumps(head, separators=(",", ":"), ensure_ascii=False).encode()
+        p.write_bytes(raw[:8] + text + b" " * (n - len(text)) + raw[8 + n:])
+        canonical_safetensors_header(p)
+        files.append(p.read_bytes())
+        with safe_open(str(p), "pt") as f:
+            assert f.metadata() == meta and torch.equal(f.get_tensor("a"), t["a"])
+    assert files[0] == files[1]

@@ -235,6 +235,30 @@ def reading_generated(path: str | os.PathLike, rule: str) -> Iterator[None]:
             "file; deleting it also makes the pipeline write it again)") from None
 
 
+def canonical_safetensors_header(path: str | os.PathLike) -> bool:
+    """Sort a safetensors file's ``__metadata__`` keys in its header, in place (the header keeps its length).
+    safetensors (Rust) writes that map in its HashMap's order, seeded per process, so two runs of the same
+    extraction wrote the same tensors and metadata in files whose bytes (and SHA-256) differed by the order of
+    two keys. Returns whether the header was rewritten; a header this function would not reproduce byte for byte
+    when nothing moves is left as it is."""
+    with open(path, "r+b") as f:
+        n = int.from_bytes(f.read(8), "little")
+        raw = f.read(n)
+        text = raw.decode("utf-8").rstrip(" ")
+        head = json.loads(text)
+        compact = dict(separators=(",", ":"), ensure_ascii=False)
+        if json.dumps(head, **compact) != text or not isinstance(head.get("__metadata__"), dict):
+            return False
+        head["__metadata__"] = dict(sorted(head["__metadata__"].items()))
+        new = json.dumps(head, **compact).encode("utf-8")
+        if new == text.encode("utf-8"):
+            return False
+        assert len(new) <= n, (len(new), n)  # the same keys and values: the same length
+        f.seek(8)
+        f.write(new + b" " * (n - len(new)))
+    return True
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

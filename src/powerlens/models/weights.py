@@ -32,7 +32,14 @@ from typing import Any
 
 import torch
 
-from powerlens.core.io import atomic_path, read_json, reading_generated, sha256_file, write_json
+from powerlens.core.io import (
+    atomic_path,
+    canonical_safetensors_header,
+    read_json,
+    reading_generated,
+    sha256_file,
+    write_json,
+)
 
 MATRICES = ("W_Q", "W_K", "W_V", "W_O")
 VECTORS = ("b_Q", "b_K", "b_V", "b_O", "ln_w", "ln_b")
@@ -161,6 +168,7 @@ class ModelWeights:
             "arch", "model", "random_weights", "weights_label")}, sort_keys=True)}
         with atomic_path(st_path) as tmp:
             save_file(tensors, str(tmp), metadata=st_meta)
+            canonical_safetensors_header(tmp)  # the same bytes in every run (safetensors orders metadata at random)
         meta["tensors_sha256"] = sha256_file(st_path)
         write_json(json_path, meta)
 
