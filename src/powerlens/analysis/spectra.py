@@ -365,5 +365,3 @@ def _padded(name: str, blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
         out[i, :, :b.shape[1]] = b
     return {name: out, name + "_n": np.array([b.shape[1] for b in blocks])}
 
-
-# ---- powerlens inspect: the leading eigenpair only (issue #54) --------------------------------------------------
