@@ -105,7 +105,7 @@ class _Target:
     saturation: float
     post_ref: list | None
     base: dict  # the unsteered pass's measures
-    ref: list  # its log-probabilities (the steered passes' KL)
+    ref: list  # its log-probabilities, a measure.Reference per batch (the steered passes' KL)
     ref_kl: list | None  # the unsteered log-probabilities on the unrelated prompts
     direction: np.ndarray  # the baseline's direction: u, or p * u (normalised) where a norm follows W_O
 

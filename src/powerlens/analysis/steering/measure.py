@@ -71,24 +71,24 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
         stack.enter_context(_pass_hooks(captured, layer_module, site, post, add=add, capture=capture, z=z))
         stack.enter_context(no_kv_cache(model))  # replayable inputs (and one pass per batch needs no cache)
         for i, b in enumerate(batches):
-            if replay is not None:
+            stat = b.stat_mask
+            if replay is not None:  # the head at the counted positions only (the same rows)
                 args, kwargs = replay[i]
-                last, logits = adapter.tail(model, _first(layer_module(*args, **kwargs)), head)
+                last, logits = adapter.tail(model, _first(layer_module(*args, **kwargs)), head, rows=stat)
             else:
                 out = model(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True)
-                last, logits = out.hidden_states[-1], (out.logits if head else None)
+                last, logits = out.hidden_states[-1], (out.logits[stat] if head else None)
                 if capture is not None:
                     capture.append(captured.pop("inputs"))
-            stat = b.stat_mask
             _add_alignments(acc, captured, last, stat, ut, zt, ptu)
             if post is not None and post_ref is not None:
                 _post_change(acc, captured["post"], post_ref, i, stat, fill_post)
             if ptu is not None:
                 _add_along_pu(acc, captured, stat, ut, ptu, post is not None, ceiling)
             if head:
-                logp = _add_lm_metrics(acc, logits[stat], tid, None if ref_probs is None else ref_probs[i])
+                logp = _add_lm_metrics(acc, logits, tid, None if ref_probs is None else ref_probs[i])
                 if ref_probs is None:
-                    probs_out.append(logp)
+                    probs_out.append(Reference(logp))
     has = {"p_target": head and tid is not None, "kl": head and ref_probs is not None,
            "post_change": post is not None and not fill_post, "cos_pu_layer": pu is not None,
            "post_along_pu": post is not None and pu is not None, "cos_ceiling": ceiling is not None and pu is not None}
@@ -180,14 +180,30 @@ def _ceiling(y: torch.Tensor, u: torch.Tensor, w: torch.Tensor, S: float, grid: 
     return float((num / den).max(dim=1).values.sum())
 
 
-def _add_lm_metrics(acc: dict, logits, tid: int | None, ref):
+class Reference:
+    """The unsteered pass's log-probabilities of one batch at its counted tokens, ``logp`` (n, V), and their
+    exponential ``p``, made on first use and kept: every steered pass's KL reads both."""
+
+    def __init__(self, logp: torch.Tensor):
+        self.logp = logp
+        self._p = None
+
+    @property
+    def p(self) -> torch.Tensor:
+        if self._p is None:
+            self._p = self.logp.exp()  # (n, V)
+        return self._p
+
+
+def _add_lm_metrics(acc: dict, logits, tid: int | None, ref: Reference | None):
     """One batch's LM sums over counted tokens (``logits`` (n, V)): p(target) and KL(ref || steered) when a
     reference is given. Returns the log-probabilities (the unsteered pass keeps them as the reference)."""
     logp = torch.log_softmax(logits.float(), dim=-1)  # (n, V)
     if tid is not None:
         acc["p_target"] += float(logp[:, tid].exp().sum())
     if ref is not None:
-        acc["kl"] += float((ref.exp() * (ref - logp)).sum(dtype=torch.float64))
+        gap = ref.logp - logp  # (n, V)
+        acc["kl"] += float(gap.mul_(ref.p).sum(dtype=torch.float64))  # sum of p_ref (logp_ref - logp)
     return logp
 
 

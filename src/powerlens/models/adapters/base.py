@@ -159,14 +159,19 @@ class Adapter:
         logits (B, T, V)."""
         raise NotImplementedError
 
-    def tail(self, model, y: "torch.Tensor", head: bool) -> tuple["torch.Tensor", "torch.Tensor | None"]:
+    def tail(self, model, y: "torch.Tensor", head: bool, rows: "torch.Tensor | None" = None
+             ) -> tuple["torch.Tensor", "torch.Tensor | None"]:
         """What the model computes after its last layer, from that layer's output y (B, T, d): the last
         hidden state as ``output_hidden_states`` reports it, and the head's logits (None if ``head`` is
-        False). With :meth:`layer_modules`, it lets a caller re-run the last layer alone on captured
-        inputs (steering) and get what a full forward pass gives."""
+        False): (B, T, V), or (n, V) at the n positions of the boolean mask ``rows`` (B, T) alone, the rows
+        the full logits would give there (the head acts on each position by itself). With
+        :meth:`layer_modules`, it lets a caller re-run the last layer alone on captured inputs (steering) and get
+        what a full forward pass gives."""
         norm = self.final_norm(model)
-        h = y if norm is None else norm(y)
-        return h, (self.head_logits(model, h) if head else None)
+        h = y if norm is None else norm(y)  # (B, T, d)
+        if not head:
+            return h, None
+        return h, self.head_logits(model, h if rows is None else h[rows])  # (B, T, V) or (n, V)
 
     def size_terms(self, k: dict[str, Any]) -> dict[str, int]:
         """From a config's keyword arguments alone (no weights): ``params`` (base model, no LM head),

