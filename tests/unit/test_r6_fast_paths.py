@@ -90,3 +90,33 @@ def test_one_reader_parses_a_gguf_once_and_hands_out_copies_of_its_header(tmp_pa
     assert gguf.GGUFReader is Counting and loader.load_gguf_checkpoint is before  # both restored
     gguf.GGUFReader(str(path))
     assert len(parses) == 2  # outside the block every call parses again
+
+
+def _python(code: str, **env) -> str:
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    return subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_the_dynamics_step_asks_for_huge_pages_before_torch_is_imported():
+    """torch reads THP_MEM_ALLOC_ENABLE once, at its first allocation: the dynamics step must set it before
+    anything imports torch, and a user's own setting stands."""
+    code = ("import os, sys\n"
+            "import powerlens.cli, powerlens.pipeline.steps.dynamics\n"
+            "print('torch' in sys.modules)\n"
+            "from powerlens.core.runtime import set_threads\n"
+            "set_threads(1, huge_pages={hp})\n"
+            "print(os.environ.get('THP_MEM_ALLOC_ENABLE'), 'torch' in sys.modules)\n")
+    assert _python(code.format(hp=True)).split() == ["False", "1", "True"]
+    assert _python(code.format(hp=False)).split() == ["False", "None", "True"]  # other steps: untouched
+    assert _python(code.format(hp=True), THP_MEM_ALLOC_ENABLE="0").split() == ["False", "0", "True"]
+    import inspect
+
+    from powerlens.pipeline.steps import dynamics
+
+    src = inspect.getsource(dynamics.dynamics)
+    assert src.index("set_threads(threads, huge_pages=True)") < src.index("import torch")

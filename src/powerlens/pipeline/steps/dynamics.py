@@ -58,6 +58,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     """Token dynamics of one model in one mode (:func:`powerlens.analysis.dynamics.analyse`): per-token
     alignments (.npz), per-layer statistics (.csv), the robustness variants' tests (trained models; a header
     only for random weights, which are never evidence), what was run (.json)."""
+    # first, before torch is imported: huge pages for the arrays made and freed per chunk of the null's draws
+    threads = set_threads(threads, huge_pages=True)
     import torch
 
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
@@ -65,7 +67,6 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
 
     if mode not in ("model", "attention-only"):
         raise PowerlensError(f"unknown dynamics mode {mode!r}", "use `model` or `attention-only`")
-    threads = set_threads(threads)
     device = resolve_device(device)
     torch.manual_seed(seed)
     prompts = read_prompts(prompts_path)
