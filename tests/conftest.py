@@ -10,6 +10,25 @@ from powerlens.models.archs import TINY_MODELS
 REPO = Path(__file__).resolve().parents[1]
 
 
+def write_gguf(path, width: int, blocks: int = 1, n_tokens: int = 8):
+    """A minimal llama GGUF file: header (width, block count, n_tokens tokens) and two zero tensors,
+    token_embd.weight (8 rows of width 16) and blk.0.attn_v.weight; the header may contradict them."""
+    import gguf
+    import numpy as np
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_embedding_length(width)
+    w.add_block_count(blocks)
+    w.add_token_list([f"t{i}" for i in range(n_tokens)])
+    w.add_tensor("token_embd.weight", np.zeros((8, 16), dtype=np.float32))  # 8 rows of width 16
+    w.add_tensor("blk.0.attn_v.weight", np.zeros((16, 16), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
 def build_tiny(name: str, dtype=torch.float32, seed: int = 0):
     """A tiny model of one architecture, random weights, eager attention."""
     torch.manual_seed(seed)

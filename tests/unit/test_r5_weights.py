@@ -6,7 +6,6 @@ mismatch is shown, not referred to "the above report"."""
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
 import transformers
@@ -19,6 +18,8 @@ from powerlens.models.sources.files import from_pretrained_checked
 from powerlens.pipeline.config import add_matched_controls, check_models
 from powerlens.pipeline.steps.extract import extract
 from powerlens.pipeline.steps.fetch_model import fetch_model
+
+from ..conftest import write_gguf
 
 
 @pytest.fixture(scope="module")
@@ -173,22 +174,6 @@ def test_untied_model_without_lm_head_is_refused_at_fetch(tmp_path):
 
 
 # ------------------------------------------------------------------ 6. a GGUF whose header lies
-def _gguf(path, width: int, blocks: int = 1, n_tokens: int = 8):
-    import gguf
-
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_embedding_length(width)
-    w.add_block_count(blocks)
-    w.add_token_list([f"t{i}" for i in range(n_tokens)])
-    w.add_tensor("token_embd.weight", np.zeros((8, 16), dtype=np.float32))  # 8 rows of width 16
-    w.add_tensor("blk.0.attn_v.weight", np.zeros((16, 16), dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
-
-
 @pytest.mark.parametrize("kw,said", [({"width": 64}, "llama.embedding_length 64 but tensor token_embd.weight"),
                                      ({"width": 16, "blocks": 3}, "llama.block_count 3 but its tensors hold 1"),
                                      ({"width": 16, "n_tokens": 12}, "12 tokens but token_embd.weight has 8 rows")])
@@ -196,10 +181,10 @@ def test_gguf_header_contradicting_its_tensors_is_named_as_the_files_fault(tmp_p
     from powerlens.models.sources.gguf import describe
 
     with pytest.raises(PowerlensError) as e:
-        describe(_gguf(tmp_path / "m.gguf", **kw), "g", given_path=True)
+        describe(write_gguf(tmp_path / "m.gguf", **kw), "g", given_path=True)
     assert said in e.value.problem and "inconsistent" in e.value.problem
     assert "accelerate" not in e.value.fix and "another GGUF file" in e.value.fix
-    assert describe(_gguf(tmp_path / "ok.gguf", 16), "g")["n_tensors"] == 2  # a consistent header passes
+    assert describe(write_gguf(tmp_path / "ok.gguf", 16), "g")["n_tensors"] == 2  # a consistent header passes
 
 
 def test_the_fetch_step_command_refuses_with_exit_2_and_no_traceback(twin_dir, tmp_path):

@@ -1,7 +1,6 @@
 """The faster paths of issue 54 give the numbers of the paths they replaced, bit for bit: the LM head at the
 counted positions only, the unsteered reference's probabilities made once, one parse of a GGUF header."""
 
-import numpy as np
 import pytest
 import torch
 import transformers
@@ -9,6 +8,8 @@ import transformers
 from powerlens.analysis.steering import measure
 from powerlens.models.adapters import get_adapter
 from powerlens.models.archs import TINY_MODELS
+
+from ..conftest import write_gguf
 
 
 @pytest.mark.parametrize("name", ["tiny-bert", "tiny-albert", "tiny-gpt2", "tiny-gpt-neo", "tiny-llama", "tiny-gemma3"])
@@ -45,28 +46,13 @@ def test_the_kept_reference_probabilities_give_the_kl_of_the_recomputed_ones():
     assert acc2 == acc and torch.equal(ref.logp, ref_logp)
 
 
-def _gguf(path):
-    import gguf
-
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_embedding_length(16)
-    w.add_block_count(1)
-    w.add_token_list([f"t{i}" for i in range(8)])
-    w.add_tensor("token_embd.weight", np.zeros((8, 16), dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
-
-
 def test_one_reader_parses_a_gguf_once_and_hands_out_copies_of_its_header(tmp_path, monkeypatch):
     import gguf
     from transformers import modeling_gguf_pytorch_utils as loader
 
     from powerlens.models.sources.gguf import one_reader
 
-    path = _gguf(tmp_path / "m.gguf")
+    path = write_gguf(tmp_path / "m.gguf", 16)
     link = tmp_path / "alone.gguf"
     link.symlink_to(path)
     parses = []
