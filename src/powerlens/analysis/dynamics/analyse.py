@@ -15,7 +15,7 @@ from powerlens.analysis.dynamics.decided import VARIANTS, decide_run
 from powerlens.analysis.dynamics.directions import LayerDirections, layer_directions
 from powerlens.analysis.dynamics.per_depth import layer_stats
 from powerlens.analysis.dynamics.runs import long_run_subset, null_sets, run_attention_only, run_model_mode
-from powerlens.analysis.nulls import counting_projections
+from powerlens.analysis.nulls import counting_projections, reusing_scratch
 from powerlens.core.corpus import Batch, prompt_batches
 from powerlens.core.errors import PowerlensError
 
@@ -89,7 +89,8 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
     o = options
     if o.mode not in MODES:
         raise PowerlensError(f"unknown dynamics mode {o.mode!r}", "use `model` or `attention-only`")
-    with counting_projections() as count:  # every Monte Carlo projection, for the speed table's bound
+    # every Monte Carlo projection counted for the speed table's bound; the null's scratch buffers kept per step
+    with counting_projections() as count, reusing_scratch():
         model = adapter.base(load_model())
         max_len = min(int(o.max_tokens), adapter.max_positions(model.config))
         bs, ids, special, truncated = prompt_batches(list(prompts), tokenizer, max_len, o.batch_size, o.batch_tokens)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from powerlens.analysis.decisions import CHUNK
-from powerlens.analysis.nulls import random_subspaces, subspace_alignments
+from powerlens.analysis.nulls import random_subspaces, scratch, subspace_alignments
 
 # probe -> (state before, state after); states: "x" (x(t)), "x1" (x(t+1)), "mid" (after attention), "xL" (x(L));
 # ``layer_M`` and ``layer_Ft``: the whole layer against the leads of M = I + F and of the folded F~
@@ -57,9 +57,15 @@ class States:
         return {"x": ("x", t), "x1": ("x", t + 1), "xL": ("x", self.depths), "mid": ("mid", t)}[name]
 
     def state(self, name: str, t: int) -> torch.Tensor:
+        """The state a probe's ``name`` reads at depth t, in float64. Inside
+        :func:`~powerlens.analysis.nulls.reusing_scratch` a float32 state is widened into a kept buffer (exact,
+        the same values): the result is valid until the next call."""
         s = {"x": self.x[t], "x1": self.x[t + 1], "xL": self.x[-1],
              "mid": None if self.mid is None else self.mid[t]}[name]
-        return s.to(torch.float64)
+        work = scratch()
+        if work is None or s.dtype == torch.float64:
+            return s.to(torch.float64)
+        return work.torch("state", tuple(s.shape)).copy_(s)
 
 
 def subset_weights(prompt: np.ndarray, subsets: list[str]) -> torch.Tensor:
@@ -75,10 +81,21 @@ def subset_counts(W: torch.Tensor, flags: torch.Tensor) -> torch.Tensor:
     """``W @ flags.double()`` for W's 0/1 token-subset rows (:func:`subset_weights`) and boolean flags (n, K):
     per subset and column the number of flagged tokens, as float64. Counted in float32, which is exact here
     (every partial sum is an integer below 2^24), so equal to the float64 product bit for bit at half the
-    memory traffic."""
+    memory traffic. ``flags`` may already be 0/1 float32 (:func:`_compared`)."""
     if W.shape[1] >= 2 ** 24:
         return W @ flags.double()
     return (W.float() @ flags.float()).double()
+
+
+def _compared(op, a1: torch.Tensor, a0: torch.Tensor) -> torch.Tensor:
+    """``op(a1, a0)`` (a comparison, bool), inside :func:`powerlens.analysis.nulls.reusing_scratch` as 0/1 float32
+    in kept buffers (no new (n, K) block per chunk). Compared into a bool buffer, then copied: a float32 ``out=``
+    makes torch allocate a temporary of the inputs' dtype (measured 38 ms a (2540, 4000) call, against 10 ms)."""
+    work = scratch()
+    if work is None:
+        return op(a1, a0)
+    flags = op(a1, a0, out=work.torch("flags", a1.shape, torch.bool))
+    return work.torch("flags", a1.shape, torch.float32).copy_(flags)
 
 
 def probe_sums(states: States, t: int, probes: tuple[str, ...], blocks: dict[str, list[tuple[torch.Tensor, int]]],
@@ -109,9 +126,11 @@ def probe_sums(states: States, t: int, probes: tuple[str, ...], blocks: dict[str
             got = {"out": (W @ a1).numpy()}
             if before is not None:
                 a0 = aligned(before, key)
-                got["tilt"] = (W @ (a1 - a0)).numpy()
-                got["inc"] = subset_counts(W, a1 > a0).numpy()
-                got["dec"] = subset_counts(W, a1 < a0).numpy()
+                work = scratch()
+                diff = a1 - a0 if work is None else torch.sub(a1, a0, out=work.torch("diff", a1.shape))
+                got["tilt"] = (W @ diff).numpy()
+                got["inc"] = subset_counts(W, _compared(torch.gt, a1, a0)).numpy()
+                got["dec"] = subset_counts(W, _compared(torch.lt, a1, a0)).numpy()
             cache[k] = got
         return cache[k]
 
@@ -154,6 +173,16 @@ class Stream:
             yield lo, hi, torch.as_tensor(U, dtype=torch.float64)
 
 
+def _release(cache: dict, keys: list) -> None:
+    """Drop ``keys`` from a projection cache of :func:`probe_sums`, handing its alignment blocks back to the open
+    scratch (:meth:`~powerlens.analysis.nulls.Scratch.give`) for the next chunk's alignments."""
+    work = scratch()
+    for k in keys:
+        v = cache.pop(k)
+        if work is not None and isinstance(v, torch.Tensor):
+            work.give(v)
+
+
 def null_sums(states: States, need: dict[int, dict[str, tuple[int, int]]], dims: dict[int, dict[str, int]],
               stream_of, W: torch.Tensor) -> dict[int, dict[tuple[str, str], np.ndarray]]:
     """Random directions of each probe's dimension, for every depth t and probe p in ``need`` its draws
@@ -178,9 +207,10 @@ def null_sums(states: States, need: dict[int, dict[str, tuple[int, int]]], dims:
             for (t, a, b), probes in sorted(groups.items()):  # depth order: x(t + 1) is reused at t + 1
                 blk = blks.setdefault((a, b), [(U[:, (a - lo) * r:(b - lo) * r], r)])
                 cache = shared.setdefault((a, b), {})
-                for k in [k for k in cache if k[0][1] < t]:  # states of earlier depths are not read again
-                    del cache[k]
+                _release(cache, [k for k in cache if k[0][1] < t])  # states of earlier depths are not read again
                 got = probe_sums(states, t, tuple(probes), {p: blk for p in probes}, W, shared=cache)
                 for k, v in got.items():
                     parts[t].setdefault(k, []).append(v)
+            for cache in shared.values():
+                _release(cache, list(cache))
     return {t: {k: np.concatenate(v, axis=1) for k, v in ps.items()} for t, ps in parts.items()}
