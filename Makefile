@@ -41,8 +41,15 @@ check-python:
 	  echo "ERROR: $(PYTHON) is Python $$v; requirements.lock installs on Python $(SUPPORTED_PYTHONS) only"; \
 	  echo "  fix: make setup PYTHON=python3.11 (or another of Python $(SUPPORTED_PYTHONS))"; exit 2;; esac
 
+# `make offline` runs two jobs to a core (--cores twice the machine's: 4 on 2 cores), their waiting threads asleep.
+# Every heavy step fixes its threads at 2 (a job's round-off depends on the count; the results do not depend on
+# --cores), and one such job keeps its two cores busy about two thirds of its time (single-threaded draws,
+# Python, reading and writing): a second job fills the rest. OMP_WAIT_POLICY=PASSIVE stops two jobs' OpenMP
+# threads spinning against each other (measured, SmolLM2's two attention-only dynamics jobs on 2 cores: one
+# after the other 78 s, side by side 59 s passive, 176 s spinning). OFFLINE_CORES=2 runs one job at a time.
+OFFLINE_CORES ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) )))
 offline: setup          ## the evidence, no network: trained MiniLM, SmolLM2, Gemma 3, their matched controls, theory
-	$(SNAKEMAKE) --cores 2 --configfile config/offline.yaml config/offline-decoders.yaml
+	OMP_WAIT_POLICY=PASSIVE $(SNAKEMAKE) --cores $(OFFLINE_CORES) --configfile config/offline.yaml config/offline-decoders.yaml
 
 twins: setup            ## random-weight twins of the paper's architectures (a code exercise, never evidence)
 	$(SNAKEMAKE) --cores 2 --configfile config/twins.yaml

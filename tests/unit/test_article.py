@@ -36,7 +36,7 @@ def run_dir(tmp_path):
         {"run": "r", "end_time": "2026-12-03T08:23:12+00:00", "config_sha256": "abc123",
          "versions": {"powerlens": "0.1.0", "torch": "2.13.0"},
          "code": {"commit": "f00d", "uncommitted_changes": False},
-         "blas": [{"internal_api": "openblas", "version": "0.3", "architecture": "x"}]}))
+         "blas": [{"internal_api": "openblas", "prefix": "libopenblas", "version": "0.3", "architecture": "x"}]}))
     (tmp_path / "figures/r").mkdir(parents=True)
     import matplotlib
 

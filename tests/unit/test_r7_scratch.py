@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from powerlens.analysis.dynamics.probes import States, Stream, null_sums, subset_weights
-from powerlens.analysis.nulls import Scratch, random_subspaces, reusing_scratch, scratch, subspace_alignments
+from powerlens.analysis.nulls import random_subspaces, subspace_alignments
+from powerlens.core.scratch import Scratch, reusing_scratch, scratch
 
 
 def _states(S=3, n=120, d=24, seed=0, dtype=torch.float32):
@@ -92,3 +93,45 @@ def test_a_scratch_grows_to_the_largest_request_and_pools_only_whole_blocks():
     work.give(block[:2])  # a view: its base may still be read, so it is not pooled
     work.give(block.t())  # not contiguous
     assert not work._free.get(((2, 5), torch.float64)) and not work._free.get(((5, 4), torch.float64))
+
+
+def test_a_steered_pass_lm_sums_in_the_scratch_equal_those_in_fresh_memory():
+    from powerlens.analysis.steering import measure
+
+    g = torch.Generator().manual_seed(4)
+    ref = measure.Reference(torch.log_softmax(torch.randn(9, 5000, generator=g), dim=-1))
+    batches = [torch.randn(9, 5000, generator=g), torch.randn(4, 5000, generator=g)]  # two sizes: a grown buffer
+    fresh, kept = {"p_target": 0.0, "kl": 0.0}, {"p_target": 0.0, "kl": 0.0}
+    for logits in batches:
+        r = measure.Reference(ref.logp[: logits.shape[0]])
+        measure._add_lm_metrics(fresh, logits, 7, r)
+        with reusing_scratch() as work:
+            logp = measure._add_lm_metrics(kept, logits, 7, r)
+            assert logp.data_ptr() == work.torch("logp", tuple(logits.shape), torch.float32).data_ptr()
+    assert fresh == kept and fresh["kl"] > 0
+    with reusing_scratch():  # the unsteered pass (no reference) keeps its log-probabilities: fresh memory
+        acc = {"p_target": 0.0, "kl": 0.0}
+        a = measure._add_lm_metrics(acc, batches[0], 7, None)
+        b = measure._add_lm_metrics(acc, batches[1], 7, None)
+        assert torch.equal(a, torch.log_softmax(batches[0], dim=-1)) and a.data_ptr() != b.data_ptr()
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama", "tiny-gemma3"])
+def test_the_linear_head_in_the_scratch_is_the_modules_product(name):
+    import transformers
+
+    from powerlens.models.adapters import get_adapter
+    from powerlens.models.archs import TINY_MODELS
+
+    ad = get_adapter(TINY_MODELS[name].arch)
+    torch.manual_seed(0)
+    model = getattr(transformers, ad.head_class).from_config(TINY_MODELS[name].hf_config()).eval()
+    h = torch.randn(11, model.config.hidden_size)  # (n, d): normed rows
+    with torch.no_grad():
+        want = ad.head_logits(model, h)
+        with reusing_scratch() as work:
+            got = ad.head_logits(model, h)
+            assert ("logits", torch.float32) in work._bufs  # written into the scratch
+            assert torch.equal(got, want)
+    with reusing_scratch() as work:  # with autograd on, the module itself runs (out= has no gradient)
+        assert torch.equal(ad.head_logits(model, h).detach(), want) and not work._bufs

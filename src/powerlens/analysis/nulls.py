@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from powerlens.analysis import decisions as dc
+from powerlens.core.scratch import scratch
 
 #: The open projection count of :func:`counting_projections` (None: nobody counts).
 _COUNT: ContextVar["ProjectionCount | None"] = ContextVar("powerlens_projection_count", default=None)
@@ -60,72 +61,9 @@ def counting_projections():
         _COUNT.reset(token)
 
 
-class Scratch:
-    """Scratch buffers of the null's hot loop, reused from one chunk of draws to the next (:func:`reusing_scratch`).
-
-    Every block above the allocator's mmap threshold (:func:`powerlens.core.runtime.fixed_mmap_threshold`, kept:
-    it holds the resident memory down) is otherwise mapped fresh and zero-filled by the kernel page by page on
-    its first write, then unmapped: the (tokens, R r) product of every chunk, the draws' Gaussians and their
-    reordering. A buffer here is taken by name, grown (never shrunk) to the largest request and handed out as a
-    view of its first elements, so its pages are faulted once per step. Only for values used before the next
-    request of the same name (never returned to a caller who keeps them). The values are the same bits: the same
-    operations write into kept memory instead of new memory."""
-
-    def __init__(self) -> None:
-        self._bufs: dict[tuple[str, object], object] = {}
-        self._free: dict[tuple[tuple[int, ...], torch.dtype], list[torch.Tensor]] = {}
-
-    def take(self, shape: tuple[int, ...], dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        """A block of ``shape`` that the caller owns until it :meth:`give` s it back: one given back earlier if
-        there is one (its old values, to be overwritten), else a new one."""
-        free = self._free.get((tuple(shape), dtype))
-        return free.pop() if free else torch.empty(shape, dtype=dtype)
-
-    def give(self, block: torch.Tensor) -> None:
-        """Hand a block from :meth:`take` back (its owner no longer reads it); blocks not from :meth:`take` are
-        accepted too (a view is not: its base may still be read)."""
-        if block._base is None and block.is_contiguous():
-            self._free.setdefault((tuple(block.shape), block.dtype), []).append(block)
-
-    def torch(self, name: str, shape: tuple[int, ...], dtype: torch.dtype = torch.float64) -> torch.Tensor:
-        numel = int(np.prod(shape))
-        buf = self._bufs.get((name, dtype))
-        if buf is None or buf.numel() < numel:
-            buf = self._bufs[(name, dtype)] = torch.empty(numel, dtype=dtype)
-        return buf[:numel].view(shape)
-
-    def numpy(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        numel = int(np.prod(shape))
-        buf = self._bufs.get((name, "numpy"))
-        if buf is None or buf.size < numel:
-            buf = self._bufs[(name, "numpy")] = np.empty(numel)
-        return buf[:numel].reshape(shape)
-
-
-#: The open scratch of :func:`reusing_scratch` (None: every block is allocated afresh).
-_SCRATCH: ContextVar["Scratch | None"] = ContextVar("powerlens_null_scratch", default=None)
-
-
-@contextmanager
-def reusing_scratch():
-    """Reuse the null's scratch buffers inside the block (:class:`Scratch`): the dynamics step opens it around
-    its Monte Carlo tests and frees the buffers on leaving. Measured on SmolLM2's (2540, 576) states: one
-    chunk's (tokens, 8000) product 165 ms with a fresh block, 123 ms reused (the kernel's page faults gone)."""
-    token = _SCRATCH.set(Scratch())
-    try:
-        yield _SCRATCH.get()
-    finally:
-        _SCRATCH.reset(token)
-
-
-def scratch() -> Scratch | None:
-    """The open :class:`Scratch`, or None outside :func:`reusing_scratch`."""
-    return _SCRATCH.get()
-
-
 def random_subspaces(d: int, r: int, R: int, rng: np.random.Generator) -> np.ndarray:
     """R random r-dimensional subspaces of R^d (Haar), as one matrix (d, R * r) whose columns k*r .. k*r+r-1
-    are an orthonormal basis of subspace k. Inside :func:`reusing_scratch` the Gaussians are drawn into a kept
+    are an orthonormal basis of subspace k. Inside :func:`~powerlens.core.scratch.reusing_scratch` the Gaussians are drawn into a kept
     buffer (the same numbers: ``out=`` fills in the generator's order), and the result is a fresh array."""
     work = scratch()
     G = rng.standard_normal((R, d, r)) if work is None else rng.standard_normal(out=work.numpy("gauss", (R, d, r)))
@@ -141,7 +79,7 @@ def random_subspaces(d: int, r: int, R: int, rng: np.random.Generator) -> np.nda
 
 def subspace_alignments(x: torch.Tensor, U: torch.Tensor, r: int) -> torch.Tensor:
     """Alignment (n, R) of tokens x (n, d) with each of R subspaces stacked in U (d, R * r): per subspace the
-    norm of the tokens' projection, ||U_k^T x|| / ||x||. Inside :func:`reusing_scratch` the (n, R r) product is
+    norm of the tokens' projection, ||U_k^T x|| / ||x||. Inside :func:`~powerlens.core.scratch.reusing_scratch` the (n, R r) product is
     written into a kept buffer (the same bits: one matrix product, its result in other memory)."""
     count = _COUNT.get()
     if count is not None:

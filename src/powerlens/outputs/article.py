@@ -253,7 +253,8 @@ def reproducibility(run: Run, command: str = "") -> list:
     rows = [[([k], ""), ([json_value(run.provenance, run.root, ["versions", k])], "")]
             for k in sorted(prov.get("versions", {}))]
     blas = [[([f"BLAS {i}"], ""), ([json_value(run.provenance, run.root, ["blas", i, "internal_api"]), " ",
-                                    json_value(run.provenance, run.root, ["blas", i, "version"]), " on ",
+                                    json_value(run.provenance, run.root, ["blas", i, "version"]), " (",
+                                    json_value(run.provenance, run.root, ["blas", i, "prefix"]), ") on ",
                                     json_value(run.provenance, run.root, ["blas", i, "architecture"])], "")]
             for i in range(len(prov.get("blas", [])))]
     mach = []

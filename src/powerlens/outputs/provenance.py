@@ -86,11 +86,14 @@ def machine() -> dict[str, Any]:
 
 
 def blas() -> list[dict[str, Any]]:
+    """The thread pools loaded (threadpoolctl), each with its library's name (``prefix``: numpy's and scipy's
+    OpenBLAS are two), in a fixed order: threadpoolctl lists them in load order, which differs between runs."""
     try:
         from threadpoolctl import threadpool_info
 
-        return [{k: i.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
-                for i in threadpool_info()]
+        pools = [{k: i.get(k) for k in ("internal_api", "prefix", "version", "num_threads", "architecture")}
+                 for i in threadpool_info()]
+        return sorted(pools, key=lambda p: (str(p["internal_api"]), str(p["prefix"]), str(p["version"])))
     except Exception:  # pragma: no cover - threadpoolctl missing
         return []
 

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from powerlens.analysis.decisions import CHUNK
-from powerlens.analysis.nulls import random_subspaces, scratch, subspace_alignments
+from powerlens.analysis.nulls import random_subspaces, subspace_alignments
+from powerlens.core.scratch import scratch
 
 # probe -> (state before, state after); states: "x" (x(t)), "x1" (x(t+1)), "mid" (after attention), "xL" (x(L));
 # ``layer_M`` and ``layer_Ft``: the whole layer against the leads of M = I + F and of the folded F~
@@ -58,7 +59,7 @@ class States:
 
     def state(self, name: str, t: int) -> torch.Tensor:
         """The state a probe's ``name`` reads at depth t, in float64. Inside
-        :func:`~powerlens.analysis.nulls.reusing_scratch` a float32 state is widened into a kept buffer (exact,
+        :func:`~powerlens.core.scratch.reusing_scratch` a float32 state is widened into a kept buffer (exact,
         the same values): the result is valid until the next call."""
         s = {"x": self.x[t], "x1": self.x[t + 1], "xL": self.x[-1],
              "mid": None if self.mid is None else self.mid[t]}[name]
@@ -88,7 +89,7 @@ def subset_counts(W: torch.Tensor, flags: torch.Tensor) -> torch.Tensor:
 
 
 def _compared(op, a1: torch.Tensor, a0: torch.Tensor) -> torch.Tensor:
-    """``op(a1, a0)`` (a comparison, bool), inside :func:`powerlens.analysis.nulls.reusing_scratch` as 0/1 float32
+    """``op(a1, a0)`` (a comparison, bool), inside :func:`powerlens.core.scratch.reusing_scratch` as 0/1 float32
     in kept buffers (no new (n, K) block per chunk). Compared into a bool buffer, then copied: a float32 ``out=``
     makes torch allocate a temporary of the inputs' dtype (measured 38 ms a (2540, 4000) call, against 10 ms)."""
     work = scratch()
@@ -175,7 +176,7 @@ class Stream:
 
 def _release(cache: dict, keys: list) -> None:
     """Drop ``keys`` from a projection cache of :func:`probe_sums`, handing its alignment blocks back to the open
-    scratch (:meth:`~powerlens.analysis.nulls.Scratch.give`) for the next chunk's alignments."""
+    scratch (:meth:`~powerlens.core.scratch.Scratch.give`) for the next chunk's alignments."""
     work = scratch()
     for k in keys:
         v = cache.pop(k)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from powerlens.core.errors import PowerlensError
+from powerlens.core.scratch import reusing_scratch, scratch
 from powerlens.models.adapters import get_adapter
 from powerlens.models.hooks import no_kv_cache
 
@@ -70,6 +71,7 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     with contextlib.ExitStack() as stack:
         stack.enter_context(_pass_hooks(captured, layer_module, site, post, add=add, capture=capture, z=z))
         stack.enter_context(no_kv_cache(model))  # replayable inputs (and one pass per batch needs no cache)
+        stack.enter_context(reusing_scratch())  # a steered pass's (n, V) logits and KL terms reuse kept memory
         for i, b in enumerate(batches):
             stat = b.stat_mask
             if replay is not None:  # the head at the counted positions only (the same rows)
@@ -198,12 +200,20 @@ class Reference:
 def _add_lm_metrics(acc: dict, logits, tid: int | None, ref: Reference | None):
     """One batch's LM sums over counted tokens (``logits`` (n, V)): p(target) and KL(ref || steered) when a
     reference is given. Returns the log-probabilities (the unsteered pass keeps them as the reference)."""
-    logp = torch.log_softmax(logits.float(), dim=-1)  # (n, V)
+    work = None if ref is None else scratch()  # a steered pass's arrays are not kept: into the open scratch
+    if work is None:
+        logp = torch.log_softmax(logits.float(), dim=-1)  # (n, V)
+    else:
+        logp = torch.log_softmax(logits.float(), dim=-1, out=work.torch("logp", tuple(logits.shape), torch.float32))
     if tid is not None:
         acc["p_target"] += float(logp[:, tid].exp().sum())
     if ref is not None:
-        gap = ref.logp - logp  # (n, V)
-        acc["kl"] += float(gap.mul_(ref.p).sum(dtype=torch.float64))  # sum of p_ref (logp_ref - logp)
+        if work is None:
+            gap = ref.logp - logp  # (n, V)
+            acc["kl"] += float(gap.mul_(ref.p).sum(dtype=torch.float64))  # sum of p_ref (logp_ref - logp)
+        else:  # the same sum: torch widens to float64 and sums; here the widened copy lands in kept memory
+            gap = torch.sub(ref.logp, logp, out=work.torch("gap", tuple(logp.shape), logp.dtype)).mul_(ref.p)
+            acc["kl"] += float(work.torch("wide", tuple(gap.shape), torch.float64).copy_(gap).sum())
     return logp
 
 

@@ -159,6 +159,23 @@ class Adapter:
         logits (B, T, V)."""
         raise NotImplementedError
 
+    @staticmethod
+    def linear_head(model, h: "torch.Tensor") -> "torch.Tensor":
+        """``model.lm_head(h)`` for a bias-free linear head; rows h (n, d) inside
+        :func:`~powerlens.core.scratch.reusing_scratch` (no autograd) are written into the scratch's ``logits``
+        buffer: the value is read before the next call and never kept (steering's replayed passes, (n, V) with
+        V = 262144 for Gemma 3). The same product: ``F.linear`` without a bias is ``matmul(h, W.T)``."""
+        import torch
+
+        from powerlens.core.scratch import scratch
+
+        head, work = model.lm_head, scratch()
+        if (work is None or h.dim() != 2 or type(head) is not torch.nn.Linear or head.bias is not None
+                or torch.is_grad_enabled()):
+            return head(h)
+        W = head.weight  # (V, d)
+        return torch.matmul(h, W.t(), out=work.torch("logits", (h.shape[0], W.shape[0]), W.dtype))  # (n, V)
+
     def tail(self, model, y: "torch.Tensor", head: bool, rows: "torch.Tensor | None" = None
              ) -> tuple["torch.Tensor", "torch.Tensor | None"]:
         """What the model computes after its last layer, from that layer's output y (B, T, d): the last
@@ -284,7 +301,7 @@ class _DecoderAdapter(Adapter):
         return self.base(model).ln_f
 
     def head_logits(self, model, h):
-        return model.lm_head(h)
+        return self.linear_head(model, h)
 
     def _size(self, h, v, n, positions, attn):
         f = 4 * h

@@ -49,7 +49,7 @@ class Gemma3Adapter(LlamaAdapter):
     def head_logits(self, model, h):
         import torch
 
-        logits = model.lm_head(h)  # (..., V)
+        logits = self.linear_head(model, h)  # (..., V)
         cap = getattr(model.config, "final_logit_softcapping", None)  # Gemma 3: cap * tanh(logits / cap)
         if cap is None:
             return logits

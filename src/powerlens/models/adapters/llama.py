@@ -95,7 +95,7 @@ class LlamaAdapter(Adapter):
         return self.base(model).norm
 
     def head_logits(self, model, h):
-        return model.lm_head(h)
+        return self.linear_head(model, h)
 
     def _attn_size(self, k):
         h, H = k["hidden_size"], k["num_attention_heads"]

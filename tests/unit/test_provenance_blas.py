@@ -1,0 +1,21 @@
+"""The BLAS pools of provenance.json come in one order whatever order the libraries were loaded in (threadpoolctl
+lists them in load order: numpy's and scipy's OpenBLAS swapped places between two runs of the same step)."""
+
+import threadpoolctl
+
+from powerlens.outputs import provenance
+
+
+def test_the_blas_pools_are_recorded_in_a_fixed_order_with_their_library(monkeypatch):
+    pools = [{"internal_api": "openblas", "prefix": "libscipy_openblas", "version": "0.3.31", "num_threads": 2,
+              "architecture": "SkylakeX", "filepath": "/a"},
+             {"internal_api": "openmp", "prefix": "libgomp", "version": None, "num_threads": 2,
+              "architecture": None, "filepath": "/b"},
+             {"internal_api": "openblas", "prefix": "libnumpy_openblas", "version": "0.3.30", "num_threads": 2,
+              "architecture": "SkylakeX", "filepath": "/c"}]
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: list(pools))
+    first = provenance.blas()
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: list(reversed(pools)))
+    assert provenance.blas() == first
+    assert [p["prefix"] for p in first] == ["libnumpy_openblas", "libscipy_openblas", "libgomp"]
+    assert all("filepath" not in p for p in first)  # a path of this machine is not recorded
