@@ -47,9 +47,13 @@ check-python:
 # Python, reading and writing): a second job fills the rest. OMP_WAIT_POLICY=PASSIVE stops two jobs' OpenMP
 # threads spinning against each other (measured, SmolLM2's two attention-only dynamics jobs on 2 cores: one
 # after the other 78 s, side by side 59 s passive, 176 s spinning). OFFLINE_CORES=2 runs one job at a time.
+# Memory: three quarters of the machine's for the jobs' requests (the profile's 14 GB cap suits a 16 GB machine;
+# on a 24 GB one it kept two dynamics jobs, requests of 7.3 and 7.6 GB, from running side by side).
 OFFLINE_CORES ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) )))
+OFFLINE_MEM_MB ?= $(shell awk '/^MemTotal:/ {print int($$2 * 3 / 4 / 1024)}' /proc/meminfo 2>/dev/null)
 offline: setup          ## the evidence, no network: trained MiniLM, SmolLM2, Gemma 3, their matched controls, theory
-	OMP_WAIT_POLICY=PASSIVE $(SNAKEMAKE) --cores $(OFFLINE_CORES) --configfile config/offline.yaml config/offline-decoders.yaml
+	OMP_WAIT_POLICY=PASSIVE $(SNAKEMAKE) --cores $(OFFLINE_CORES) --resources mem_mb=$(or $(OFFLINE_MEM_MB),14000) \
+	  --configfile config/offline.yaml config/offline-decoders.yaml
 
 twins: setup            ## random-weight twins of the paper's architectures (a code exercise, never evidence)
 	$(SNAKEMAKE) --cores 2 --configfile config/twins.yaml

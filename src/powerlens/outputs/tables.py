@@ -127,6 +127,7 @@ def models_table(weights_meta: list[dict], labels: dict[str, str] | None = None,
     for m in weights_meta:
         man = manifests.get(m["model"], {})
         origin = (m.get("repo_id") or (f"twin of {m['twin_of']}" if m.get("twin_of") else None)
+                  or (f"matched control of {m['control_of']}" if m.get("control_of") else None)  # not its folder's path
                   or man.get("package") or man.get("path") or m["source"])
         rows.append({
             "model": labels.get(m["model"], m["model"]), "key": m["model"], "hub id / origin": origin,
