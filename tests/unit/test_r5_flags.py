@@ -55,7 +55,9 @@ def step_words(name: str, options, cfg: dict) -> list[str]:
     def placeholder(o):
         if o.many:
             return ["x.csv"]
-        return "1" if o.source == "threads" else "{}" if o.kind == "json" else o.choices[0] if o.choices else "x.out"
+        if o.source == "threads" or o.kind == "int":
+            return "1"
+        return "{}" if o.kind == "json" else o.choices[0] if o.choices else "x.out"
 
     values = {o.flag: placeholder(o) for o in options if not o.source.startswith("config:")}
     return command(name, options, values, cfg)[3:]

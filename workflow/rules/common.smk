@@ -105,6 +105,19 @@ def python_exe():
 
 
 PY = python_exe()
+#: The thread count of every heavy step (extraction, its check, spectra, dynamics, steering, quantization): fixed,
+#: because a job's round-off depends on it (the results do not depend on --cores); table_speed measures the
+#: machine's matrix-product peak at it.
+STEP_THREADS = 2
+
+
+def all_cores(wildcards):
+    """Every core the run was given (--cores): the threads of a job that must run with no other beside it
+    (table_speed's peak measurement); 2 STEP_THREADS where the run names no total (a cluster executor)."""
+    try:
+        return int(workflow.cores)
+    except Exception:  # Snakemake raises where no --cores was given
+        return 2 * STEP_THREADS
 
 
 MODES = ["model", "attention-only"]

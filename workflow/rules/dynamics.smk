@@ -23,7 +23,7 @@ rule dynamics:
         step_log("dynamics"),
     benchmark:
         step_benchmark("dynamics")
-    threads: 2
+    threads: STEP_THREADS
     resources:
         mem_mb=fitted("dynamics", "mem_mb"),
         runtime=fitted("dynamics", "runtime"),

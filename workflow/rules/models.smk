@@ -45,7 +45,7 @@ rule extract:
         step_log("extract"),
     benchmark:
         step_benchmark("extract")
-    threads: 2
+    threads: STEP_THREADS
     resources:
         mem_mb=fitted("extract", "mem_mb"),
         runtime=fitted("extract", "runtime"),
@@ -71,7 +71,7 @@ rule check_extraction:
         step_log("check_extraction"),
     benchmark:
         step_benchmark("check_extraction")
-    threads: 2
+    threads: STEP_THREADS
     resources:
         mem_mb=fitted("check_extraction", "mem_mb"),
         runtime=fitted("check_extraction", "runtime"),

@@ -23,7 +23,7 @@ rule quantization:
         step_log("quantization"),
     benchmark:
         step_benchmark("quantization")
-    threads: 2
+    threads: STEP_THREADS
     resources:
         mem_mb=lambda wc: fitted("dynamics", "mem_mb")(SimpleNamespace(model=wc.model, mode="model")),
         # one spectra + one model-mode dynamics per type

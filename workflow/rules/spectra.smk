@@ -17,7 +17,7 @@ rule spectra:
         step_log("spectra"),
     benchmark:
         step_benchmark("spectra")
-    threads: 2
+    threads: STEP_THREADS
     resources:
         mem_mb=fitted("spectra", "mem_mb"),
         runtime=fitted("spectra", "runtime"),

@@ -23,7 +23,7 @@ rule steering:
         step_log("steering"),
     benchmark:
         step_benchmark("steering")
-    threads: 2
+    threads: STEP_THREADS
     resources:
         mem_mb=fitted("steering", "mem_mb"),
         runtime=fitted("steering", "runtime"),

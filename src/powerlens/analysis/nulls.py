@@ -63,8 +63,9 @@ def counting_projections():
 
 def random_subspaces(d: int, r: int, R: int, rng: np.random.Generator) -> np.ndarray:
     """R random r-dimensional subspaces of R^d (Haar), as one matrix (d, R * r) whose columns k*r .. k*r+r-1
-    are an orthonormal basis of subspace k. Inside :func:`~powerlens.core.scratch.reusing_scratch` the Gaussians are drawn into a kept
-    buffer (the same numbers: ``out=`` fills in the generator's order), and the result is a fresh array."""
+    are an orthonormal basis of subspace k. Inside :func:`~powerlens.core.scratch.reusing_scratch` the Gaussians
+    are drawn into a kept buffer (the same numbers: ``out=`` fills in the generator's order); the result is always
+    a fresh array."""
     work = scratch()
     G = rng.standard_normal((R, d, r)) if work is None else rng.standard_normal(out=work.numpy("gauss", (R, d, r)))
     if r == 1:
@@ -79,8 +80,9 @@ def random_subspaces(d: int, r: int, R: int, rng: np.random.Generator) -> np.nda
 
 def subspace_alignments(x: torch.Tensor, U: torch.Tensor, r: int) -> torch.Tensor:
     """Alignment (n, R) of tokens x (n, d) with each of R subspaces stacked in U (d, R * r): per subspace the
-    norm of the tokens' projection, ||U_k^T x|| / ||x||. Inside :func:`~powerlens.core.scratch.reusing_scratch` the (n, R r) product is
-    written into a kept buffer (the same bits: one matrix product, its result in other memory)."""
+    norm of the tokens' projection, ||U_k^T x|| / ||x||. Inside :func:`~powerlens.core.scratch.reusing_scratch`
+    the (n, R r) product is written into a kept buffer and the alignments into a block of its pool (the same
+    bits: the same operations, their results in other memory)."""
     count = _COUNT.get()
     if count is not None:
         count.flops += 2.0 * x.shape[0] * x.shape[1] * U.shape[1]

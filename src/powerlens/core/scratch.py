@@ -16,6 +16,7 @@ from contextvars import ContextVar
 import numpy as np
 import torch
 
+
 class Scratch:
     """Scratch buffers reused across a hot loop's iterations (:func:`reusing_scratch`), two kinds:
 

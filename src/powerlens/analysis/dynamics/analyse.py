@@ -16,9 +16,9 @@ from powerlens.analysis.dynamics.directions import LayerDirections, layer_direct
 from powerlens.analysis.dynamics.per_depth import layer_stats
 from powerlens.analysis.dynamics.runs import long_run_subset, null_sets, run_attention_only, run_model_mode
 from powerlens.analysis.nulls import counting_projections
-from powerlens.core.scratch import reusing_scratch
 from powerlens.core.corpus import Batch, prompt_batches
 from powerlens.core.errors import PowerlensError
+from powerlens.core.scratch import reusing_scratch
 
 if TYPE_CHECKING:
     import pandas as pd

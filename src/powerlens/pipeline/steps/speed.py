@@ -18,7 +18,8 @@ OPTIONS = (
     Option("bench-other", "input:bench_other", many=True, help="the other timed jobs' benchmark files (fetch, "
            "extraction and its check, theory): counted in the run's total row only"),
     Option("stem", "param:stem", help="table_speed stem"),
-    Option("threads", "threads", kind="int"),
+    Option("threads", "param:threads", kind="int", help="the heavy steps' thread count: the peak is measured at it "
+           "(the rule itself reserves more cores, so that no other job runs beside the measurement)"),
 )
 
 
