@@ -252,11 +252,14 @@ def reproducibility(run: Run, command: str = "") -> list:
     prov = json.loads((run.root / run.provenance).read_text(encoding="utf-8"))
     rows = [[([k], ""), ([json_value(run.provenance, run.root, ["versions", k])], "")]
             for k in sorted(prov.get("versions", {}))]
-    blas = [[([f"BLAS {i}"], ""), ([json_value(run.provenance, run.root, ["blas", i, "internal_api"]), " ",
-                                    json_value(run.provenance, run.root, ["blas", i, "version"]), " (",
-                                    json_value(run.provenance, run.root, ["blas", i, "prefix"]), ") on ",
-                                    json_value(run.provenance, run.root, ["blas", i, "architecture"])], "")]
-            for i in range(len(prov.get("blas", [])))]
+    def pool(i: int, keys: dict) -> list:  # one pool's recorded fields, each traced (an unknown one left out)
+        v = lambda k: json_value(run.provenance, run.root, ["blas", i, k])  # noqa: E731
+        got = [v("internal_api")]
+        got += [" ", v("version")] if keys.get("version") is not None else []
+        got += [" (", v("library"), ")"] if keys.get("library") else []
+        return got + ([" on ", v("architecture")] if keys.get("architecture") is not None else [])
+
+    blas = [[([f"BLAS {i}"], ""), (pool(i, b), "")] for i, b in enumerate(prov.get("blas", []))]
     mach = []
     if prov.get("machine"):
         mach = [[([k], ""), ([json_value(run.provenance, run.root, ["machine", k])], "")]

@@ -85,15 +85,24 @@ def machine() -> dict[str, Any]:
     return {"cpu": cpu, "logical_cpus": os.cpu_count(), "platform": platform.platform()}
 
 
+def _library(filepath: str | None) -> str | None:
+    """A loaded library's file named by its folder and name (``numpy.libs/libscipy_openblas64_-....so``: whose copy
+    it is), not by this machine's path."""
+    if not filepath:
+        return None
+    p = Path(filepath)
+    return f"{p.parent.name}/{p.name}"
+
+
 def blas() -> list[dict[str, Any]]:
     """The thread pools loaded (threadpoolctl), each with its library's name (``prefix``: numpy's and scipy's
     OpenBLAS are two), in a fixed order: threadpoolctl lists them in load order, which differs between runs."""
     try:
         from threadpoolctl import threadpool_info
 
-        pools = [{k: i.get(k) for k in ("internal_api", "prefix", "version", "num_threads", "architecture")}
-                 for i in threadpool_info()]
-        return sorted(pools, key=lambda p: (str(p["internal_api"]), str(p["prefix"]), str(p["version"])))
+        pools = [{**{k: i.get(k) for k in ("internal_api", "prefix", "version", "num_threads", "architecture")},
+                  "library": _library(i.get("filepath"))} for i in threadpool_info()]
+        return sorted(pools, key=lambda p: (str(p["internal_api"]), str(p["library"]), str(p["version"])))
     except Exception:  # pragma: no cover - threadpoolctl missing
         return []
 

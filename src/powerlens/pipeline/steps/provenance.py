@@ -37,8 +37,12 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
             "weight_files_sha256": {k: v["sha256"] for k, v in m["files"].items() if k.endswith(".safetensors")},
         }
     times, threads, devices, seeds = [], {}, set(), set()
+    pools = {}  # the BLAS and OpenMP pools the steps ran on (this step loads none: it would record nothing)
     for p in list(manifests) + list(records):
         rec = read_json(p).get("provenance", {})
+        for pool in rec.get("blas") or []:
+            pool = {k: v for k, v in pool.items() if k != "num_threads"}  # the threads are recorded per output
+            pools[json.dumps(pool, sort_keys=True)] = pool
         if rec.get("created_at"):
             times.append(rec["created_at"])
         if rec.get("threads"):
@@ -50,7 +54,7 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
     doc = {
         "run": cfg["run"], "config": cfg, "config_sha256": provenance.config_hash(cfg),
         "versions": provenance.versions(), "code": provenance.code_revision(), "machine": provenance.machine(),
-        "blas": provenance.blas(),
+        "blas": [pools[k] for k in sorted(pools)] or provenance.blas(),
         "corpus": provenance.corpus_record(prompts_path) if prompts_path is not None else None,
         "models": models,
         "seed": cfg.get("seed"), "seeds_recorded": sorted(seeds), "threads_per_output": threads,
