@@ -112,12 +112,15 @@ STEP_THREADS = 2
 
 
 def all_cores(wildcards):
-    """Every core the run was given (--cores): the threads of a job that must run with no other beside it
-    (table_speed's peak measurement); 2 STEP_THREADS where the run names no total (a cluster executor)."""
+    """The threads of a job that must run with no other beside it (table_speed's peak measurement): every core
+    a local run was given (--cores); STEP_THREADS on a cluster (its own allocation is not shared, and a request
+    of more cores than a node has would never start) or where no --cores was given."""
+    if not workflow.local_exec:
+        return STEP_THREADS
     try:
         return int(workflow.cores)
     except Exception:  # Snakemake raises where no --cores was given
-        return 2 * STEP_THREADS
+        return STEP_THREADS
 
 
 MODES = ["model", "attention-only"]
