@@ -106,3 +106,30 @@ def test_the_dynamics_step_asks_for_huge_pages_before_torch_is_imported():
 
     src = inspect.getsource(dynamics.dynamics)
     assert src.index("set_threads(threads, huge_pages=True)") < src.index("import torch")
+
+
+@pytest.mark.parametrize("heads", [1, 2, 4])
+def test_an_unpadded_law_step_without_its_mask_gives_the_masked_steps_numbers(heads):
+    """The theory's law steps pass no padding mask: the kept all-visible mask, no masking per step, and one query
+    head per group copied instead of repeat_interleave(1): the same bits as the all-ones padding mask."""
+    import numpy as np
+
+    from powerlens.analysis.theory.synthetic import synthetic_layer
+    from powerlens.models.attention import _ALL_VISIBLE, attention_only_step, visible_keys
+
+    rng = np.random.default_rng(3)
+    lw = synthetic_layer(rng.standard_normal((8, 8)), heads, rng, "softmax", qk_scale=3.0)
+    x = torch.as_tensor(rng.standard_normal((5, 6, 8)))  # (B, T, d) float64
+    ones = torch.ones(5, 6, dtype=torch.long)
+    kept = visible_keys(6, False, None, None)
+    assert kept is visible_keys(6, False, None, None) and kept is _ALL_VISIBLE[(6, "cpu")] and bool(kept.all())
+    assert visible_keys(6, True, None, None) is not kept  # a causal mask is built, not the kept one
+    for _ in range(3):
+        a = attention_only_step(x, lw, heads, False, ones, "l2")
+        assert torch.equal(a, attention_only_step(x, lw, heads, False, None, "l2"))
+        x = a
+    # the check can fail: a mask that hides a key changes the step
+    pad = ones.clone()
+    pad[:, -1] = 0
+    hidden = attention_only_step(x, lw, heads, False, pad, "l2")
+    assert not torch.equal(hidden, attention_only_step(x, lw, heads, False, None, "l2"))

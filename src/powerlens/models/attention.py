@@ -76,9 +76,21 @@ def rope(x: torch.Tensor, inv_freq: torch.Tensor, scale: float) -> torch.Tensor:
     return x * cos + rot * sin
 
 
+#: The all-True key masks (1, 1, T, T), one per length and device, kept: nothing to mask (see :func:`visible_keys`).
+_ALL_VISIBLE: dict[tuple[int, str], torch.Tensor] = {}
+
+
 def visible_keys(T: int, causal: bool, window: int | None, pad_mask: torch.Tensor | None,
                  device=None) -> torch.Tensor:
-    """Boolean (B or 1, 1, T, T): entry [b, 0, i, j] is True when query i may attend to key j."""
+    """Boolean (B or 1, 1, T, T): entry [b, 0, i, j] is True when query i may attend to key j. With nothing to
+    mask (no causal mask, window or padding) the one kept all-True mask of that length: the attention then
+    skips masking (:func:`attention_pattern`; masking no entry changes no value), so a run of many small law
+    steps (the theory's) builds no mask per step. Never written: ``&`` makes a new mask."""
+    if not causal and window is None and pad_mask is None:
+        key = (T, str(torch.device(device or "cpu")))
+        if key not in _ALL_VISIBLE:
+            _ALL_VISIBLE[key] = torch.ones(1, 1, T, T, dtype=torch.bool, device=device)
+        return _ALL_VISIBLE[key]
     i = torch.arange(T, device=device)[:, None]
     j = torch.arange(T, device=device)[None, :]
     allowed = torch.ones(T, T, dtype=torch.bool, device=device)
@@ -90,6 +102,13 @@ def visible_keys(T: int, causal: bool, window: int | None, pad_mask: torch.Tenso
     if pad_mask is not None:
         allowed = allowed & pad_mask.bool()[:, None, None, :]  # (B, 1, T, T)
     return allowed
+
+
+def _per_head(t: torch.Tensor, groups: int) -> torch.Tensor:
+    """Key or value heads (B, H_kv, T, dh) repeated for the query heads that read them (B, H, T, dh), contiguous:
+    ``repeat_interleave``, or with one query head per group the same values in the same layout by a plain copy
+    (what repeat_interleave(1) makes, without its index arithmetic)."""
+    return t.repeat_interleave(groups, dim=1) if groups > 1 else t.contiguous()
 
 
 def attention_pattern(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: torch.Tensor) -> torch.Tensor:
@@ -104,14 +123,15 @@ def attention_pattern(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: 
     if lw.rope_inv_freq is not None:
         q, k = rope(q, lw.rope_inv_freq, lw.rope_scale), rope(k, lw.rope_inv_freq, lw.rope_scale)
     q = q.transpose(1, 2)  # (B, H, T, dh)
-    k = k.transpose(1, 2).repeat_interleave(lw.groups, dim=1)  # (B, H, T, dh): head h reads group h // groups
+    k = _per_head(k.transpose(1, 2), lw.groups)  # (B, H, T, dh): head h reads group h // groups
     if lw.scores_fp32:
         # GPT-Neo forms q.k in float32 whatever the model dtype; its additive mask (model dtype) then
         # promotes the scores back before the softmax. Mirrored so float64 checks are exact.
         scores = (q.float() @ k.float().transpose(-1, -2)).to(h.dtype) * lw.attn_scale  # (B, H, T, T)
     else:
         scores = (q @ k.transpose(-1, -2)) * lw.attn_scale  # (B, H, T, T)
-    scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    if allowed is not _ALL_VISIBLE.get((T, str(allowed.device))):
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
     if lw.softmax_fp32:
         return torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
     return torch.softmax(scores, dim=-1)
@@ -128,7 +148,7 @@ def attention_output(h: torch.Tensor, lw: LayerWeights, n_heads: int, allowed: t
     if pattern is not None:
         pattern.append(A)
     v = (h @ lw.W_V.T + lw.b_V).view(B, T, -1, dh).transpose(1, 2)  # (B, H_kv, T, dh)
-    v = v.repeat_interleave(lw.groups, dim=1)  # (B, H, T, dh)
+    v = _per_head(v, lw.groups)  # (B, H, T, dh)
     ctx = (A @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, H dh)
     if context is not None:
         context.append(ctx)

@@ -85,10 +85,11 @@ def antipodal(X: np.ndarray, signs: np.ndarray, tol: float = 1e-3) -> np.ndarray
 def broken_runs(X0s: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, residual: bool, signs: np.ndarray,
                 tol: float, causal: bool = False) -> np.ndarray:
     """All perturbed runs at once (X0s: (R, n, d)); per run, whether its two groups stopped being antipodal
-    (|cos| with the '+' group's mean below 1 - tol) at some step within ``steps``: (R,) bool."""
+    (|cos| with the '+' group's mean below 1 - tol) at some step within ``steps``: (R,) bool. Stops at the step
+    where every run has broken (the answer is then final)."""
     x = torch.as_tensor(X0s, dtype=torch.float64)
     x = x / x.norm(dim=-1, keepdim=True)
-    mask = torch.ones(x.shape[0], x.shape[1], dtype=torch.long)
+    mask = None  # no padding (the kept all-visible mask: no masking per step)
     broke = np.zeros(x.shape[0], dtype=bool)
     for _ in range(steps):
         if residual:
@@ -101,6 +102,8 @@ def broken_runs(X0s: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, res
         w = w / np.linalg.norm(w, axis=-1, keepdims=True).clip(1e-300)
         c = np.einsum("rnd,rd->rn", xn, w) * signs[None, :]
         broke |= ~(c > 1 - tol).all(axis=1)
+        if broke.all():  # a run that broke stays broken: no later step can change the answer
+            break
     return broke
 
 
@@ -186,7 +189,7 @@ def _bipartite_endings(lw: LayerWeights, H: int, v1: np.ndarray, *, rng, n_token
     d = lw.W_Q.shape[1]
     x = torch.as_tensor(rng.standard_normal((runs, n_tokens, d)), dtype=torch.float64)
     x = x / x.norm(dim=-1, keepdim=True)
-    mask = torch.ones(runs, n_tokens, dtype=torch.long)
+    mask = None  # no padding (the kept all-visible mask: no masking per step)
     prev = x
     for _ in range(steps):
         prev = x

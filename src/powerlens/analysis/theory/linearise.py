@@ -37,7 +37,7 @@ def law_step(lw: LayerWeights, n_heads: int, residual: bool, causal: bool = Fals
     """One law step as a function of the tokens X (n, d) -> (n, d), float64, differentiable."""
     def step(X: torch.Tensor) -> torch.Tensor:
         x = X[None]
-        mask = torch.ones(1, x.shape[1], dtype=torch.long)
+        mask = None  # no padding (the kept all-visible mask: no masking per step)
         if residual:  # attention_only_step's own composition, without its no_grad: the Jacobian needs the graph
             return law_norm(x + law_attention(x, lw, n_heads, causal, mask), lw, "l2")[0]
         y = attention_output(x, lw, n_heads, visible_keys(x.shape[1], causal, lw.window, mask))

@@ -85,13 +85,12 @@ def iterate(x0: np.ndarray, lw: LayerWeights, n_heads: int, steps: int, residual
     """Tokens (n, d) through ``steps`` steps of the attention-only law (L2 normalisation); (steps+1, n, d)."""
     x = torch.as_tensor(x0, dtype=torch.float64)[None]  # (1, n, d)
     x = x / x.norm(dim=-1, keepdim=True)
-    mask = torch.ones(1, x.shape[1], dtype=torch.long)
+    mask = None  # no padding: every token sees every other (the kept all-visible mask, no masking per step)
     out = [x[0].numpy().copy()]
     for _ in range(steps):
         if residual:
             x = attention_only_step(x, lw, n_heads, False, mask, "l2")
         else:  # no residual: x <- N(attn(x))
-
             y = attention_output(x, lw, n_heads, visible_keys(x.shape[1], False, None, mask))
             x = y / y.norm(dim=-1, keepdim=True)
         out.append(x[0].numpy().copy())
