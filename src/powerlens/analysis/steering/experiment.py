@@ -20,6 +20,7 @@ from powerlens.analysis.steering.law import (
 from powerlens.analysis.steering.measure import measure_model
 from powerlens.core.errors import PowerlensError
 from powerlens.core.progress import progress as _progress
+from powerlens.core.scratch import reusing_scratch
 from powerlens.models.adapters import get_adapter
 from powerlens.models.weights import ModelWeights
 
@@ -128,8 +129,9 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
                  weights_label=weights_label, continuation_prompts=continuation_prompts or [],
                  continuation_tokens=continuation_tokens, kl_batches=kl_batches if head else None)
     rows, cont = [], []
-    for ti, tgt in enumerate(targets):
-        _target(s, tgt, ti, len(targets), kappas, seed, rows, cont)
+    with reusing_scratch():  # one scratch for every pass: its (tokens, vocabulary) blocks are mapped once
+        for ti, tgt in enumerate(targets):
+            _target(s, tgt, ti, len(targets), kappas, seed, rows, cont)
     after = checksum(model)
     if after != before:
         raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
