@@ -135,3 +135,22 @@ def test_the_linear_head_in_the_scratch_is_the_modules_product(name):
             assert torch.equal(got, want)
     with reusing_scratch() as work:  # with autograd on, the module itself runs (out= has no gradient)
         assert torch.equal(ad.head_logits(model, h).detach(), want) and not work._bufs
+
+
+def test_a_scratch_opened_inside_an_open_one_is_that_one_and_outlives_the_inner_block():
+    """Steering opens one scratch for all its passes and each pass opens its own: the pass's is the
+    experiment's, so a buffer made in one pass is the same memory in the next (no new mapping per pass)."""
+    assert scratch() is None
+    with reusing_scratch() as outer:
+        with reusing_scratch() as inner:
+            assert inner is outer and scratch() is outer
+            first = inner.torch("logits", (3, 5), torch.float32)
+        assert scratch() is outer  # the inner block's end closes nothing
+        with reusing_scratch() as again:
+            assert again.torch("logits", (3, 5), torch.float32).data_ptr() == first.data_ptr()
+    assert scratch() is None
+    # the check can fail: two scratches opened one after the other are different, their buffers new memory
+    with reusing_scratch() as a:
+        pass
+    with reusing_scratch() as b:
+        assert b is not a
