@@ -1,5 +1,9 @@
 """Check a SLURM run against a local run: every non-local job was submitted with sbatch, and the numbers
-(tables and arrays) are identical."""
+(tables and arrays) are identical.
+
+Usage: compare_runs.py SLURM_RUN LOCAL_RUN SLURM_LOG [DIFFERING]. Exit 0: identical; 1: a table, the job count
+or the files differ; 3: only arrays differ, and their files (relative to the run folder) are written to
+DIFFERING, one per line, for run_slurm_test.sh to rerun those jobs on both sides once."""
 
 import re
 import sys
@@ -8,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 slurm, local, log = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+listing = Path(sys.argv[4]) if len(sys.argv) > 4 else None
 LOCAL_RULES = {"fetch_model", "write_lock", "provenance", "all"}
 text = log.read_text()
 submitted = re.findall(r"Job (\d+) has been submitted with SLURM jobid (\d+)", text)
@@ -42,7 +47,7 @@ for t in tables:
     assert a == b, f"{t.name} differs between the SLURM and the local run"
 models_csv = f"paper_tables/{run}/table_models.csv"
 assert (local / models_csv).read_bytes() == (slurm / models_csv).read_bytes()
-n, differ = 0, []
+n, differ, files = 0, [], []
 for f in sorted((local / "results" / run).rglob("*.npz")):
     g = slurm / f.relative_to(local)
     with np.load(f) as x, np.load(g) as y:
@@ -53,8 +58,12 @@ for f in sorted((local / "results" / run).rglob("*.npz")):
                 gap = (float(np.nanmax(np.abs(a.astype(float) - b.astype(float)))) if a.shape == b.shape
                        and a.dtype.kind in "fiub" else None)
                 differ.append(f"{f.relative_to(local)}:{k} shape {a.shape} vs {b.shape}, largest gap {gap}")
+                if str(f.relative_to(local)) not in files:
+                    files.append(str(f.relative_to(local)))
     n += 1
 if differ:
     print(f"[slurm-test] {len(differ)} arrays differ between the local and the SLURM run:", *differ, sep="\n  ")
-    sys.exit(1)
+    if listing is not None:
+        listing.write_text("".join(f + "\n" for f in files))
+    sys.exit(3 if listing is not None else 1)
 print(f"[slurm-test] {len(tables)} tables and {n} array files identical to the local run")

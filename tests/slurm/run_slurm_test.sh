@@ -7,6 +7,7 @@
 #   logs) and that the results equal a local run's, then stops the daemons it started by their PIDs.
 # Every wait is bounded. Usage: bash tests/slurm/run_slurm_test.sh   (as root; .ci/run calls it)
 # KEEP=1 keeps the work folder (both runs, their logs) after a pass too; a failure always keeps it.
+# PERTURB=<results file> checks the rerun path (below).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-$REPO/.venv/bin/python}
@@ -85,17 +86,58 @@ cfg = yaml.safe_load(open(sys.argv[1]))
 cfg["models"] = {k: v for k, v in cfg["models"].items() if v["arch"] in ("albert", "bert", "gpt2", "gpt_neo")}
 yaml.safe_dump(cfg, open(sys.argv[2], "w"), sort_keys=False)
 PY
+# on_slurm LOG [snakemake args...] / on_local LOG [snakemake args...]: the test config, in its own folder
+on_slurm() {
+  local log=$1; shift
+  timeout 1200 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$WORK/test-slurm.yaml" --directory "$WORK/slurm_run" \
+    --executor slurm --jobs 4 --slurm-no-account --slurm-status-command squeue \
+    --slurm-init-seconds-before-status-checks 2 --slurm-keep-successful-logs --latency-wait 10 \
+    --default-resources slurm_partition=debug "$@" > "$log" 2>&1 \
+    || { say "snakemake --executor slurm failed"; tail -40 "$log"; exit 1; }
+}
+on_local() {
+  local log=$1; shift
+  timeout 1200 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$WORK/test-slurm.yaml" --directory "$WORK/local_run" \
+    --cores 2 "$@" > "$log" 2>&1 || { say "local run failed"; tail -40 "$log"; exit 1; }
+}
+
 say "running the tiny-twin config through snakemake --executor slurm"
-timeout 1200 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$WORK/test-slurm.yaml" --directory "$WORK/slurm_run" \
-  --executor slurm --jobs 4 --slurm-no-account --slurm-status-command squeue \
-  --slurm-init-seconds-before-status-checks 2 --slurm-keep-successful-logs --latency-wait 10 \
-  --default-resources slurm_partition=debug > "$WORK/slurm_snakemake.log" 2>&1 \
-  || { say "snakemake --executor slurm failed"; tail -40 "$WORK/slurm_snakemake.log"; exit 1; }
-
+on_slurm "$WORK/slurm_snakemake.log"
 say "running the same config locally"
-timeout 1200 "$PY" -m snakemake -s "$REPO/Snakefile" --configfile "$WORK/test-slurm.yaml" --directory "$WORK/local_run" \
-  --cores 2 > "$WORK/local_snakemake.log" 2>&1 || { say "local run failed"; tail -40 "$WORK/local_snakemake.log"; exit 1; }
+on_local "$WORK/local_snakemake.log"
 
-"$PY" "$REPO/tests/slurm/compare_runs.py" "$WORK/slurm_run" "$WORK/local_run" "$WORK/slurm_snakemake.log"
+if [ -n "${PERTURB:-}" ]; then
+  # the rerun path's own check: PERTURB=results/test/<model>/<file>.npz moves one value of that local array by an
+  # ulp, as a one-off of the machine would; the rerun must then find both sides identical (TRANSIENT, PASSED)
+  "$PY" - "$WORK/local_run/$PERTURB" <<'PY'
+import sys
+import numpy as np
+d = dict(np.load(sys.argv[1]))
+k = next(k for k in sorted(d) if d[k].dtype.kind == "f" and np.isfinite(d[k]).any())
+i = int(np.flatnonzero(np.isfinite(d[k]))[0])
+d[k].ravel()[i] = np.nextafter(d[k].ravel()[i], np.inf)
+np.savez(sys.argv[1], **d)
+print(f"[slurm-test] PERTURB: moved {k}, element {i}, of {sys.argv[1]} by one ulp")
+PY
+fi
+rc=0
+"$PY" "$REPO/tests/slurm/compare_runs.py" "$WORK/slurm_run" "$WORK/local_run" "$WORK/slurm_snakemake.log" \
+  "$WORK/differing.txt" || rc=$?
+if [ "$rc" = 3 ]; then
+  # Only arrays differ. A difference the executor causes comes back when the same jobs run again on both sides;
+  # one that does not is a one-off of the machine (CI at fa465ac: one float64 sum of one job 4.5e-12 apart, never
+  # reproduced here: see powerlens.core.runtime.reproducible_mkl). It is reported, never hidden, and the work
+  # folder is kept.
+  mapfile -t RERUN < "$WORK/differing.txt"
+  say "rerunning the job(s) that wrote them, once under SLURM and once locally: ${RERUN[*]}"
+  on_slurm "$WORK/slurm_rerun.log" --force -- "${RERUN[@]}"
+  on_local "$WORK/local_rerun.log" --force -- "${RERUN[@]}"
+  "$PY" "$REPO/tests/slurm/compare_runs.py" "$WORK/slurm_run" "$WORK/local_run" "$WORK/slurm_snakemake.log" \
+    || { say "FAILED: the same arrays differ again on rerun: the executor changes the numbers"; exit 1; }
+  say "TRANSIENT: the arrays above differed once and are identical on both sides' rerun (not the executor's doing)"
+  KEEP=1
+elif [ "$rc" != 0 ]; then
+  exit "$rc"
+fi
 say "PASSED"
 if [ -n "${KEEP:-}" ]; then say "kept $WORK"; else rm -rf "$WORK"; fi  # a failure keeps it, for its logs
