@@ -86,8 +86,8 @@ def step_command(step: str, values: dict, cfg: dict) -> list[str]:
 
 def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict, w: Path) -> float:
     """The step's arithmetic (:func:`powerlens.pipeline.resources.arithmetic`) at the measured peak, in seconds;
-    steering's head and generated tokens read from its steering.csv, dynamics' count of its null projections
-    from its JSON, as the speed step reads them."""
+    steering's head, generated tokens and passes read from its steering.csv and steering.json, dynamics' count
+    of its null projections from its JSON, as the speed step reads them."""
     import pandas as pd
 
     from powerlens.models.adapters import get_adapter
@@ -98,8 +98,10 @@ def lower_bound_s(rule: str, twin: str, cfg: dict, tokens: dict, peak: dict, w: 
     st, arch = cfg["steering"], twin_config(twin)
     extra = {}
     if rule == "steering" and (w / "steering.csv").is_file():
-        terms = steering_terms(pd.read_csv(w / "steering.csv"), cfg, causal=get_adapter(arch.arch).causal)
-        extra = {"head": terms["head"], "generated": terms["generated"]}
+        rec = json.loads((w / "steering.json").read_text()) if (w / "steering.json").is_file() else None
+        terms = steering_terms(pd.read_csv(w / "steering.csv"), cfg, causal=get_adapter(arch.arch).causal,
+                               record=rec)
+        extra = {"head": terms["head"], "generated": terms["generated"], "passes": terms["passes"]}
     record = w / f"d-{rule.removeprefix('dynamics_')}.json"  # the dynamics step's JSON (step_values)
     if rule.startswith("dynamics_") and record.is_file():
         extra = {"null_flops": json.loads(record.read_text()).get("arithmetic", {}).get("null_projection_flops")}
@@ -132,9 +134,10 @@ def ratios(configfiles: list[str], directory: Path, threads: int) -> None:
     jobs = speed_jobs(cfg, [res(m, "weights.json") for m in models], [bench("spectra", model=m) for m in models],
                       [res(m, f"dynamics-{mo}.json") for m in models for mo in modes],
                       [bench("dynamics", model=m, mode=mo) for m in models for mo in modes],
-                      [res(m, "steering.csv") for m in models], [bench("steering", model=m) for m in models])
+                      [res(m, "steering.csv") for m in models], [bench("steering", model=m) for m in models],
+                      [res(m, "steering.json") for m in models])
     peak = matmul_peak(threads)
-    df = speed_rows(cfg, jobs, peak, {m: e.get("label", m) for m, e in cfg["models"].items()})
+    df = speed_rows(cfg, jobs, peak, {m: e.get("label", m) for m, e in cfg["models"].items()}, threads)
     print(f"run {run}: matrix-product peak here at {threads} threads: float32 {peak['float32'] / 1e9:.1f} GFLOP/s, "
           f"float64 {peak['float64'] / 1e9:.1f} GFLOP/s")
     with pd.option_context("display.width", 200, "display.max_columns", 20):

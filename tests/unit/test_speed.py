@@ -153,3 +153,33 @@ def test_the_run_total_adds_the_other_jobs_benchmark_files_to_the_heavy_ones(tmp
     assert (run["wall (s)"], run["CPU (s)"], run["jobs"]) == (14.2, 17.5, 4)
     assert tot["wall (s)"] == 4.0 and list(df["model"][:2]) == ["a", "b"]
     assert RUN_MODEL not in set(with_total(heavy)["model"])  # no other files given: the heavy total only
+
+
+def test_the_steering_bound_counts_the_passes_the_step_ran(tmp_path):
+    """Steering's bound reads the step's own count of its passes (steering.json's work): the whole model on the
+    tokens of whole passes, one layer on the replayed ones, the head on every counted token of every pass (the
+    unrelated prompts' KL passes and the beta sweep included); without the count, the settings' passes over the
+    steering prompts alone, which is less. The CPU column takes the step's own CPU time over the benchmark's
+    sampled one, and CPU / (threads x bound) is that time over the bound's CPU time."""
+    from powerlens.pipeline.resources import size_of
+    from powerlens.pipeline.speed import step_cpu, step_flops
+
+    cfg = schema_defaults()
+    cfg["models"] = {"t": {"source": "random", "twin_of": "gpt2", "arch": "gpt2", "seed": 0}}
+    size = size_of(twin_config("gpt2"))
+    work = {"whole": 300, "last_depth": 5100, "head": 5400, "passes": 36}
+    bare = step_flops("steering", cfg, "t", tokens=150, targets=2, passes=work)
+    head = step_flops("steering", cfg, "t", tokens=150, targets=2, head=True, passes=work)
+    assert head["float32"] - bare["float32"] == pytest.approx(2.0 * 5400 * size.d_model * size.vocab)
+    layer = size.forward_params / size.n_layers
+    assert bare["float32"] == pytest.approx(2.0 * (300 * size.forward_params + 5100 * layer))
+    estimate = step_flops("steering", cfg, "t", tokens=150, targets=2, head=True)
+    assert estimate["float32"] < head["float32"] and estimate["float64"] == head["float64"]  # law, eigen: the same
+    peak = {"float32": 1e10, "float64": 5e9}
+    job = {"model": "t", "rule": "steering", "benchmark": bench(tmp_path / "s.tsv", 40.0), "tokens": 150,
+           "targets": 2, "head": True, "passes": work, "weights_label": "random weights"}
+    sampled, own = speed_rows(cfg, [job, {**job, "cpu": 70.0}], peak, {}, threads=2).to_dict("records")
+    assert sampled["CPU (s)"] == 36.0 and own["CPU (s)"] == 70.0  # the benchmark's 0.9 x wall, then the step's own
+    assert own["CPU / (threads x bound)"] == pytest.approx(70.0 / (2 * own["lower bound (s)"]), rel=5e-3)
+    assert speed_rows(cfg, [job], peak, {})["CPU / (threads x bound)"].isna().all()  # no thread count: no ratio
+    assert step_cpu({"provenance": {"cpu_s": 12.5}}) == 12.5 and step_cpu({"provenance": {}}) is None

@@ -399,3 +399,42 @@ def test_unknown_shared_edit_is_refused():
     w = ADAPTERS["albert"].extract(build_tiny("tiny-albert", torch.float64))
     with pytest.raises(PowerlensError, match="shared_edit"):
         st.edited_depths(w, "first_depth")
+
+
+def test_the_pass_count_is_what_the_passes_ran():
+    """run_steering's work (the speed table's count): per target the unsteered pass, two methods at each non-zero
+    kappa and the beta sweep, on the steering prompts and on the unrelated ones; the first pass of each prompt
+    set runs the whole model (the model's forward counted by a hook), every other pass replays the last depth
+    (the last layer's calls counted by a hook), and the head runs on every counted token of every pass."""
+    import transformers
+
+    from powerlens.analysis.steering.experiment import BETA_SWEEP
+    from powerlens.core.corpus import prompt_batches
+    from powerlens.models.adapters import get_adapter
+    from powerlens.models.archs import TINY_MODELS
+
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(TINY_MODELS["tiny-gpt2"].hf_config()).eval()
+    tok = byte_tokenizer("gpt2")
+    w = get_adapter("gpt2").extract(model)
+    bs = prompt_batches(["The cat sat.", "A dog ran home.", "Rain falls."], tok, 16, 2)[0]
+    bs_kl = prompt_batches(["Snow is white.", "Two and two."], tok, 16, 2)[0]
+    lam1 = float(np.abs(np.linalg.eigvals(w.F(w.n_layers - 1).numpy())).max())
+    calls = {"model": 0, "last": 0}
+
+    def count(key):
+        return lambda mod, args: calls.__setitem__(key, calls[key] + 1)
+
+    model.register_forward_pre_hook(count("model"))
+    get_adapter("gpt2").layer_modules(model)[-1].register_forward_pre_hook(count("last"))
+    targets = [{"kind": "unembedding", "token": "e"}, {"kind": "random", "seed": 3}]
+    res = st.run_steering(model, tok, "gpt2", w, bs, lam1, targets, [0, 2, 256], head=True, shared_edit="every_depth",
+                          model_name="m", weights_label="random weights", kl_batches=bs_kl)
+    work = res["work"]
+    per_set = 1 + 2 * 2 + len(BETA_SWEEP)  # one prompt set, one target: unsteered, 2 kappas x 2 methods, the sweep
+    n_s, n_k = (int(sum(int(b.stat_mask.sum()) for b in x)) for x in (bs, bs_kl))
+    assert work["passes"] == len(targets) * 2 * per_set
+    assert work["head"] == len(targets) * per_set * (n_s + n_k) > 0
+    assert work["whole"] == n_s + n_k and work["last_depth"] == work["head"] - work["whole"]
+    assert calls["model"] == len(bs) + len(bs_kl)  # the whole model: once per batch of each prompt set
+    assert calls["last"] == len(targets) * per_set * (len(bs) + len(bs_kl))  # the last layer: every pass

@@ -90,6 +90,7 @@ rule speed:
         bench_dynamics=ancient(expand(rules.dynamics.benchmark, model=MODELS, mode=MODES)),
         steering=expand(rules.steering.output.csv, model=STEERED),
         bench_steering=ancient(expand(rules.steering.benchmark, model=STEERED)),
+        steering_json=expand(rules.steering.output.json, model=STEERED),
         # the run's total row adds these jobs' times (powerlens.pipeline.speed.OTHER_JOBS)
         bench_other=ancient(expand([rules.fetch_model.benchmark, rules.extract.benchmark,
                                     rules.check_extraction.benchmark], model=MODELS)

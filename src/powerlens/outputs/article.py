@@ -281,7 +281,8 @@ def speed(run: Run) -> list:
     if not (run.root / src).is_file():
         return []
     df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
-    cols = ["model", "step", "wall (s)", "lower bound (s)", "wall / bound", "weights"]
+    cols = ["model", "step", "wall (s)", "lower bound (s)", "wall / bound",
+            *[c for c in ("CPU / (threads x bound)",) if c in df], "weights"]  # a table before the CPU ratio: without
     jobs = df[~(((df["model"] == TOTAL_MODEL) & (df["step"] == TOTAL_STEP))
                 | ((df["model"] == RUN_MODEL) & (df["step"] == RUN_STEP)))]
     rows = [[([csv_cell(src, run.root, {"model": m, "step": st}, c)], "") for c in cols]
@@ -304,10 +305,13 @@ def speed(run: Run) -> list:
     else:
         total = ["This run's table_speed predates its total row (rebuild it with `--forcerun speed`); it lists ", n,
                  " heavy jobs."]
+    cpu = ([", and the job's CPU time over the bound's at the steps' thread count (CPU / (threads x bound): the "
+            "distance from the bound whatever ran beside the job; jobs run side by side, as make offline runs two to "
+            "a core, stretch each other's wall time)"] if "CPU / (threads x bound)" in df else [])
     return [("h", 2, ["Speed"], "speed"), ("p", total),
             ("p", ["Wall time of each heavy job (its rule's benchmark file) beside the arithmetic it cannot avoid at "
                    "this machine's measured matrix-product peak (table_speed, whose caption says what the bound "
-                   "counts and leaves out)."]),
+                   "counts and leaves out)", *cpu, "."]),
             ("table", cols, rows, "compact")]
 
 

@@ -112,14 +112,21 @@ def config_hash(obj: Any) -> str:
 
 
 def record(threads: int | None = None, seed: int | None = None, **extra: Any) -> dict[str, Any]:
-    """A provenance block for an output's metadata. Timestamps and host live here only, never in tables."""
+    """A provenance block for an output's metadata. Timestamps and host live here only, never in tables.
+    ``cpu_s``: the process's CPU time so far (user + system, every thread; ``getrusage``), for the speed table:
+    Snakemake's benchmark file samples a job's CPU every 30 s after its first 15 s, so a job's last stretch is
+    missing there (a 40 s job reads about 15 s)."""
+    import resource
+
     import torch
 
+    use = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "versions": versions(), "blas": blas(), "threads": threads if threads else torch.get_num_threads(),
         "seed": seed, "host": platform.node(), "platform": platform.platform(),
         "device": "cpu", "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "env": {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_ENDPOINT", "MKL_CBWR") if k in os.environ},
+        "cpu_s": round(use.ru_utime + use.ru_stime, 2),
         **extra,
     }
 

@@ -154,7 +154,7 @@ EIG_FLOPS_N3 = 10.0
 
 def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[float], targets: int,
                shared_edit: str, null_draws: int, head: bool = False, generated: int = 0,
-               null_flops: float | None = None) -> dict[str, float]:
+               null_flops: float | None = None, passes: dict | None = None) -> dict[str, float]:
     """The floating-point operations a step cannot avoid, by dtype (``{"float32": ..., "float64": ...}``): at
     the measured matrix-product peak of each dtype, their time is the step's arithmetic lower bound (the
     benchmark prints it beside the wall time). Counted: the matrix products of the forward passes (2 flops per
@@ -164,7 +164,11 @@ def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[f
     dimension 1 before and after each layer, which undercounts), one eigenvalue solve per unique layer
     (:data:`EIG_FLOPS_N3`); in steering with an LM head (``head``), the head over the vocabulary on every
     counted token of every pass (2 d V flops a token), and per greedily generated token (``generated``, both
-    methods together) one forward pass with the head (the prompts' prefill not counted); not counted:
+    methods together) one forward pass with the head (the prompts' prefill not counted). Steering's passes:
+    ``passes``, the step's own count (:class:`powerlens.analysis.steering.experiment.PassWork`: tokens through
+    the whole model, through the last depth alone, through the head; both prompt sets, every setting and the
+    beta sweep); None, a run that predates the count: the settings' passes over the steering prompts alone (too
+    low: the unrelated prompts' KL passes and the beta sweep are missing); not counted:
     attention scores, norms, Python overhead, file reading and writing (so a ratio near 1 is out of reach)."""
     d = float(size.d_model)
     null = (float(null_flops) if null_flops is not None else  # the estimate: per depth, x(t) and x(t + 1)
@@ -179,15 +183,19 @@ def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[f
     if rule == "steering":
         k_on = sum(1 for k in kappas if k != 0)
         whole_stack = size.n_unique_layers < size.n_layers and shared_edit == "every_depth"
-        passes = targets * (1 + 2 * k_on)
+        n_passes = targets * (1 + 2 * k_on)
         layer = size.forward_params / size.n_layers
-        model = 2.0 * tokens * (passes * size.forward_params if whole_stack else
-                                size.forward_params + (passes - 1) * layer)
+        if passes is None:  # the estimate: the settings' passes over the steering prompts
+            model = 2.0 * tokens * (n_passes * size.forward_params if whole_stack else
+                                    size.forward_params + (n_passes - 1) * layer)
+            lm = 2.0 * tokens * d * size.vocab * n_passes if head else 0.0  # logits of every token of every pass
+        else:  # as the step counted them
+            model = 2.0 * (float(passes["whole"]) * size.forward_params + float(passes["last_depth"]) * layer)
+            lm = 2.0 * float(passes["head"]) * d * size.vocab if head else 0.0
         edited = size.n_layers if whole_stack else 1
         runs = targets * k_on * 2 + (1 if k_on < len(kappas) else 0)
         law = 2.0 * tokens * size.attention_params * (size.n_layers - edited + 1 + runs * (edited - 1))
         eig = EIG_FLOPS_N3 * d ** 3 * (targets * k_on + (1 if k_on < len(kappas) else 0))
-        lm = 2.0 * tokens * d * size.vocab * passes if head else 0.0  # logits of every token of every pass
         gen = 2.0 * generated * (size.forward_params + d * size.vocab)  # one token: the stack and the head
         return {"float32": model + lm + gen, "float64": law + eig}
     return {}

@@ -27,7 +27,9 @@ HEAVY = {"spectra": "spectra", "dynamics_model": "dynamics (model)",
 COUNTED = ("counted: the forward passes' matrix products, the attention-only law's attention matrices, every "
            "projection of the Monte Carlo null as the dynamics step counted it (all draws up to each test's "
            "extension, the robustness streams, both dimensions, every state; column null projections), one "
-           "eigen-solve per unique layer, steering's LM head over the vocabulary on every token of every pass and "
+           "eigen-solve per unique layer, steering's passes as the step counted them (the whole model or the last "
+           "depth alone, and the LM head over the vocabulary, on every counted token of every pass: the steering "
+           "prompts and the unrelated prompts of the KL, every target, kappa and method and the beta sweep) and "
            "one forward pass with the head per greedily generated token; not counted: drawing the random "
            "subspaces, the null's per-prompt sums, attention scores, norms, the continuation prompts' prefill, "
            "imports, file reading and writing (so a ratio near 1 is out of reach)")
@@ -77,30 +79,44 @@ def generated_tokens(config: dict, *, head: bool, causal: bool, token_targets: i
 
 
 def step_flops(rule: str, config: dict, name: str, *, tokens: int, targets: int, head: bool = False,
-               generated: int = 0, null_flops: float | None = None) -> dict[str, float]:
+               generated: int = 0, null_flops: float | None = None, passes: dict | None = None) -> dict[str, float]:
     """The arithmetic of one heavy rule of one config entry, with the run's dynamics and steering settings
-    (``null_flops``: the dynamics step's own count of its Monte Carlo projections, from its JSON)."""
+    (``null_flops``: the dynamics step's own count of its Monte Carlo projections, from its JSON; ``passes``:
+    the steering step's count of its passes' tokens, from its JSON's ``work``)."""
     dyn, st = config["dynamics"], config["steering"]
     return arithmetic(rule, size_of_entry(name, config["models"][name], config["models"]), tokens=tokens,
                       steps=dyn["steps"], kappas=st["kappas"], targets=targets, shared_edit=st["shared_edit"],
-                      null_draws=dyn["null_draws"], head=head, generated=generated, null_flops=null_flops)
+                      null_draws=dyn["null_draws"], head=head, generated=generated, null_flops=null_flops,
+                      passes=passes)
 
 
-def steering_terms(s: pd.DataFrame, config: dict, *, causal: bool) -> dict:
+def steering_terms(s: pd.DataFrame, config: dict, *, causal: bool, record: dict | None = None) -> dict:
     """What a steering job processed, from its steering.csv: counted tokens, targets, whether the LM head ran
-    and how many tokens it generated (:func:`generated_tokens`)."""
+    and how many tokens it generated (:func:`generated_tokens`); from its steering.json (``record``) the tokens
+    of every pass it ran (``passes``, None where the run predates the count) and its CPU time."""
     head = bool((s["lm_head"] == "yes").any())
     token_targets = int(s.loc[s["target_token_id"].notna(), "target"].nunique())
+    record = record or {}
     return {"tokens": int(s["n_tokens"].max()), "targets": int(s["target"].nunique()), "head": head,
-            "generated": generated_tokens(config, head=head, causal=causal, token_targets=token_targets)}
+            "generated": generated_tokens(config, head=head, causal=causal, token_targets=token_targets),
+            "passes": record.get("work"), "cpu": step_cpu(record)}
+
+
+def step_cpu(record: dict) -> float | None:
+    """The CPU seconds a step's process used (user + system, every thread), as the step recorded them in its
+    JSON's provenance (None where it did not: a run that predates the record)."""
+    v = (record.get("provenance") or {}).get("cpu_s")
+    return None if v is None else float(v)
 
 
 def speed_jobs(config: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
-               bench_dynamics: list[str], steering: list[str], bench_steering: list[str]) -> list[dict]:
+               bench_dynamics: list[str], steering: list[str], bench_steering: list[str],
+               steering_json: list[str] | None = None) -> list[dict]:
     """The heavy jobs of a run as :func:`speed_rows` takes them, from the run's files: each model's
     weights.json (``meta``), dynamics-<mode>.json and steering.csv (the tokens, targets, head and generated
-    tokens each job processed, and the dynamics step's count of its null projections) beside the rule's
-    benchmark file of that job (same order)."""
+    tokens each job processed, and the dynamics step's count of its null projections), steering.json
+    (``steering_json``, same order as ``steering``: the steering step's count of its passes), the steps' own
+    CPU time (their JSON's provenance) beside the rule's benchmark file of that job (same order)."""
     from powerlens.core.io import read_json
 
     metas = [read_json(p) for p in meta]
@@ -111,33 +127,38 @@ def speed_jobs(config: dict, meta: list[str], bench_spectra: list[str], dynamics
             for m, b in zip(metas, bench_spectra)]
     jobs += [{"model": d["model"], "rule": f"dynamics_{d['mode']}", "benchmark": b, "tokens": d["n_tokens"],
               "targets": 0, "null_flops": d.get("arithmetic", {}).get("null_projection_flops"),
-              "draws": d.get("null", {}).get("draws_total")}
+              "draws": d.get("null", {}).get("draws_total"), "cpu": step_cpu(d)}
              for d, b in zip(dyn, bench_dynamics)]
-    for p, b in zip(steering, bench_steering):
+    for p, b, rec in zip(steering, bench_steering, steering_json or [None] * len(steering)):
         s = pd.read_csv(p)
         if not len(s) or s["n_tokens"].isna().all():  # no steering setting ran: nothing to bound
             continue
         name = str(s["model"].iloc[0])
         jobs.append({"model": name, "rule": "steering", "benchmark": b,
-                     **steering_terms(s, config, causal=causal[name])})
+                     **steering_terms(s, config, causal=causal[name], record=read_json(rec) if rec else None)})
     for j in jobs:
         j["weights_label"] = label[j["model"]]
     return jobs
 
 
-def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: dict[str, str]) -> pd.DataFrame:
+def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: dict[str, str],
+               threads: int | None = None) -> pd.DataFrame:
     """One row per heavy job: ``jobs`` items have model, rule, benchmark (a Snakemake benchmark TSV), tokens
     (the counted tokens the step processed), targets (steering targets; 0 elsewhere), for steering head (an
-    LM head computed) and generated (:func:`generated_tokens`), for dynamics null_flops (the step's count of
-    its null projections; missing or None: the estimate, marked in column null projections)."""
+    LM head computed), generated (:func:`generated_tokens`) and passes (the step's count, :func:`step_flops`),
+    for dynamics null_flops (the step's count of its null projections; missing or None: the estimate, marked in
+    column null projections), cpu (the step's own CPU seconds; missing or None: the benchmark file's sampled
+    cpu_time). ``threads``: the steps' thread count, for column "CPU / (threads x bound)" (how far the job is
+    from the bound whatever ran beside it: the bound is at the peak of ``threads`` threads)."""
     rows = []
     for j in jobs:
         b = pd.read_csv(j["benchmark"], sep="\t")
-        wall, cpu = float(b["s"].iloc[0]), float(b["cpu_time"].iloc[0])
+        wall = float(b["s"].iloc[0])
+        cpu = float(b["cpu_time"].iloc[0]) if j.get("cpu") is None else float(j["cpu"])
         counted = j.get("null_flops")
         flops = step_flops(j["rule"], config, j["model"], tokens=int(j["tokens"]), targets=int(j["targets"]),
                            head=bool(j.get("head", False)), generated=int(j.get("generated", 0)),
-                           null_flops=None if counted is None else float(counted))
+                           null_flops=None if counted is None else float(counted), passes=j.get("passes"))
         null = None if not j["rule"].startswith("dynamics") else "estimate" if counted is None else "counted"
         lower = bound_s(flops, peak)
         rows.append({"model": labels.get(j["model"], j["model"]), "step": HEAVY[j["rule"]],
@@ -145,6 +166,7 @@ def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: d
                      "arithmetic (GFLOP)": float(f"{sum(flops.values()) / 1e9:.3g}"),
                      "lower bound (s)": float(f"{lower:.3g}"),
                      "wall / bound": (float(f"{wall / lower:.3g}") if lower > 0 and math.isfinite(lower) else None),
+                     "CPU / (threads x bound)": cpu_ratio(cpu, threads, lower),
                      "null projections": NULL_COUNT[null] if null else None,
                      "Monte Carlo draws (all tests)": j.get("draws"), "weights": j["weights_label"]})
     return pd.DataFrame(rows)
@@ -152,7 +174,15 @@ def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: d
 
 
 
-def total_row(df: pd.DataFrame) -> dict:
+def cpu_ratio(cpu: float | None, threads: int | None, lower: float | None) -> float | None:
+    """CPU seconds over the bound's CPU seconds (``threads`` threads for ``lower`` seconds), 3 digits; None where
+    a term is missing."""
+    if cpu is None or not threads or lower is None or not (lower > 0 and math.isfinite(lower)):
+        return None
+    return float(f"{cpu / (threads * lower):.3g}")
+
+
+def total_row(df: pd.DataFrame, threads: int | None = None) -> dict:
     """The run's total over its heavy jobs (every benchmark file the speed step reads): summed wall and CPU
     time, arithmetic, bound and Monte Carlo draws, and the ratio of the sums. The number of jobs is the number
     of the other rows."""
@@ -168,6 +198,7 @@ def total_row(df: pd.DataFrame) -> dict:
             "lower bound (s)": None if lower is None else float(f"{lower:.3g}"),
             "wall / bound": (float(f"{wall / lower:.3g}") if wall is not None and lower and math.isfinite(lower)
                              else None),
+            "CPU / (threads x bound)": cpu_ratio(total("CPU (s)"), threads, lower),
             "null projections": None, "Monte Carlo draws (all tests)": total("Monte Carlo draws (all tests)"),
             "weights": TOTAL_WEIGHTS}
 
@@ -187,10 +218,10 @@ def run_total_row(df: pd.DataFrame, bench_other: list[str]) -> dict:
             "jobs": len(df) + len(bench_other), "weights": TOTAL_WEIGHTS}
 
 
-def with_total(df: pd.DataFrame, bench_other: list[str] | None = None) -> pd.DataFrame:
+def with_total(df: pd.DataFrame, bench_other: list[str] | None = None, threads: int | None = None) -> pd.DataFrame:
     """table_speed with its total rows appended: the heavy jobs' total and, where ``bench_other`` is given, the
     run's (none for a run with no heavy job)."""
     if not len(df):
         return df
-    rows = [total_row(df)] + ([run_total_row(df, bench_other)] if bench_other else [])
+    rows = [total_row(df, threads)] + ([run_total_row(df, bench_other)] if bench_other else [])
     return pd.concat([df, pd.DataFrame(rows)], ignore_index=True)

@@ -3,7 +3,7 @@ norm of change, in the real forward pass and the law; greedy continuations of ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -81,6 +81,29 @@ class _Labels:
     continuation_tokens: int
 
 
+@dataclass
+class PassWork:
+    """The counted tokens (specials and padding excluded) the measuring passes of one steering run ran, added up
+    as they run: what the speed table's bound counts (:func:`powerlens.pipeline.resources.arithmetic`). A pass
+    without a replay runs the whole model; a replayed one the last depth alone (and what follows it); the head,
+    where the model has one, on every counted token of every pass. Both prompt sets count: the steering prompts
+    and the unrelated prompts the KL is measured on, every setting (target, kappa, method) and the beta sweep."""
+
+    whole: int = 0  # counted tokens through the whole model
+    last_depth: int = 0  # counted tokens through the last depth alone (replayed inputs)
+    head: int = 0  # counted tokens through the LM head
+    passes: int = 0  # measuring passes (one over every batch of a prompt set)
+
+    def add(self, batches: list, head: bool, replayed: bool) -> None:
+        n = int(sum(int(b.stat_mask.sum()) for b in batches))
+        if replayed:
+            self.last_depth += n
+        else:
+            self.whole += n
+        self.head += n if head else 0
+        self.passes += 1
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Setting:
     """What every target and kappa of one model's steering share, computed once."""
@@ -89,6 +112,14 @@ class _Setting:
     alg: _Algebra
     law: _Law
     labels: _Labels
+    work: PassWork
+
+
+def _measure(s: _Setting, *args, **kw):
+    """:func:`measure_model` (``args`` as it takes them: model, arch, layer module, batches, u, tid, head), its
+    tokens added to ``s.work``."""
+    s.work.add(args[3], args[6], kw.get("replay") is not None)
+    return measure_model(*args, **kw)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +154,8 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     checksum proves it). With an LM head and ``kl_batches`` (prompts unrelated to the steering prompts), the KL
     of each setting is also measured there, and activation addition is run over a sweep of beta (rows "activation
     addition (beta sweep)") so that the two methods can be compared at matched KL (paper.md section 4d, C9).
-    Returns {"rows", "continuations", "checksum_before", "checksum_after", "generates"}."""
+    Returns {"rows", "continuations", "checksum_before", "checksum_after", "generates", "work"} (``work``: the
+    tokens the passes ran, :class:`PassWork`)."""
     before = checksum(model)
     s = _prepare(model, tok, arch, w, bs, lam1, kappas, head=head, shared_edit=shared_edit, model_name=model_name,
                  weights_label=weights_label, continuation_prompts=continuation_prompts or [],
@@ -136,7 +168,7 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     if after != before:
         raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
     return {"rows": rows, "continuations": cont, "checksum_before": before, "checksum_after": after,
-            "generates": s.labels.generates}
+            "generates": s.labels.generates, "work": asdict(s.work)}
 
 
 def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float], *, head: bool,
@@ -173,7 +205,7 @@ def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float
                    cap=float(np.sqrt(w.d_model) * np.abs(p_gain).max()) if post is not None else float("nan"),
                    bound=kappa_bound(F, lam1),  # ||F||_2 (a full SVD): the same for every target (where it applies)
                    eig_of_F=principal_eig(F) if 0 in kappas else None)
-    return _Setting(run=run, alg=alg, law=_Law(depths=depths, x_ins=x_ins, cache=LawCache(x_ins)),
+    return _Setting(run=run, alg=alg, law=_Law(depths=depths, x_ins=x_ins, cache=LawCache(x_ins)), work=PassWork(),
                     labels=_Labels(lm="yes" if head else "no (vector alignment only)", generates=generates, **labels))
 
 
@@ -193,13 +225,13 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
     post_ref = [] if s.run.post is not None else None
     first = s.run.last_inputs is not None and not s.run.last_inputs
     replay = None if s.run.last_inputs is None or first else s.run.last_inputs
-    base, ref = measure_model(s.run.model, s.run.arch, s.run.layer_module, s.run.bs, u, tid, s.run.head,
+    base, ref = _measure(s, s.run.model, s.run.arch, s.run.layer_module, s.run.bs, u, tid, s.run.head,
                               capture=s.run.last_inputs if first else None, replay=replay, post=s.run.post,
                               post_ref=post_ref, pu=pu, ceiling=saturation if pu is not None else None)
     ref_kl = None
     if s.run.bs_kl:  # the unsteered pass on the unrelated prompts: the reference of every setting's KL
         first_kl = s.run.kl_inputs is not None and not s.run.kl_inputs
-        _, ref_kl = measure_model(s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, u, tid, s.run.head,
+        _, ref_kl = _measure(s, s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, u, tid, s.run.head,
                                   capture=s.run.kl_inputs if first_kl else None,
                                   replay=None if s.run.kl_inputs is None or first_kl else s.run.kl_inputs)
     target = _Target(u=u, tid=tid, name=name, z=z_vec, resid=resid, note=bound_note(resid), pu=pu, post_ref=post_ref,
@@ -231,8 +263,8 @@ def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
                    "kl_unrelated": 0.0 if g.ref_kl is not None else float("nan")}
     else:
         with rank1_output_edit(s.run.model, s.run.arch, u, z_vec, scale) as _:
-            r1, _ = measure_model(*run_args, z=z_vec, **measure)
-            r1["kl_unrelated"] = (measure_model(*kl_args, **kl_measure)[0]["kl"] if g.ref_kl is not None
+            r1, _ = _measure(s, *run_args, z=z_vec, **measure)
+            r1["kl_unrelated"] = (_measure(s, *kl_args, **kl_measure)[0]["kl"] if g.ref_kl is not None
                                   else float("nan"))
         ra = None
     # the edit's mean norm of change where the residual stream receives it: alpha |z^T h| at W_O's
@@ -240,8 +272,8 @@ def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
     site_change = scale * r1.get("mean_abs_hz", 0.0)
     beta = site_change if s.run.post is None else (r1["post_change"] if scale else 0.0)
     if ra is None:
-        ra, _ = measure_model(*run_args, add=beta * g.direction, **measure)
-        ra["kl_unrelated"] = (measure_model(*kl_args, add=beta * g.direction, **kl_measure)[0]["kl"]
+        ra, _ = _measure(s, *run_args, add=beta * g.direction, **measure)
+        ra["kl_unrelated"] = (_measure(s, *kl_args, add=beta * g.direction, **kl_measure)[0]["kl"]
                               if g.ref_kl is not None else float("nan"))
     ao = attention_only_steering(s.law.x_ins, s.run.w, s.run.bs, u, z_vec, scale, s.law.depths, cache=s.law.cache)
     if s.labels.generates and tid is not None:
@@ -292,9 +324,9 @@ def _beta_sweep(s: _Setting, g: _Target, rows: list[dict]) -> list[dict]:
     out = []
     for f in BETA_SWEEP:
         add = f * b0 * g.direction
-        ra, _ = measure_model(*run_args, ref_probs=g.ref, add=add, site=s.run.site, replay=s.run.last_inputs,
+        ra, _ = _measure(s, *run_args, ref_probs=g.ref, add=add, site=s.run.site, replay=s.run.last_inputs,
                               post=s.run.post, pu=g.pu)
-        kl = measure_model(*kl_args, ref_probs=g.ref_kl, add=add, site=s.run.site, replay=s.run.kl_inputs,
+        kl = _measure(s, *kl_args, ref_probs=g.ref_kl, add=add, site=s.run.site, replay=s.run.kl_inputs,
                            post=s.run.post)[0]["kl"]
         out.append({"model": s.labels.model_name, "target": g.name, "target_token_id": g.tid, "kappa": float("nan"),
                     "method": "activation addition (beta sweep)", "beta": f * b0,

@@ -15,6 +15,8 @@ OPTIONS = (
     Option("bench-dynamics", "input:bench_dynamics", many=True, help="the dynamics rule's benchmark files"),
     Option("steering", "input:steering", many=True, help="steering.csv of every model (targets, tokens)"),
     Option("bench-steering", "input:bench_steering", many=True, help="the steering rule's benchmark files"),
+    Option("steering-json", "input:steering_json", many=True, help="steering.json of every model (the step's count "
+           "of its passes; the order of --steering)"),
     Option("bench-other", "input:bench_other", many=True, help="the other timed jobs' benchmark files (fetch, "
            "extraction and its check, theory): counted in the run's total row only"),
     Option("stem", "param:stem", help="table_speed stem"),
@@ -25,30 +27,35 @@ OPTIONS = (
 
 def speed(*, config: dict, labels: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
           bench_dynamics: list[str], steering: list[str], bench_steering: list[str], stem: str, threads: int,
-          bench_other: list[str] | None = None):
+          bench_other: list[str] | None = None, steering_json: list[str] | None = None):
     """table_speed's four files, replaced together or not at all (an interrupt during the peak measurement
     leaves the previous table whole)."""
     from powerlens.outputs.staging import staged
 
     with staged({"stem": stem}) as s:
         return _speed(config, labels, meta, bench_spectra, dynamics, bench_dynamics, steering, bench_steering,
-                      s["stem"], threads, bench_other or [])
+                      s["stem"], threads, bench_other or [], steering_json)
 
 
 def _speed(config: dict, labels: dict, meta: list[str], bench_spectra: list[str], dynamics: list[str],
            bench_dynamics: list[str], steering: list[str], bench_steering: list[str], stem: str, threads: int,
-           bench_other: list[str]):
+           bench_other: list[str], steering_json: list[str] | None):
     from powerlens.outputs.tables import OTHER_JOBS, write_table
     from powerlens.pipeline.speed import COUNTED, NO_NULL, matmul_peak, speed_jobs, speed_rows, with_total
 
-    jobs = speed_jobs(config, meta, bench_spectra, dynamics, bench_dynamics, steering, bench_steering)
+    jobs = speed_jobs(config, meta, bench_spectra, dynamics, bench_dynamics, steering, bench_steering, steering_json)
     peak = matmul_peak(threads)
-    df = with_total(speed_rows(config, jobs, peak, labels), bench_other)
+    df = with_total(speed_rows(config, jobs, peak, labels, threads), bench_other, threads)
     write_table(df, stem, caption=(
         f"Speed: each heavy job's wall time (its rule's benchmark file) beside its arithmetic lower bound at this "
         f"machine's matrix-product peak at {threads} threads, measured in this step (float32 "
         f"{peak['float32'] / 1e9:.1f} GFLOP/s, float64 {peak['float64'] / 1e9:.1f} GFLOP/s). The bound is "
-        f"{COUNTED}. Tokens: the counted tokens (specials excluded) the step processed. Random-weight twins "
+        f"{COUNTED}. CPU: the step's own CPU time (user and system, every thread) where it records it "
+        "(dynamics, steering), else its benchmark file's (Snakemake samples it every 30 s after the first 15, so "
+        "that reads low); CPU / (threads x bound): that time over the bound's CPU time at "
+        f"{threads} threads, the distance from the bound whatever ran beside the job (jobs run side by side, as "
+        "make offline runs two to a core, stretch each other's wall time). Tokens: the counted tokens (specials "
+        "excluded) the step processed. Random-weight twins "
         "are timed like the trained models. The row 'all heavy jobs' is the total over every job above: the "
         "sums of their wall and CPU times, arithmetic, bounds and draws, and the ratio of the sums; the row 'all timed "
         f"jobs' adds the other jobs' benchmark files ({OTHER_JOBS}; no bound counted) to the heavy jobs' times: "

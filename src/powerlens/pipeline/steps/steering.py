@@ -132,6 +132,11 @@ def _record(man: dict, w, res: dict, df, *, targets, kappas, shared_edit: str, n
                                              "decoding": "greedy (no sampling), one prompt at a time, both methods "
                                                          "at every decoding step"} if generates else
                                             "none: the model is not a causal LM with a head"),
+                          "work": {**res["work"], "counts": (
+                              "counted tokens (specials and padding excluded) of every measuring pass, both prompt "
+                              "sets (steering, unrelated) and every setting and beta: whole = through the whole "
+                              "model, last_depth = through the last depth alone (replayed inputs), head = through "
+                              "the LM head; passes = measuring passes; the speed table's bound reads it")},
                           "provenance": provenance.record(threads=threads, seed=seed, device=device)}
 
 
