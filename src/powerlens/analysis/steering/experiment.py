@@ -226,14 +226,14 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
     first = s.run.last_inputs is not None and not s.run.last_inputs
     replay = None if s.run.last_inputs is None or first else s.run.last_inputs
     base, ref = _measure(s, s.run.model, s.run.arch, s.run.layer_module, s.run.bs, u, tid, s.run.head,
-                              capture=s.run.last_inputs if first else None, replay=replay, post=s.run.post,
-                              post_ref=post_ref, pu=pu, ceiling=saturation if pu is not None else None)
+                         capture=s.run.last_inputs if first else None, replay=replay, post=s.run.post,
+                         post_ref=post_ref, pu=pu, ceiling=saturation if pu is not None else None)
     ref_kl = None
     if s.run.bs_kl:  # the unsteered pass on the unrelated prompts: the reference of every setting's KL
         first_kl = s.run.kl_inputs is not None and not s.run.kl_inputs
         _, ref_kl = _measure(s, s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, u, tid, s.run.head,
-                                  capture=s.run.kl_inputs if first_kl else None,
-                                  replay=None if s.run.kl_inputs is None or first_kl else s.run.kl_inputs)
+                             capture=s.run.kl_inputs if first_kl else None,
+                             replay=None if s.run.kl_inputs is None or first_kl else s.run.kl_inputs)
     target = _Target(u=u, tid=tid, name=name, z=z_vec, resid=resid, note=bound_note(resid), pu=pu, post_ref=post_ref,
                      saturation=saturation, base=base, ref=ref, token=tgt.get("token"), ref_kl=ref_kl,
                      direction=u if pu is None else pu)
@@ -325,9 +325,9 @@ def _beta_sweep(s: _Setting, g: _Target, rows: list[dict]) -> list[dict]:
     for f in BETA_SWEEP:
         add = f * b0 * g.direction
         ra, _ = _measure(s, *run_args, ref_probs=g.ref, add=add, site=s.run.site, replay=s.run.last_inputs,
-                              post=s.run.post, pu=g.pu)
+                         post=s.run.post, pu=g.pu)
         kl = _measure(s, *kl_args, ref_probs=g.ref_kl, add=add, site=s.run.site, replay=s.run.kl_inputs,
-                           post=s.run.post)[0]["kl"]
+                      post=s.run.post)[0]["kl"]
         out.append({"model": s.labels.model_name, "target": g.name, "target_token_id": g.tid, "kappa": float("nan"),
                     "method": "activation addition (beta sweep)", "beta": f * b0,
                     "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
