@@ -54,6 +54,29 @@ def test_nan_in_one_layers_weights_is_refused_at_load_naming_the_weight(saved_be
         powerlens.Lens.from_pretrained(bad)
 
 
+def test_the_finite_check_refuses_what_an_elementwise_check_refuses_and_only_that():
+    """The load's check sums each tensor in float64 first: every non-finite element is still found (an inf
+    and a -inf whose sum is NaN, a NaN, float16 and bfloat16 too), and a float64 tensor of finite values whose
+    sum overflows is not refused (the element-by-element check decides it)."""
+    from powerlens.models.sources.files import _finite_sum, refuse_nonfinite
+
+    def module(*tensors):
+        m = torch.nn.Module()
+        for i, t in enumerate(tensors):
+            m.register_parameter(f"w{i}", torch.nn.Parameter(t, requires_grad=False))
+        return m
+
+    huge = torch.full((4,), 1.5e308, dtype=torch.float64)  # finite; the sum is inf
+    assert not _finite_sum(huge)
+    refuse_nonfinite(module(torch.ones(3), huge), "model 'x'")  # passes: every element is finite
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        for bad in ([float("nan")], [float("inf")], [float("-inf")], [float("inf"), float("-inf")]):
+            w = torch.zeros(8, dtype=dtype)
+            w[2:2 + len(bad)] = torch.tensor(bad, dtype=dtype)
+            with pytest.raises(PowerlensError, match=rf"weight w1 holds {len(bad)} NaN or inf value\(s\) of 8"):
+                refuse_nonfinite(module(torch.ones(3, dtype=dtype), w), "model 'x'")
+
+
 def test_a_nan_extraction_error_is_never_a_pass(monkeypatch, prepared_twin, tmp_path):
     """Python's max([9.5e-07, nan]) is 9.5e-07: the proof must look at every layer's error."""
     from powerlens.models import verify
