@@ -162,7 +162,7 @@ def test_the_plain_reader_parses_exactly_what_gguf_parses(tmp_path):
     gguf = pytest.importorskip("gguf")
     np = pytest.importorskip("numpy")
     from powerlens.models.sources.files import package_dir
-    from powerlens.models.sources.gguf import one_reader, plain_reader
+    from powerlens.models.sources.gguf_reader import one_reader, plain_reader
 
     path = tmp_path / "w.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
