@@ -115,11 +115,10 @@ class _Setting:
     work: PassWork
 
 
-def _measure(s: _Setting, *args, **kw):
-    """:func:`measure_model` (``args`` as it takes them: model, arch, layer module, batches, u, tid, head), its
-    tokens added to ``s.work``."""
-    s.work.add(args[3], args[6], kw.get("replay") is not None)
-    return measure_model(*args, **kw)
+def _measure(s: _Setting, model, arch: str, layer_module, batches, u, tid, head: bool, **kw):
+    """:func:`measure_model` with the same arguments, its tokens added to ``s.work``."""
+    s.work.add(batches, head, kw.get("replay") is not None)
+    return measure_model(model, arch, layer_module, batches, u, tid, head, **kw)
 
 
 @dataclass(frozen=True, kw_only=True)
