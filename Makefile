@@ -81,8 +81,9 @@ test-unit: setup        ## unit tests only: no Snakemake run, no subprocess of t
 test-fast: setup        ## the default pytest suite only (unit + integration + calibration, about 10 minutes)
 	$(PY) -m pytest
 
-test-all: setup         ## also the slow checks
+test-all: setup         ## also the slow checks, and both offline configs' verdicts against the expected ones
 	$(PY) -m pytest -m ""
+	DECODERS=1 bash tests/determinism/check_offline_twice.sh  # offline+decoders.csv (70 cells), power, B = A
 
 lint: setup             ## ruff (rules in pyproject.toml) and Snakemake's own lint
 	$(PY) -m ruff check .

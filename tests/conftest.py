@@ -1,13 +1,49 @@
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
 import torch
 import transformers
+from hypothesis import settings
 
+from powerlens.core.runtime import reproducible_mkl
 from powerlens.models.archs import TINY_MODELS
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Property tests draw the same examples on every run and machine (derandomized, no example database carried
+# between runs): a test passes or fails by the code, never by the day's draw. HYPOTHESIS_PROFILE=explore draws
+# new examples for a local search (never in CI).
+settings.register_profile("powerlens", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "powerlens"))
+
+
+# MKL latches its reproducibility mode (MKL_CBWR) at its first product in a process: set it before any test
+# runs, so that no test's products round one way or another by which test happened to call a step first.
+reproducible_mkl()
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_process_state():
+    """A step run in-process fixes torch's thread count for its process (set_threads): put it back after every
+    test, so that no test computes under a count an earlier test left behind."""
+    threads = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    """Every ``time.sleep`` the code under test asks for, recorded and not slept: a retry or a back-off is
+    counted and bounded by what was asked, never by the clock of a shared machine."""
+    import time
+
+    asked: list[float] = []
+    monkeypatch.setattr(time, "sleep", lambda s: asked.append(float(s)))
+    return asked
 
 
 def write_gguf(path, width: int, blocks: int = 1, n_tokens: int = 8):

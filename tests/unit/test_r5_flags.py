@@ -3,6 +3,7 @@ config's size limit, refusals' commands runnable as printed, writes to a full di
 
 import errno
 import os
+import re
 import shlex
 import tempfile
 from pathlib import Path
@@ -210,14 +211,55 @@ def test_mkls_documented_branches_pass_and_are_recorded(value, monkeypatch):
 
 
 def test_mkl_itself_ignores_an_unknown_branch():
-    """Why an unknown value is refused: MKL runs its AUTO branch for it, not the one recorded."""
+    """Why an unknown value is refused: MKL runs its AUTO branch for it, not the one recorded (on every vendor's
+    processor)."""
     torch = pytest.importorskip("torch")
     if not torch.backends.mkl.is_available():
         pytest.skip("torch is not built with MKL here")
     from .test_io_and_env import _MATMUL, _mkl_modes
 
     assert _mkl_modes(_MATMUL, MKL_CBWR="garbage") == {"AUTO"}
-    assert _mkl_modes(_MATMUL, MKL_CBWR="AVX2,STRICT") == {"AVX2,STRICT"}
+
+
+_IN_FORCE = ("from powerlens.core.runtime import mkl_branch_in_force, set_threads; set_threads(1); "
+             "print('IN FORCE', mkl_branch_in_force()); " + "import torch; a = torch.ones(64, 64); a @ a")
+
+
+@pytest.mark.parametrize("env", [{}, {"MKL_CBWR": "AUTO"}, {"MKL_CBWR": "COMPATIBLE"},
+                                 {"MKL_CBWR": "AVX2,STRICT"}, {"MKL_CBWR": "AVX512"},
+                                 {"MKL_CBWR": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+                                 {"MKL_CBWR": "SSE4_2,STRICT", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}])
+def test_the_branch_recorded_is_the_one_mkl_ran(env):
+    """The provenance's ``mkl_branch_in_force`` is what MKL's own verbose line reports for the step's products,
+    whatever was asked and whatever the processor: MKL honours an instruction-set branch only on processors it
+    recognises (an AMD EPYC runs ``AVX2,STRICT`` as ``AUTO,STRICT``), so no vendor's behaviour is assumed here:
+    each case compares the record with MKL's report in the same process."""
+    import os
+    import subprocess
+    import sys
+
+    torch = pytest.importorskip("torch")
+    if not torch.backends.mkl.is_available():
+        pytest.skip("torch is not built with MKL here")
+    e = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS")}
+    out = subprocess.run([sys.executable, "-c", _IN_FORCE], env=e | {"MKL_VERBOSE": "1"} | env,
+                         capture_output=True, text=True, check=True).stdout
+    recorded = out.split("IN FORCE ", 1)[1].split()[0]
+    ran = set(re.findall(r"CNR:(\S+)", out))
+    assert ran == {recorded}, (env, recorded, ran)
+    asked = env.get("MKL_CBWR", "AUTO")  # set_threads sets AUTO when nothing was exported
+    assert recorded.split(",")[0] in (asked.split(",")[0], "AUTO")  # the branch asked for, or MKL's fallback
+    assert recorded.endswith(",STRICT") == asked.endswith(",STRICT")
+
+
+def test_the_provenance_records_the_branch_in_force():
+    from powerlens.core.runtime import mkl_branch_in_force
+    from powerlens.outputs.provenance import record
+
+    r = record(threads=1)
+    assert r["mkl_branch_in_force"] == mkl_branch_in_force()
+    torch = pytest.importorskip("torch")
+    assert (r["mkl_branch_in_force"] is None) == (not torch.backends.mkl.is_available())
 
 
 # --- 5. a config too big without aliases ------------------------------------------------------------------------

@@ -115,6 +115,11 @@ def test_the_code_hash_follows_the_imports_of_each_step(tmp_path):
     assert "powerlens.api" not in theory  # the package's lazy __getattr__ is not run by a step
     assert "powerlens.models.sources.twin" in code_hash.closure("fetch_model", graph=g)
     assert "powerlens.analysis.theory" not in code_hash.closure("fetch_model", graph=g)
+    # the theory package loads its modules by name on first use (PEP 562): they are theory's code all the same
+    for m in ("synthetic", "bipartite", "linearise", "verdicts"):
+        assert f"powerlens.analysis.theory.{m}" in theory
+    # the runner's loader of the step by name does not pull every other step in
+    assert "powerlens.pipeline.steps.dynamics" not in theory
     # an edit changes exactly the hashes of the steps whose closure holds the edited file, wherever the copy is
     a = copy_project(tmp_path / "a", ["src"]) / "src" / "powerlens"
     b = copy_project(tmp_path / "b", ["src"]) / "src" / "powerlens"
@@ -129,6 +134,15 @@ def test_the_code_hash_follows_the_imports_of_each_step(tmp_path):
     uses = {s: "powerlens.analysis.theory" in code_hash.closure(s, a) for s in steps}
     assert uses["theory"] and not uses["fetch_model"]
     assert {s: after[s] != before[s] for s in steps} == uses
+    # the probe of #69: a default of a module only the lazy __getattr__ loads reruns theory and what reads it
+    edited = a / "analysis" / "theory" / "synthetic.py"
+    text = edited.read_text()
+    assert "gap: float = 3.0" in text
+    edited.write_text(text.replace("gap: float = 3.0", "gap: float = 5.0", 1))
+    lazy = code_hash.step_code_sha256(steps, a)
+    assert lazy["theory"] != after["theory"] and lazy["plot_theory"] != after["plot_theory"]
+    assert lazy["fetch_model"] == after["fetch_model"] and lazy["dynamics"] == after["dynamics"]
+    after = lazy
     edited = a / "core" / "errors.py"  # used by every step
     edited.write_text(edited.read_text() + "\n_EDITED = 2\n")
     again = code_hash.step_code_sha256(steps, a)

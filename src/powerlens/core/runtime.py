@@ -81,6 +81,47 @@ def reproducible_mkl() -> str:
     return check_mkl_cbwr(os.environ.setdefault("MKL_CBWR", "AUTO"))
 
 
+_BRANCH_IN_FORCE: list[str | None] = []
+
+
+def mkl_branch_in_force() -> str | None:
+    """The code branch MKL itself reports running (the ``CNR:`` field of its verbose line for one small product,
+    read in this process through torch's MKL verbose switch), or None where torch has no MKL. This, not the
+    ``MKL_CBWR`` the environment asked for, is what the outputs record as the branch in force: MKL honours an
+    instruction-set branch only on processors it recognises, and runs it as AUTO elsewhere (seen on an AMD
+    EPYC with AVX2 and AVX-512: ``AVX2,STRICT`` runs as ``AUTO,STRICT``, ``AVX512`` as ``AUTO``; ``AUTO`` and
+    ``COMPATIBLE`` as asked). Asked once per process, after :func:`reproducible_mkl` (MKL reads ``MKL_CBWR`` at
+    its first call); the product's result is not used."""
+    if _BRANCH_IN_FORCE:
+        return _BRANCH_IN_FORCE[0]
+    import re
+    import sys
+    import tempfile
+
+    import torch
+
+    found = None
+    if torch.backends.mkl.is_available():
+        a = torch.ones(8, 8, dtype=torch.float32)
+        sys.stdout.flush()
+        saved = os.dup(1)
+        with tempfile.TemporaryFile() as tmp:
+            os.dup2(tmp.fileno(), 1)  # MKL prints its verbose lines to the C stdout
+            try:
+                with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
+                    a @ a
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+                if os.environ.get("MKL_VERBOSE", "0").strip() not in ("", "0"):  # the user's own verbose output
+                    torch._C._verbose.mkl_set_verbose(1)
+            tmp.seek(0)
+            modes = set(re.findall(r"CNR:(\S+)", tmp.read().decode(errors="replace")))
+        found = modes.pop() if len(modes) == 1 else None
+    _BRANCH_IN_FORCE.append(found)
+    return found
+
+
 #: torch's CPU allocator backs every array of 2 MiB or more with transparent huge pages when this variable is
 #: "1" (read once, at its first allocation). See :func:`set_threads`'s ``huge_pages``.
 HUGE_PAGES = "THP_MEM_ALLOC_ENABLE"

@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from powerlens.core.runtime import mkl_branch_in_force
+
 PACKAGES = ("powerlens", "torch", "transformers", "huggingface_hub", "safetensors", "tokenizers", "numpy",
             "scipy", "pandas", "matplotlib", "seaborn", "snakemake")
 
@@ -126,6 +128,7 @@ def record(threads: int | None = None, seed: int | None = None, **extra: Any) ->
         "seed": seed, "host": platform.node(), "platform": platform.platform(),
         "device": "cpu", "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "env": {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "HF_ENDPOINT", "MKL_CBWR") if k in os.environ},
+        "mkl_branch_in_force": mkl_branch_in_force(),  # what MKL ran, which env's MKL_CBWR only asked for
         "cpu_s": round(use.ru_utime + use.ru_stime, 2),
         **extra,
     }

@@ -11,6 +11,12 @@ The closure: the step's module, every package above it, the runner (``python -m 
 ``cli``) and, transitively, every ``powerlens`` module any of them imports, at module level or inside a
 function (the package imports lazily). Two kinds of function are left out because a step never calls them:
 the package's PEP 562 ``__getattr__`` (the API on first use) and the ``inspect`` command of the CLI.
+
+Imports by name at run time count too (``importlib.import_module`` or ``__import__``, e.g. a subpackage's lazy
+PEP 562 ``__getattr__`` loading its modules on first use): a literal name is that module; a name built at run
+time counts as every module its literal prefix can name (``f"{__name__}.{...}"`` in a package: all of the
+package's modules), and one with no literal prefix as the whole package. One such loader is known to load only
+what is already in the closure: :data:`LOADS_THE_STEP` (the runner loading the step it runs).
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ RUNNER = ("powerlens.__main__", "powerlens.cli")
 
 #: Functions whose imports a step never runs: (module, function name).
 NOT_RUN = {("powerlens", "__getattr__"), ("powerlens.cli", "inspect_model")}
+
+#: Functions whose run-time import loads only the step being run (already the closure's start): (module, name).
+LOADS_THE_STEP = {("powerlens.pipeline.steps", "step_module")}
 
 __all__ = ["closure", "step_code_sha256"]
 
@@ -52,13 +61,44 @@ def parse(path: Path) -> ast.Module:
                              f"fix that file (`python -m py_compile {path}` shows the error), then run again") from None
 
 
-def _skipped_nodes(mod: str, tree: ast.Module) -> set[int]:
-    """ids of the AST nodes inside the functions of :data:`NOT_RUN` defined at this module's top level."""
+def _skipped_nodes(mod: str, tree: ast.Module, which: set[tuple[str, str]] = NOT_RUN) -> set[int]:
+    """ids of the AST nodes inside the functions of ``which`` (:data:`NOT_RUN`) defined at this module's top
+    level."""
     skip: set[int] = set()
     for n in tree.body:
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and (mod, n.name) in NOT_RUN:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and (mod, n.name) in which:
             skip |= {id(x) for x in ast.walk(n)}
     return skip
+
+
+def _is_import_call(node: ast.AST) -> bool:
+    """``importlib.import_module(...)``, ``import_module(...)`` or ``__import__(...)``."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    f = node.func
+    return ((isinstance(f, ast.Attribute) and f.attr == "import_module" and isinstance(f.value, ast.Name)
+             and f.value.id == "importlib") or (isinstance(f, ast.Name) and f.id in ("import_module", "__import__")))
+
+
+def dynamic_imports(mod: str, node: ast.Call, files: dict[str, Path]) -> set[str]:
+    """The package modules a run-time import can load: a literal name, else every module the name's literal
+    prefix can start (``__name__`` read as this module's name), else every module of the package."""
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return {arg.value} if arg.value in files else set()
+    prefix = ""
+    if isinstance(arg, ast.JoinedStr):
+        for part in arg.values:
+            if isinstance(part, ast.Constant):
+                prefix += str(part.value)
+            elif isinstance(part.value, ast.Name) and part.value.id == "__name__":
+                prefix += mod
+            else:
+                break
+    root = mod.split(".")[0]
+    if not prefix.startswith(root + "."):
+        prefix = root + "."  # nothing literal to go by: the whole package
+    return {m for m in files if m.startswith(prefix)}
 
 
 def imports_of(mod: str, path: Path, files: dict[str, Path]) -> set[str]:
@@ -66,11 +106,14 @@ def imports_of(mod: str, path: Path, files: dict[str, Path]) -> set[str]:
     with the packages above each (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``)."""
     tree = parse(path)
     skip = _skipped_nodes(mod, tree)
+    the_step = _skipped_nodes(mod, tree, LOADS_THE_STEP)
     names: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
-        if isinstance(node, ast.Import):
+        if _is_import_call(node) and id(node) not in the_step:
+            names |= dynamic_imports(mod, node, files)
+        elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in files else node.module

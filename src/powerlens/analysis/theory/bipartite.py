@@ -218,6 +218,8 @@ def _c4_cell(X0: np.ndarray, w0: np.ndarray, base: LayerWeights, H: int, s: floa
     rare = _bipartite_endings(lw, H, X0[0], rng=np.random.default_rng([seed, 31, d, H, k, round(s * 1e6)]),
                               n_tokens=len(signs), steps=steps, runs=rare_runs, residual=residual)
     score = typical_score(eq["X"], lw, H)
+    # how far the refined w is determined (a bound from Newton's residual and conditioning; NaN without one)
+    bound = lin.newton_error(eq["w"], signs, lin.law_step(lw, H, residual), eq["sigma"]) if eq["found"] else np.nan
     return Result(
         id="C4.cell", case="c: bipartite", attention="softmax",
         quantity=f"spectral radius (d {d}, {H} head{'s' if H > 1 else ''}, seed {k}, |score| {s:g} at the start)",
@@ -229,7 +231,8 @@ def _c4_cell(X0: np.ndarray, w0: np.ndarray, base: LayerWeights, H: int, s: floa
         "steps", passed=bool(eq["found"]),
         detail={"d": d, "heads": H, "seed": k, "sharpness": s, "score_at_equilibrium": score,
                 "qk_scale": qk, "runs": runs, "broke": broke, "break_rate": broke / runs,
-                "fixed_point_residual": eq["residual"], "equilibrium_found": eq["found"], "newton_iterations":
+                "fixed_point_residual": eq["residual"], "equilibrium_error_bound": bound,
+                "equilibrium_found": eq["found"], "newton_iterations":
                 eq["newton"], "swap": eq["sigma"] < 0, "w": [float(x) for x in eq["w"]],
                 "plain_iteration_reaches": bool(abs(float(w_plain @ eq["w"])) > 1 - 1e-6),
                 "plain_iteration_steps": max_eq_steps, "random_starts": rare_runs, "random_starts_bipartite": rare,
