@@ -15,6 +15,12 @@ TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 DTYPES = [torch.float32, torch.float64]
 
 
+def tol(name: str, dtype) -> float:
+    """The proof's tolerance: float32's where the real module computes a part in float32 in any dtype (GPT-Neo's
+    q.k scores: bit-equal on most MKL branches, 9e-7 apart under MKL_CBWR=COMPATIBLE), as check_extraction's."""
+    return TOL[torch.float32] if ADAPTERS[TINY_MODELS[name].arch].float32_parts else TOL[dtype]
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
 @pytest.mark.parametrize("name", list(TINY_MODELS))
 def test_rebuilds_real_attention(name, dtype):
@@ -23,7 +29,7 @@ def test_rebuilds_real_attention(name, dtype):
     w = adapter.extract(model)
     errs = reconstruction_errors(model, adapter, w, n_batch=3, seq_len=12)
     assert len(errs) == model.config.num_hidden_layers
-    assert max(errs) < TOL[dtype], errs
+    assert max(errs) < tol(name, dtype), errs
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp32", "fp64"])
@@ -66,7 +72,7 @@ def test_corrupted_extraction_is_caught(name, corruption, dtype):
             reconstruction_errors(model, adapter, w)
         return
     errs = reconstruction_errors(model, adapter, w)
-    assert max(errs) > 100 * TOL[dtype], (corruption, errs)
+    assert max(errs) > 100 * tol(name, dtype), (corruption, errs)
 
 
 def _swap_kv_groups(W: torch.Tensor, dh: int) -> torch.Tensor:
@@ -183,9 +189,12 @@ def test_float64_proof_one_layer_at_a_time(name):
     adapter = ADAPTERS[TINY_MODELS[name].arch]
     w = adapter.extract(model)
     errs = layerwise_errors(model, adapter, w, torch.float64)
-    assert len(errs) == w.n_layers and max(errs) <= TOL[torch.float64], errs
+    assert len(errs) == w.n_layers and max(errs) <= tol(name, torch.float64), errs
     assert next(model.parameters()).dtype == torch.float32  # the model itself is never cast
-    assert layerwise_errors(model, adapter, w, torch.float32) == reconstruction_errors(model, adapter, w)
+    # the same float32 computation as the whole model's, to float32's round-off floor (1e-6, check_extraction's):
+    # equal bits on most MKL branches, not under COMPATIBLE, which picks kernels by the operands' layout
+    same = zip(layerwise_errors(model, adapter, w, torch.float32), reconstruction_errors(model, adapter, w))
+    assert all(abs(a - b) <= 1e-6 for a, b in same)
     u = w.layer_map[-1]
     w.layers[u].W_O = w.layers[u].W_O.T.contiguous() if w.layers[u].W_O.shape[0] == w.layers[u].W_O.shape[1] \
         else -w.layers[u].W_O

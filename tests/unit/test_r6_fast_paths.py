@@ -1,5 +1,5 @@
-"""The faster paths of issue 54 give the numbers of the paths they replaced, bit for bit: the LM head at the
-counted positions only, the unsteered reference's probabilities made once, one parse of a GGUF header."""
+"""The faster paths of issue 54 give the numbers of the paths they replaced (bit for bit where the BLAS runs one
+kernel for both; to float32's round-off on any branch): the LM head at the counted positions only, the unsteered reference's probabilities made once, one parse of a GGUF header."""
 
 import pytest
 import torch
@@ -25,9 +25,12 @@ def test_the_head_at_the_counted_positions_is_those_rows_of_the_whole_head(name)
         h_rows, some = ad.tail(model, y, True, rows=rows)
     assert whole.shape[:2] == (3, 7) and some.shape == (int(rows.sum()), whole.shape[-1])
     assert torch.equal(h_rows, h_all)  # the last hidden state is every position's
-    assert torch.equal(some, whole[rows])  # exactly, not approximately
+    # the same rows to float32's round-off (the extraction proof's 1e-5, relative to the logits' scale): bit-equal
+    # on MKL's AUTO branch here, not under MKL_CBWR=COMPATIBLE, where a product's kernel follows its row count
+    scale = float(whole.abs().max())
+    assert torch.allclose(some, whole[rows], rtol=0, atol=1e-5 * scale)
     # the check can fail: a neighbouring position's rows are not these
-    assert not torch.equal(some, whole[rows.roll(1, dims=1)])
+    assert not torch.allclose(some, whole[rows.roll(1, dims=1)], rtol=0, atol=1e-5 * scale)
 
 
 def test_the_kept_reference_probabilities_give_the_kl_of_the_recomputed_ones():

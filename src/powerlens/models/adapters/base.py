@@ -66,6 +66,9 @@ class Adapter:
     #: Submodules no analysis reads (their output is not a hidden state): a checkpoint may lack them (an
     #: MLM-head checkpoint loaded as the base model has no pooler) without being refused at load.
     unused_modules: tuple[str, ...] = ()
+    #: What the real module computes in float32 even in a float64 copy (None: nothing). The float64 extraction
+    #: proof is then only as tight as float32 there: its tolerance is the float32 one (check_extraction).
+    float32_parts: str | None = None
 
     @property
     def head_class(self) -> str:

@@ -11,6 +11,11 @@ class GPTNeoAdapter(_DecoderAdapter):
 
     family = "GPT-Neo"
     arch, model_type, norm, causal, config_class = "gpt_neo", "gpt_neo", "pre", True, "GPTNeoConfig"
+    #: its attention casts q and k to float32 before q.k whatever the model's dtype. The rebuilt layer does the
+    #: same, and most MKL branches give both the same bits (errors 1e-15), but not every one: under
+    #: MKL_CBWR=COMPATIBLE the float32 product's kernel follows the operands' layout, which the module's key
+    #: cache changes (seen: 9e-7 on the tiny twin)
+    float32_parts = "q.k scores"
 
     def output_projection(self, model):
         return self.base(model).h[-1].attn.attention.out_proj, "linear"
