@@ -30,7 +30,7 @@ from powerlens.pipeline.run_folder import RECORD, check_not_run_output, check_ru
 from ..conftest import REPO
 
 CONFIG = """run: stale
-description: "one tiny twin (tests/unit/test_r5_stale.py)"
+description: "one tiny twin (tests/unit/test_stale_outputs_and_run_folders.py)"
 seed: 0
 models:
   tiny-gpt2: {arch: gpt2, source: random, twin_of: tiny-gpt2, seed: 0}

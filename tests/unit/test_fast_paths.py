@@ -1,5 +1,6 @@
 """The faster paths of issue 54 give the numbers of the paths they replaced (bit for bit where the BLAS runs one
-kernel for both; to float32's round-off on any branch): the LM head at the counted positions only, the unsteered reference's probabilities made once, one parse of a GGUF header."""
+kernel for both; to float32's round-off on any branch): the LM head at the counted positions only, the unsteered
+reference's probabilities made once, one parse of a GGUF header."""
 
 import pytest
 import torch
