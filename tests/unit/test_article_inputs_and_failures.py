@@ -19,6 +19,7 @@ from powerlens.outputs.staging import staged
 from powerlens.pipeline.steps.article import article, pair_stamps
 from powerlens.pipeline.steps.claims import DYNAMICS_COLUMNS, read_dynamics, write_record
 
+from ..conftest import REPO
 from .test_article import run_dir  # noqa: F401  (the fixture: a run's article inputs)
 from .test_step_names import rules  # noqa: F401  (the fixture: the workflow's rules, config/test.yaml)
 
@@ -53,6 +54,9 @@ def test_good_dynamics_are_read_whole(tmp_path):
     ("header_only", "has no rows"),
     ("three_columns", "lacks the column(s) gamma"),
     ("model_missing", "have no 'model' rows for n"),
+    ("layers_twice", "depth 0 has more than one row (3 repeated rows of 6)"),
+    ("rho_above_one", "column 'rho' holds 1.7 at row 2 (1 of 3 rows outside [0, 1]); it is a probability"),
+    ("p_below_zero", "column 'gamma_p_holm' holds -0.2 at row 1 (1 of 3 rows outside [0, 1])"),
 ])
 def test_claims_refuse_broken_dynamics(tmp_path, case, words):
     if case == "rho_nan":
@@ -65,6 +69,15 @@ def test_claims_refuse_broken_dynamics(tmp_path, case, words):
         p = tmp_path / "m-model.csv"
         pd.DataFrame({"model": ["m"], "mode": ["model"], "layer": [0]}).to_csv(p, index=False)
         paths = [str(p), _dynamics(tmp_path, "n")]
+    elif case == "layers_twice":  # #69: every row duplicated ended in a shape error inside the claims
+        p = _dynamics(tmp_path, "m")
+        df = pd.read_csv(p)
+        pd.concat([df, df]).to_csv(p, index=False)
+        paths = [p, _dynamics(tmp_path, "n")]
+    elif case == "rho_above_one":  # #69: rho 1.7 with a p of -0.2 was judged as given
+        paths = [_dynamics(tmp_path, "m", rho=[0.6, 1.7, 0.6]), _dynamics(tmp_path, "n")]
+    elif case == "p_below_zero":
+        paths = [_dynamics(tmp_path, "m", gamma_p_holm=[-0.2, 0.1, 0.1]), _dynamics(tmp_path, "n")]
     else:
         paths = [_dynamics(tmp_path, "m")]
     with pytest.raises(PowerlensError) as e:
@@ -285,3 +298,18 @@ def test_the_workflow_keeps_the_previous_article_and_records_the_claims_tables(r
     assert all(is_flagged(f, "update") for f in art.output) and len(art.output) == 2
     assert claims.output._names["record"] and "claims_record.json" in str(art.input[art.input._names[
         "claims_record"][0]])
+
+
+@pytest.mark.parametrize("text,says", [("root:x:0:0:root:/root:/bin/bash\n", "holds no `models:` mapping"),
+                                       ("a: [1\n", "cannot be read as YAML"), ("models: [1, 2]\n", "holds no"),
+                                       ("models:\n  m: 3\n", "holds no")])
+def test_a_paper_config_that_is_not_one_is_named(tmp_path, text, says):
+    """#69: `article --paper-config /etc/passwd` ended in an AttributeError traceback."""
+    from powerlens.outputs.article_front import paper_models
+
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(PowerlensError, match=says) as e:
+        paper_models(p)
+    assert "config/config.yaml" in e.value.fix
+    assert len(paper_models(REPO / "config" / "config.yaml")) == 13  # the guard: the paper's 13 checkpoints

@@ -132,6 +132,17 @@ def test_from_pretrained_of_a_loaded_model_says_to_wrap_it(gpt2):
     assert "Lens(model, tokenizer)" in e.value.fix
 
 
+@pytest.mark.parametrize("tok", ["abc", 3, {"a": 1}])
+def test_lens_refuses_what_is_not_a_tokenizer(gpt2, tok):
+    """#69: Lens(model, tokenizer="abc") ended in an AttributeError traceback."""
+    import powerlens
+
+    with pytest.raises(PowerlensError, match="is not a tokenizer") as e:
+        powerlens.Lens(gpt2.model, tok)
+    assert "AutoTokenizer" in e.value.fix
+    assert powerlens.Lens(gpt2.model, gpt2.tokenizer).tokenizer is gpt2.tokenizer  # a real one passes
+
+
 def test_from_pretrained_still_takes_a_path_object(prepared_twin):
     from pathlib import Path
 

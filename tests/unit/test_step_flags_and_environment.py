@@ -58,6 +58,8 @@ def step_words(name: str, options, cfg: dict) -> list[str]:
             return ["x.csv"]
         if o.source == "threads" or o.kind == "int":
             return "1"
+        if o.flag == "targets":  # a list, as the workflow renders a model's targets
+            return '[{"kind": "random", "seed": 0}]'
         return "{}" if o.kind == "json" else o.choices[0] if o.choices else "x.out"
 
     values = {o.flag: placeholder(o) for o in options if not o.source.startswith("config:")}
@@ -158,6 +160,39 @@ def test_top_k_zero_is_refused_by_the_spectra_command(monkeypatch, capsys):
     words[words.index("--top-k") + 1] = "0"
     code, err, called = run_cli(words, monkeypatch, capsys, mod)
     assert code == 2 and not called and "--top-k: 0 is less than the minimum of 2" in err, err
+
+
+@pytest.mark.parametrize("step", ["spectra", "dynamics", "theory"])
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_a_thread_count_below_one_is_refused_not_made_one(step, value, monkeypatch, capsys):
+    """#69: `--threads 0` or `-3` became 1 without a word (the round-off depends on the count)."""
+    mod = step_module(step)
+    words = step_words(step, mod.OPTIONS, step_config())
+    words[words.index("--threads") + 1] = value
+    code, err, called = run_cli(words, monkeypatch, capsys, mod)
+    assert code == 2 and not called and f"--threads '{value}': a thread count is at least 1" in err, err
+    words[words.index("--threads") + 1] = "1"  # the guard: one thread reaches the step
+    code, err, called = run_cli(words, monkeypatch, capsys, mod)
+    assert code == 0 and called and called[0]["threads"] == 1, err
+
+
+@pytest.mark.parametrize("step,flag,value,says", [
+    ("table_models", "labels", "[1,2]", "not an object of strings"),
+    ("table_models", "labels", '{"m": 3}', "not an object of strings"),
+    ("steering", "targets", "[]", "not a non-empty list of objects"),
+    ("steering", "targets", '["random"]', "not a non-empty list of objects"),
+])
+def test_json_flags_that_no_config_key_checks_have_a_shape(step, flag, value, says, monkeypatch, capsys):
+    """#69: `table_models --labels '[1,2]'` and steering `--targets '[]'` ended in tracebacks inside the step."""
+    mod = step_module(step)
+    words = step_words(step, mod.OPTIONS, step_config())
+    good = '{"m": "My model"}' if flag == "labels" else '[{"kind": "random", "seed": 0}]'  # as a rule renders it
+    words[words.index(f"--{flag}") + 1] = value
+    code, err, called = run_cli(words, monkeypatch, capsys, mod)
+    assert code == 2 and not called and says in err, err
+    words[words.index(f"--{flag}") + 1] = good  # the guard: what a rule renders passes
+    code, err, called = run_cli(words, monkeypatch, capsys, mod)
+    assert code == 0 and called, err
 
 
 def test_argparse_refusals_speak_the_projects_voice(monkeypatch, capsys):

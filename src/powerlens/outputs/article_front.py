@@ -199,6 +199,26 @@ def _alpha(run) -> Traced | None:
     return None
 
 
+def paper_models(path) -> dict:
+    """The paper config's ``models:`` (model key -> its entry), or a refusal naming what the file is instead."""
+    import yaml
+
+    from powerlens.core.errors import PowerlensError
+
+    fix = ("give --paper-config the paper's config, config/config.yaml (a YAML file whose `models:` maps each "
+           "model key to its entry); a run passes it")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise PowerlensError(f"the paper config {str(path)!r} cannot be read as YAML ({type(e).__name__})",
+                             fix) from None
+    models = doc.get("models") if isinstance(doc, dict) else None
+    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
+        raise PowerlensError(f"the paper config {str(path)!r} holds no `models:` mapping of model entries "
+                             f"(it reads as {type(doc).__name__})", fix)
+    return models
+
+
 def stand_ins(run, paper_config: str | None) -> list:
     """Each of the paper's models (the paper config's, read from the file) with what this run used in its place
     and why; then C5's line."""
@@ -206,9 +226,7 @@ def stand_ins(run, paper_config: str | None) -> list:
     if not paper_config or not (run.root / paper_config).is_file():
         return out + [("p", ["The paper config (config/config.yaml) is not beside this run, so the paper's models "
                              "cannot be listed here."])]
-    import yaml
-
-    paper = yaml.safe_load((run.root / paper_config).read_text(encoding="utf-8")).get("models", {}) or {}
+    paper = paper_models(run.root / paper_config)
     prov = _prov(run).get("models", {})
     models = _read(run, "table_models.csv")
     msrc = f"{run.tables}/table_models.csv"

@@ -73,6 +73,18 @@ GLOSSARY = {
 _TYPES = {"str": str, "int": int, "float": float, "json": str, "yesno": str, "path": str}
 
 
+#: The JSON a flag that no config key validates must hold (a rule renders it from the config; by hand it may be
+#: anything): the display labels an object of strings, the steering targets a non-empty list of objects.
+JSON_SHAPES = {"labels": "an object of strings ({model key: label})",
+               "targets": "a non-empty list of objects ([{kind, token?, seed?}, ...])"}
+
+
+def _has_shape(value: Any, shape: str) -> bool:
+    if shape.startswith("an object of strings"):
+        return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return isinstance(value, list) and len(value) > 0 and all(isinstance(v, dict) for v in value)
+
+
 @dataclass(frozen=True)
 class Option:
     """One option of a step: ``--<flag>`` on the command line, ``dest`` in the step function's keywords."""
@@ -106,10 +118,14 @@ class Option:
         if self.kind not in ("int", "float"):
             return text
         try:
-            return int(text) if self.kind == "int" else float(text)
+            value = int(text) if self.kind == "int" else float(text)
         except ValueError:
             what = "a whole number" if self.kind == "int" else "a number"
             raise PowerlensError(f"--{self.flag} {text!r}: not {what}", _flag_fix(self)) from None
+        if self.flag == "threads" and value < 1:  # never silently one thread: the round-off depends on it
+            raise PowerlensError(f"--threads {text!r}: a thread count is at least 1",
+                                 "give --threads 1 or more (a workflow rule passes its own `threads:`)")
+        return value
 
     def add_to(self, ap: argparse.ArgumentParser) -> None:
         kw: dict[str, Any] = dict(required=True, help=self.help or GLOSSARY.get(f"--{self.flag}"))
@@ -127,10 +143,14 @@ class Option:
         declared."""
         if self.kind == "json":
             try:
-                return json.loads(value)
+                parsed = json.loads(value)
             except json.JSONDecodeError as e:
                 raise PowerlensError(f"--{self.flag} {str(value)[:80]!r}: not JSON ({e.msg})",
                                      _flag_fix(self)) from None
+            shape = JSON_SHAPES.get(self.flag)
+            if shape is not None and not _has_shape(parsed, shape):
+                raise PowerlensError(f"--{self.flag} {str(value)[:80]!r}: not {shape}", _flag_fix(self))
+            return parsed
         if self.kind == "yesno":
             return value == "yes"
         if self.empty_is_none and value == "":

@@ -154,6 +154,11 @@ def check_token_ids(tokenizer, rows: int | None, what: str) -> None:
     IndexError."""
     if tokenizer is None or not rows:
         return
+    if not (callable(getattr(tokenizer, "get_vocab", None)) and callable(getattr(tokenizer, "__call__", None))
+            and hasattr(tokenizer, "__len__")):
+        raise PowerlensError(f"{what}: {type(tokenizer).__name__} {str(tokenizer)[:40]!r} is not a tokenizer",
+                             "pass a transformers tokenizer (transformers.AutoTokenizer.from_pretrained(folder)), "
+                             "or none: Lens(model) computes the matrices without one")
     vocab = tokenizer.get_vocab()
     top = max([len(tokenizer) - 1, *vocab.values()]) if vocab else len(tokenizer) - 1
     if top >= rows:

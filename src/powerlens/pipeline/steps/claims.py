@@ -3,6 +3,7 @@ the models behind each family verdict, the measured value, the null and the verd
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
@@ -88,6 +89,7 @@ def read_dynamics(paths: list[str], metas: dict[str, dict]):
                 raise PowerlensError(f"{p} (written by the dynamics step): column {c!r} is not a finite number in "
                                      f"{len(bad)} of {len(df)} rows (first: row {bad[0] + 1}, {df[c].iloc[bad[0]]!r})",
                                      RERUN_DYNAMICS)
+        check_ranges(df, p)
         keys = sorted(set(zip(df["model"].astype(str), df["mode"].astype(str))))
         if len(keys) != 1 or keys[0][0] not in metas:
             raise PowerlensError(f"{p} (written by the dynamics step) holds the model(s) and mode(s) {keys[:4]}, "
@@ -104,6 +106,32 @@ def read_dynamics(paths: list[str], metas: dict[str, dict]):
     if not frames:
         raise PowerlensError("no dynamics CSV was given", "give every model's dynamics-<mode>.csv (--dynamics)")
     return pd.concat(frames)
+
+
+#: Columns whose every value is a probability or a share, in [0, 1] (NaN where a test did not run): each p-value
+#: (``*_p``, ``*_p_lo``, ``*_p_holm``, ...) and rho, the share of tokens whose alignment rose.
+PROBABILITY = re.compile(r"(_p($|_)|^rho(_M|_Ft)?$)")
+
+
+def check_ranges(df, path: str) -> None:
+    """One row per depth, and every probability in [0, 1]: a duplicated depth would be counted twice by the
+    claims (a shape error deep inside them otherwise), a p of -0.2 or a rho of 1.7 would be judged as given."""
+    import numpy as np
+    import pandas as pd
+
+    dup = df["layer"][df["layer"].duplicated()]
+    if len(dup):
+        raise PowerlensError(f"{path} (written by the dynamics step): depth {dup.iloc[0]} has more than one row "
+                             f"({len(dup)} repeated rows of {len(df)}); the claims read one row per depth",
+                             RERUN_DYNAMICS)
+    for c in [c for c in df.columns if PROBABILITY.search(str(c))]:
+        vals = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero((vals < 0) | (vals > 1))
+        if len(bad):
+            raise PowerlensError(f"{path} (written by the dynamics step): column {c!r} holds {float(vals[bad[0]])!r} "
+                                 f"at row {bad[0] + 1} ({len(bad)} of {len(df)} rows outside [0, 1]); it is a "
+                                 "probability",
+                                 RERUN_DYNAMICS)
 
 
 def write_record(path: str, stems: list[str]) -> dict:
