@@ -89,3 +89,22 @@ def test_the_pdf_opens_with_a_heading_per_claim(run_dir):
     text = "".join(p.extract_text() for p in reader.pages)
     assert len(reader.pages) >= 1 and "C1" in text and "C4" in text
     assert "#sys.exit() *b* $y$ ] [ @ref" in text  # the hostile statement printed as the characters it is
+
+
+@pytest.mark.parametrize("controls", [False, True])
+def test_the_summary_speaks_of_controls_only_where_the_run_has_them(run_dir, controls):
+    """#69: with `matched_controls: false` the summary still said "in 0 of the reproduced cells the same test on
+    random weights passes too"."""
+    from powerlens.outputs.article_front import summary
+    from powerlens.outputs.trace import CONTROL_SUFFIX
+
+    t = run_dir / "paper_tables/r"
+    pd.DataFrame({"model": ["m"], "weights": ["trained weights"]}).to_csv(t / "table_models.csv", index=False)
+    v = pd.read_csv(t / "table_claim_verdicts.csv")
+    if controls:
+        v["BERT" + CONTROL_SUFFIX] = ["reproduced", "-"]
+    v.to_csv(t / "table_claim_verdicts.csv", index=False)
+    parts = summary(Run("r", run_dir))[0][1]
+    text = "".join(getattr(x, "text", x) for x in parts)
+    assert text.startswith("This run tested")
+    assert ("the same test on random weights passes too" in text) == controls, text

@@ -14,6 +14,7 @@ from powerlens.outputs.trace import (
     Traced,
     count_word,
     csv_cell,
+    has_controls,
     json_value,
     row_count,
     verdict_columns,
@@ -174,8 +175,8 @@ def summary(run) -> list:
               "random-weight twins exercise the code without being evidence for or against any claim. "]
     s2 = ["Of the judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not"]
     s2 += (["; in ", count_word(vsrc, root, "reproduced", "reproduced"), " of the reproduced cells the same test on "
-            "random weights passes too, so those say nothing about training. "] if s1[0].startswith("This run tested")
-           else [". "])
+            "random weights passes too, so those say nothing about training. "]
+           if s1[0].startswith("This run tested") and has_controls(vsrc, root) else [". "])
     alpha = _alpha(run)
     judged = [["verdict", "^(?!not judged)"]]
     either = row_count(csrc, root, judged, ["attainable p", float(alpha.text)]) if alpha else None

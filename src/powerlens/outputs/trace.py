@@ -135,6 +135,13 @@ def verdict_columns(df: pd.DataFrame) -> list[str]:
             and not c.endswith(CONTROL_SUFFIX)]
 
 
+def has_controls(src: str, root: Path) -> bool:
+    """Did the run judge matched controls (a control column in table_claim_verdicts)? With
+    ``matched_controls: false`` there is none, and no sentence may speak of them."""
+    cols = pd.read_csv(root / src, dtype=str, keep_default_na=False, nrows=0).columns
+    return any(str(c).endswith(CONTROL_SUFFIX) for c in cols)
+
+
 def count_word(src: str, root: Path, word: str, control: str | None = None) -> Traced:
     """How many verdict cells of table_claim_verdicts (family and synthetic columns, never a matched control's)
     carry ``word`` (with ``control``: and whose matched control's cell carries that word)."""

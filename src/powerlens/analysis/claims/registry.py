@@ -88,8 +88,8 @@ CONJUNCTION_POWER = ("partial conjunction: (L - u + 1) x the 99% upper bound of 
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(id="C1", statement=TEXT["C1"], figure=FIG["C1"], power=CONJUNCTION_POWER,
-          where=" [judged in the attention-only law, FFN removed; table_claims shows the real forward pass and the "
-                "matched random-layer control beside it]",
+          where=" [judged in the attention-only law, FFN removed; table_claims shows the real forward pass beside it, "
+                "and the matched random-layer control where the run has one]",
           prose="In the paper's attention-only law, each layer should move tokens towards its F's leading "
                 "eigenvector more than towards a random direction, and more than towards F's other eigenvectors.",
           criterion=Criterion(
