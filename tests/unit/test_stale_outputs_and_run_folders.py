@@ -321,8 +321,10 @@ def test_inspect_csv_through_a_symlink_into_a_run_folder_is_refused(tmp_path, ca
     link.symlink_to(model, target_is_directory=True)
     with pytest.raises(PowerlensError) as e:
         check_not_run_output(link / "spectra.csv")
-    assert str(model) in e.value.problem and "outside any results/<run>/" in e.value.fix
-    for root in ("paper_tables", "figures"):  # a run's tables and figures too (the probe's second round)
+    assert str(model) in e.value.problem and "outside any results/" in e.value.fix
+    # a run's tables and figures too (the probe's second round), and its benchmark files and logs (#69: a
+    # benchmark file overwritten by inspect --csv ended --forcerun speed in KeyError 's')
+    for root in ("paper_tables", "figures", "benchmarks", "logs"):
         with pytest.raises(PowerlensError, match="inside run folder"):
             check_not_run_output(tmp_path / root / "other" / "table_spectra.csv")
     check_not_run_output(tmp_path / "results" / "spectra.csv")  # results/ itself is no run folder

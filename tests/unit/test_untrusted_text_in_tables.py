@@ -181,3 +181,52 @@ def test_a_hostile_family_name_is_text_in_the_article_pdf(tmp_path):
     text = "".join(p.extract_text() for p in pypdf.PdfReader(tmp_path / "a.pdf").pages)
     assert text.count('#panic("x") ]) *b* $y$ <script>') == 4
     assert "<script>" not in to_html(blocks)
+
+
+@pytest.mark.parametrize("label", ["=HYPERLINK(\"http://x\")", "+1 model", "-m-", "@home", "'quoted", "plain", "-0.5",
+                                   "-"])
+def test_a_reader_of_the_tables_sees_the_label_not_its_spreadsheet_guard(label, tmp_path):
+    """#69: the CSV's formula guard (a leading ') showed in the article's model names. The article's and the
+    report's readers undo it; the CSV itself stays guarded."""
+    import pandas as pd
+
+    from powerlens.core.fmt import csv_text, csv_untext
+    from powerlens.outputs.tables import write_table
+    from powerlens.outputs.trace import read_table
+    from powerlens.pipeline.report_front import rst_text, verdict_rows
+
+    assert csv_untext(csv_text(label)) == label
+    write_table(pd.DataFrame({"claim": ["C1"], label: [label]}), tmp_path / "t")
+    raw = (tmp_path / "t.csv").read_text()
+    if label.startswith(("=", "+", "@")) or label == "-m-":
+        assert "'" + label.replace('"', '""') in raw  # still guarded in the file a spreadsheet opens
+    df = read_table(tmp_path / "t.csv")
+    assert list(df.columns) == ["claim", label] and df.iloc[0][label] == label
+    rows = verdict_rows(tmp_path / "t.csv")
+    assert rows["rows"][0][1]["text"] == rst_text(label) and rows["header"][1] == rst_text(label)
+
+
+def test_generated_text_is_guarded_in_the_csv_and_shown_as_generated(tmp_path):
+    """#69: the continuations CSV kept `=cmd|' /C calc'!A0` unguarded. The steering step guards the generated
+    text columns (CONTINUATION_TEXT) as every table CSV is guarded; table_continuations shows the text itself."""
+    import pandas as pd
+
+    from powerlens.analysis.steering.experiment import CONTINUATION_COLUMNS, CONTINUATION_TEXT
+    from powerlens.core.fmt import csv_text
+    from powerlens.core.io import write_csv
+    from powerlens.outputs.tables import continuations_table, write_table
+
+    evil = "=cmd|' /C calc'!A0"
+    row = {c: "x" for c in CONTINUATION_COLUMNS} | {"model": "m", "kappa": 4.0, "weights": "trained weights",
+                                                      "prompt": evil, "rank-1 (last layer O')": "+SUM(A1)"}
+    df = pd.DataFrame([row], columns=CONTINUATION_COLUMNS)
+    for c in CONTINUATION_TEXT:  # as the steering step writes it
+        df[c] = df[c].map(csv_text)
+    write_csv(tmp_path / "c.csv", df)
+    raw = (tmp_path / "c.csv").read_text()
+    assert "'=cmd" in raw and "'+SUM" in raw and ",=cmd" not in raw
+    t = continuations_table([pd.read_csv(tmp_path / "c.csv", keep_default_na=False)])
+    assert t.iloc[0]["prompt"] == evil and t.iloc[0]["rank-1 (last layer O')"] == "+SUM(A1)"
+    write_table(t, tmp_path / "table_continuations")
+    assert "'=cmd" in (tmp_path / "table_continuations.csv").read_text()  # the table's CSV guarded again
+    assert "''=cmd" not in (tmp_path / "table_continuations.csv").read_text()

@@ -67,6 +67,15 @@ def csv_text(cell) -> str:
     return "'" + text
 
 
+def csv_untext(cell: str) -> str:
+    """A CSV cell's text as it was before :func:`csv_text` guarded it (the ``'`` removed), for a reader of the
+    project's own CSVs (the article shows a model's name, not its spreadsheet guard)."""
+    text = str(cell)
+    if text.startswith("'") and csv_text(text[1:]) == text:
+        return text[1:]
+    return text
+
+
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "|": r"\textbar{}", "<": r"\textless{}",
         ">": r"\textgreater{}", "[": "{[}"}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from powerlens.core.errors import PowerlensError
-from powerlens.outputs.trace import Traced, csv_cell, json_value, row_count, verdict_columns
+from powerlens.outputs.trace import Traced, csv_cell, json_value, read_table, row_count, verdict_columns
 
 
 @dataclass
@@ -84,7 +84,7 @@ def check_claims_record(run: Run) -> None:
 
 def families(run: Run) -> list[str]:
     """The trained families of table_claim_verdicts, in its column order."""
-    df = pd.read_csv(run.root / run.tables / "table_claim_verdicts.csv", dtype=str, keep_default_na=False)
+    df = read_table(run.root / run.tables / "table_claim_verdicts.csv")
     return [c for c in verdict_columns(df) if c != "synthetic layers"]
 
 
@@ -143,8 +143,8 @@ def claim_blocks(run: Run, claim: str, statement: Traced, figs: Figures) -> list
     from powerlens.outputs.article_front import GIST
 
     src, rob = f"{run.tables}/table_claims.csv", f"{run.tables}/table_robustness.csv"
-    df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
-    robust = pd.read_csv(run.root / rob, dtype=str, keep_default_na=False) if (run.root / rob).is_file() else None
+    df = read_table(run.root / src)
+    robust = read_table(run.root / rob) if (run.root / rob).is_file() else None
     out = [("h", 3, [claim, ": " + GIST.get(claim, "")], f"claim-{claim}"), ("p", [statement])]
     fams = list(df.loc[df["claim"] == claim, "family"])
     if fams:  # one column per trained family (or the synthetic layers), one row per field of table_claims
@@ -176,7 +176,7 @@ def document(run: Run, index: list[dict] | None = None, command: str = "") -> li
     from powerlens.outputs.glossary import glossary_block
 
     prov, vsrc = run.provenance, f"{run.tables}/table_claim_verdicts.csv"
-    verdicts = pd.read_csv(run.root / vsrc, dtype=str, keep_default_na=False)
+    verdicts = read_table(run.root / vsrc)
     figs = Figures(run)
     blocks = [("h", 1, ["Replication: Li & Altafini, \u201cAnalogies between Transformer Layers and Power "
                         "Method\u201d (arXiv 2605.25619)"]),
@@ -187,7 +187,7 @@ def document(run: Run, index: list[dict] | None = None, command: str = "") -> li
                      ". The paper's full text is not available: each claim is compared with its statement in the "
                      "spec, never with the paper's numbers."], "small"),
               *stand_ins(run, run.paper)]
-    claims = pd.read_csv(run.root / run.tables / "table_claims.csv", dtype=str, keep_default_na=False)
+    claims = read_table(run.root / run.tables / "table_claims.csv")
     trained = claims[(claims["family"] != "synthetic") & ~claims["verdict"].str.startswith("not judged")]
     if "fig_spectra" in figs.paths and len(trained):  # without a trained model the figure holds only a note
         blocks += [("h", 2, ["Spectra of the layer matrices"], "spectra"),
@@ -280,7 +280,7 @@ def speed(run: Run) -> list:
     src = f"{run.tables}/table_speed.csv"
     if not (run.root / src).is_file():
         return []
-    df = pd.read_csv(run.root / src, dtype=str, keep_default_na=False)
+    df = read_table(run.root / src)
     cols = ["model", "step", "wall (s)", "lower bound (s)", "wall / bound",
             *[c for c in ("CPU / (threads x bound)",) if c in df], "weights"]  # a table before the CPU ratio: without
     jobs = df[~(((df["model"] == TOTAL_MODEL) & (df["step"] == TOTAL_STEP))

@@ -16,6 +16,7 @@ from powerlens.outputs.trace import (
     csv_cell,
     has_controls,
     json_value,
+    read_table,
     row_count,
     verdict_columns,
     verdict_word,
@@ -38,7 +39,7 @@ CONTROL_P_RE = r"claim p ([^;)\s]+)"
 
 def _read(run, name: str) -> pd.DataFrame | None:
     p = run.root / run.tables / name
-    return pd.read_csv(p, dtype=str, keep_default_na=False) if p.is_file() else None
+    return read_table(p) if p.is_file() else None
 
 
 def _prov(run) -> dict:

@@ -14,6 +14,7 @@ from powerlens.analysis.claims.layer_criteria import tilt_summary
 from powerlens.core.fmt import (  # noqa: F401  (the one number format, re-exported)  # noqa: F401  (re-exported)
     DASH,
     csv_text,
+    csv_untext,
     fmt_num,
     is_random_label,
     md_escape,
@@ -281,9 +282,11 @@ def continuations_table(per_model: list[pd.DataFrame], labels: dict[str, str] | 
     df["weights"] = df["weights"].map(weights_text)
     for c in ("prompt", "rank-1 (last layer O')", "activation addition (matched norm)"):
         # generated text is data: newlines and control characters shown as escapes (write_table escapes the
-        # Markdown form's pipes); nothing generated but whitespace is said in words, never a blank cell
-        df[c] = df[c].astype(str).map(lambda t: json.dumps(t, ensure_ascii=False)[1:-1] if t.strip() else
-                                      f"{CONTINUATION_BLANK} ({json.dumps(t)})")
+        # Markdown form's pipes); nothing generated but whitespace is said in words, never a blank cell; the
+        # steering CSV's spreadsheet guard undone (write_table guards the table's own CSV again)
+        df[c] = df[c].astype(str).map(csv_untext).map(
+            lambda t: json.dumps(t, ensure_ascii=False)[1:-1] if t.strip() else
+            f"{CONTINUATION_BLANK} ({json.dumps(t)})")
     return df[cols].reset_index(drop=True)
 
 

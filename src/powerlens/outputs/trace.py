@@ -22,6 +22,19 @@ WORDS = ("reproduced", "not reproduced", "inconclusive", "underpowered")
 DASH = "-"
 
 
+def read_table(path, nrows: int | None = None) -> pd.DataFrame:
+    """One of the run's table CSVs as text, as a reader sees it: every cell and header a string, no value read as
+    missing, the spreadsheet formula guard undone (:func:`powerlens.core.fmt.csv_untext`). Every reader of the
+    article's tables goes through it, the read-back included."""
+    from powerlens.core.fmt import csv_untext
+
+    df = pd.read_csv(path, dtype=str, keep_default_na=False, nrows=nrows)
+    df = df.rename(columns=csv_untext)
+    for c in df.columns:
+        df[c] = df[c].map(csv_untext)
+    return df
+
+
 @dataclass
 class Traced:
     """A value shown to the reader and where it comes from."""
@@ -79,7 +92,7 @@ def _part(text: str, pattern: str | None) -> str:
 def csv_cell(src: str, root: Path, row: dict, col: str, part: str | None = None) -> Traced:
     """The cell of ``col`` in the one row of the CSV ``src`` whose key columns equal ``row`` (``part``: a regex
     whose first group is the part of the cell shown)."""
-    df = pd.read_csv(root / src, dtype=str, keep_default_na=False)
+    df = read_table(root / src)
     hit = df
     for k, v in row.items():
         hit = hit[hit[k] == v]
@@ -107,7 +120,7 @@ def json_value(src: str, root: Path, keys: list, part: str | None = None) -> Tra
 def row_count(src: str, root: Path, where: list | None = None, below: list | None = None) -> Traced:
     """How many rows of the CSV ``src`` match every ``[column, regex]`` of ``where`` and, with ``below``
     ``[column, x]``, hold a number below x in that column."""
-    df = pd.read_csv(root / src, dtype=str, keep_default_na=False)
+    df = read_table(root / src)
     keep = pd.Series(True, index=df.index)
     for c, p in where or []:
         keep &= df[c].map(lambda v: re.search(p, v) is not None)
@@ -138,14 +151,14 @@ def verdict_columns(df: pd.DataFrame) -> list[str]:
 def has_controls(src: str, root: Path) -> bool:
     """Did the run judge matched controls (a control column in table_claim_verdicts)? With
     ``matched_controls: false`` there is none, and no sentence may speak of them."""
-    cols = pd.read_csv(root / src, dtype=str, keep_default_na=False, nrows=0).columns
+    cols = read_table(root / src, nrows=0).columns
     return any(str(c).endswith(CONTROL_SUFFIX) for c in cols)
 
 
 def count_word(src: str, root: Path, word: str, control: str | None = None) -> Traced:
     """How many verdict cells of table_claim_verdicts (family and synthetic columns, never a matched control's)
     carry ``word`` (with ``control``: and whose matched control's cell carries that word)."""
-    df = pd.read_csv(root / src, dtype=str, keep_default_na=False)
+    df = read_table(root / src)
     cols = verdict_columns(df)
     n = sum(verdict_word(df.at[i, c]) == word and (control is None or verdict_word(
         df.at[i, c + CONTROL_SUFFIX] if c + CONTROL_SUFFIX in df else "") == control)

@@ -72,8 +72,10 @@ def embedded_file(path: Path) -> dict:
 def verdict_rows(csv_path: Path) -> dict:
     """The verdict table as rst-safe cells: ``header`` (column names), ``rows`` (each a list of
     ``{"text", "cls"}``), and the source file."""
+    from powerlens.core.fmt import csv_untext
+
     with open(csv_path, newline="", encoding="utf-8") as f:
-        table = list(csv.reader(f))
+        table = [[csv_untext(c) for c in r] for r in csv.reader(f)]  # the text, not its spreadsheet guard
     if not table:
         return {"header": [], "rows": [], "source": str(csv_path)}
     head, body = table[0], [r for r in table[1:] if any(c.strip() for c in r)]

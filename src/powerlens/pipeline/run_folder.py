@@ -104,8 +104,10 @@ def claim_run_folder(run: str, configfiles, workdir: str | os.PathLike = ".") ->
     return True
 
 
-#: The folders under which a run keeps its outputs, each as ``<folder>/<run>/...``.
-OUTPUT_ROOTS = ("results", "paper_tables", "figures")
+#: The folders under which a run keeps its outputs, each as ``<folder>/<run>/...``: its results, tables and
+#: figures, and its jobs' logs and benchmark files (the speed step reads those: one overwritten by `inspect --csv`
+#: ended `--forcerun speed` in a KeyError).
+OUTPUT_ROOTS = ("results", "paper_tables", "figures", "logs", "benchmarks")
 
 
 def check_not_run_output(path: str | os.PathLike, flag: str = "--csv") -> None:
@@ -120,5 +122,5 @@ def check_not_run_output(path: str | os.PathLike, flag: str = "--csv") -> None:
             raise PowerlensError(
                 f"{flag} {shown} is inside run folder {folder}, where the pipeline keeps its outputs: writing "
                 "there would replace a run's file",
-                f"write {flag} outside any results/<run>/, paper_tables/<run>/ or figures/<run>/ folder (e.g. "
+                f"write {flag} outside any results/, paper_tables/, figures/, logs/ or benchmarks/ <run>/ folder (e.g. "
                 f"{flag} {target.name} in the current directory)")

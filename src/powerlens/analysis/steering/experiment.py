@@ -26,6 +26,8 @@ from powerlens.models.weights import ModelWeights
 
 CONTINUATION_COLUMNS = ["model", "target", "kappa", "prompt", "rank-1 (last layer O')",
                         "activation addition (matched norm)", "target_in_rank1", "target_in_actadd", "weights"]
+#: The continuations' columns of text a prompt or a model wrote (guarded in the CSV, :func:`csv_text`).
+CONTINUATION_TEXT = ("prompt", "rank-1 (last layer O')", "activation addition (matched norm)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from powerlens.core.corpus import prompt_batches, read_prompts
+from powerlens.core.fmt import csv_text
 from powerlens.core.io import read_generated_json, read_generated_npz, write_csv, write_json
 from powerlens.core.runtime import resolve_device, set_threads
 from powerlens.models.adapters import get_adapter
@@ -78,7 +79,10 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     df = pd.DataFrame(res["rows"])
     write_csv(out_csv, df)
     if out_continuations is not None:
-        write_csv(out_continuations, pd.DataFrame(res["continuations"], columns=st.CONTINUATION_COLUMNS))
+        cont = pd.DataFrame(res["continuations"], columns=st.CONTINUATION_COLUMNS)
+        for c in st.CONTINUATION_TEXT:  # generated text is data: never a formula in a spreadsheet
+            cont[c] = cont[c].map(csv_text)
+        write_csv(out_continuations, cont)
     write_json(out_json, _record(man, w, res, df, targets=targets, kappas=kappas, shared_edit=shared_edit,
                                  n_prompts=len(prompts), truncated=truncated, head=head, n_unrelated=len(unrelated),
                                  continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens,
