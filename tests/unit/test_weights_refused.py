@@ -200,3 +200,60 @@ def test_the_fetch_step_command_refuses_with_exit_2_and_no_traceback(twin_dir, t
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "ERROR: model 'm'" in r.stderr and "ids up to 5000" in r.stderr and "  fix: " in r.stderr
+
+
+# ------------------------------------------------------------------ #69 (7): one rule for which files are the model
+
+
+def test_a_stray_safetensors_beside_the_model_is_read_by_no_reader(twin_dir, tmp_path):
+    """#69: with a `zz-backup.safetensors` (other weights) beside `model.safetensors`, inspect's direct read took
+    the backup's W_V (|lambda_1| 147.2) while Lens, fetch and extract read the model (1.472). Every reader now takes
+    the files transformers loads (coverage.weight_files)."""
+    import json as _json
+
+    from powerlens.models.direct import direct_value_output
+    from powerlens.models.sources.coverage import safetensors_shapes, weight_files
+
+    d = _copy(twin_dir, tmp_path)
+    tensors = load_file(d / "model.safetensors")
+    save_file({k: v * 100 for k, v in tensors.items()}, d / "zz-backup.safetensors")
+    assert weight_files(d) == [d / "model.safetensors"]
+    cfg = _json.loads((d / "config.json").read_text())
+    got = direct_value_output(d, "gpt2", cfg)
+    (d / "zz-backup.safetensors").unlink()
+    want = direct_value_output(d, "gpt2", cfg)
+    import numpy as np
+
+    assert got is not None and len(got[0]) == len(want[0])
+    assert all(np.array_equal(a, b) for pa, pb in zip(got[0], want[0]) for a, b in zip(pa, pb))  # (W_V, W_O)
+    assert set(safetensors_shapes(d)) == set(tensors)
+
+
+def test_shards_without_their_index_are_refused_naming_the_files(twin_dir, tmp_path):
+    """#69: 8 shards without index (one missing) passed the fetch as "trained weights"."""
+    d = _copy(twin_dir, tmp_path)
+    tensors = load_file(d / "model.safetensors")
+    (d / "model.safetensors").unlink()
+    names = sorted(tensors)
+    for i in range(2):
+        save_file({k: tensors[k] for k in names[i::2]}, d / f"model-0000{i + 1}-of-00002.safetensors")
+    with pytest.raises(PowerlensError) as e:
+        fetch_model("t", _local(d), tmp_path / "m.json")
+    assert "holds no model.safetensors (nor model.safetensors.index.json)" in e.value.problem
+    assert "model-00001-of-00002.safetensors" in e.value.problem
+    index = {"weight_map": {k: f"model-0000{names.index(k) % 2 + 1}-of-00002.safetensors" for k in names}}
+    (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    (d / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(PowerlensError, match=r"names 2 weight shard\(s\); 1 missing .*model-00002-of-00002"):
+        fetch_model("t", _local(d), tmp_path / "m.json")
+
+
+def test_an_integer_re_save_is_refused_as_codes_not_weights(twin_dir, tmp_path):
+    """#69: an int8 re-save passed inspect, fetch and extract as "trained weights" (|lambda_1| 246 from codes)."""
+    d = _copy(twin_dir, tmp_path)
+    tensors = load_file(d / "model.safetensors")
+    save_file({k: (v * 50).round().to(torch.int8) if k.endswith(".weight") and v.dim() == 2 else v
+               for k, v in tensors.items()}, d / "model.safetensors")
+    with pytest.raises(PowerlensError, match="holds I8 integers, not floating-point weights") as e:
+        fetch_model("t", _local(d), tmp_path / "m.json")
+    assert "floating-point weights" in e.value.fix

@@ -17,6 +17,7 @@ import numpy as np
 
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import get_adapter
+from powerlens.models.sources.coverage import weight_files
 
 
 def _locate(names: list[str], keys: dict[str, Path]) -> list[str] | None:
@@ -53,7 +54,7 @@ def direct_value_output(folder: Path, arch: str, cfg: dict):
     d, H = adapter.d_model(ns), adapter.n_heads(ns)
     with contextlib.ExitStack() as stack:
         files = {f: stack.enter_context(safe_open(str(f), framework="numpy"))
-                 for f in sorted(folder.glob("*.safetensors"))}
+                 for f in weight_files(folder)}  # the files transformers loads, no stray backup
         keys = {k: f for f, st in files.items() for k in st.keys()}
 
         def read(name: str) -> np.ndarray | None:

@@ -12,13 +12,39 @@ from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
 
+#: transformers' own file names (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME): what from_pretrained loads
+SINGLE, INDEX = "model.safetensors", "model.safetensors.index.json"
+
+
+def weight_files(path: Path) -> list[Path]:
+    """The files of a model folder that are its weights, by the rule transformers' ``from_pretrained`` loads
+    them: ``model.safetensors``, else the shards ``model.safetensors.index.json`` names (sorted; a named shard
+    may be missing: :func:`powerlens.models.sources.files.check_shards` says which), else none. Every reader
+    (the load, inspect's direct read, the fetch's checks and its sha256 record) takes this list, so a stray
+    ``*.safetensors`` beside them (a backup, another variant) is read by none of them."""
+    if (path / SINGLE).is_file():
+        return [path / SINGLE]
+    if (path / INDEX).is_file():
+        try:
+            shards = json.loads((path / INDEX).read_text(encoding="utf-8"))["weight_map"].values()
+            return [path / str(s) for s in sorted(set(shards))]
+        except (ValueError, KeyError, TypeError, AttributeError, OSError):
+            raise PowerlensError(f"{path / INDEX} is not a shard index (no weight_map)",
+                                 "save the model again with save_pretrained, or remove the file") from None
+    return []
+
+
+#: safetensors' integer dtypes: a matrix of them is codes (an int8 re-save), not weights powerlens can read
+INTEGER_DTYPES = ("I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64", "BOOL")
+
 
 def safetensors_shapes(path: Path) -> dict[str, list[int]]:
-    """Name -> shape of every tensor in the folder's ``*.safetensors`` files, read from their headers alone
-    (8-byte length, then JSON; no tensor data read, no torch); a header that is not one, or a tensor lying
-    outside its file's data, is refused."""
+    """Name -> shape of every tensor in the folder's weight files (:func:`weight_files`), read from their headers
+    alone (8-byte length, then JSON; no tensor data read, no torch); a header that is not one, a tensor lying
+    outside its file's data, or a ``.weight`` of integers (codes of a quantized re-save, whose scales safetensors does
+    not carry: read as weights they would be wrong by orders of magnitude) is refused."""
     shapes: dict[str, list[int]] = {}
-    for f in sorted(path.glob("*.safetensors")):
+    for f in [f for f in weight_files(path) if f.is_file()]:
         with open(f, "rb") as fh:
             head = fh.read(8)
             n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
@@ -40,11 +66,17 @@ def safetensors_shapes(path: Path) -> dict[str, list[int]]:
                     f"{f}: tensor {k!r} lies at bytes {lo}..{hi} of a data section of {room} bytes (a truncated "
                     "or corrupt file)", "replace it with a file written by safetensors (save_pretrained)")
             shapes[k] = list(v.get("shape", []))
+            if k.endswith(".weight") and v.get("dtype") in INTEGER_DTYPES:  # buffers (position_ids) may be ints
+                raise PowerlensError(
+                    f"{f}: tensor {k!r} holds {v.get('dtype')} integers, not floating-point weights (a "
+                    "quantized re-save: its codes without their scales)",
+                    "give the model's floating-point weights (save_pretrained of the float model, or the original "
+                    "checkpoint); 4-bit GGUF files are read through `source: package` or a local .gguf")
     return shapes
 
 
 def safetensors_numel(path: Path) -> int:
-    """Total elements of every tensor in the folder's ``*.safetensors`` files (:func:`safetensors_shapes`)."""
+    """Total elements of every tensor in the folder's weight files (:func:`safetensors_shapes`)."""
     return sum(math.prod(s) for s in safetensors_shapes(path).values())
 
 
@@ -157,7 +189,7 @@ def check_token_ids(tokenizer, rows: int | None, what: str) -> None:
     if not (callable(getattr(tokenizer, "get_vocab", None)) and callable(getattr(tokenizer, "__call__", None))
             and hasattr(tokenizer, "__len__")):
         raise PowerlensError(f"{what}: {type(tokenizer).__name__} {str(tokenizer)[:40]!r} is not a tokenizer",
-                             "pass a transformers tokenizer (transformers.AutoTokenizer.from_pretrained(folder)), "
+                             "pass a transformers tokenizer (AutoTokenizer, loaded from the model's folder), "
                              "or none: Lens(model) computes the matrices without one")
     vocab = tokenizer.get_vocab()
     top = max([len(tokenizer) - 1, *vocab.values()]) if vocab else len(tokenizer) - 1

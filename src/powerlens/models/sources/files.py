@@ -20,6 +20,7 @@ from powerlens.models.sources.coverage import (
     check_layer_count,
     safetensors_shapes,
     unplaced_keys,
+    weight_files,
 )
 
 
@@ -87,11 +88,14 @@ def check_model_dir(path: Path, what: str,
     if not (path / "config.json").is_file():
         raise PowerlensError(f"{what}: {path} has no config.json", where)
     refuse_remote_code(path, what)
-    if not list(path.glob("*.safetensors")):
+    if not weight_files(path):
         bins = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt*")]
-        hint = (f" (found {', '.join(bins)}: pickle-based files are never loaded)" if bins else "")
+        other = sorted(p.name for p in path.glob("*.safetensors"))
+        hint = (f" (found {', '.join(bins)}: pickle-based files are never loaded)" if bins else
+                f" (found {', '.join(other[:4])}: transformers loads model.safetensors or the shards of "
+                "model.safetensors.index.json, no other name)" if other else "")
         raise PowerlensError(
-            f"{what}: {path} holds no *.safetensors weights{hint}",
+            f"{what}: {path} holds no model.safetensors (nor model.safetensors.index.json){hint}",
             "save the model with `save_pretrained(dir, safe_serialization=True)` or convert it to safetensors",
         )
     check_shards(path, what)
@@ -101,17 +105,12 @@ def check_model_dir(path: Path, what: str,
 def check_shards(path: Path, what: str) -> None:
     """Every shard a ``*.safetensors.index.json`` names is there (a missing one would otherwise read as a
     config.json that claims too many parameters)."""
-    for index in sorted(path.glob("*.safetensors.index.json")):
-        try:
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (ValueError, KeyError, TypeError, AttributeError, OSError):
-            raise PowerlensError(f"{what}: {index.name} is not a shard index (no weight_map)",
-                                 "save the model again with save_pretrained, or remove the file") from None
-        missing = [s for s in shards if not (path / str(s)).is_file()]
-        if missing:
-            raise PowerlensError(
-                f"{what}: {index.name} names {len(shards)} weight shard(s); {len(missing)} missing from {path}: "
-                f"{', '.join(map(str, missing[:4]))}", "copy every shard into the folder (or download it again)")
+    files = weight_files(path)
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise PowerlensError(
+            f"{what}: model.safetensors.index.json names {len(files)} weight shard(s); {len(missing)} missing from "
+            f"{path}: {', '.join(missing[:4])}", "copy every shard into the folder (or download it again)")
 
 
 def check_claimed_size(path: Path, what: str) -> None:
