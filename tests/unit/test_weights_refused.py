@@ -257,3 +257,71 @@ def test_an_integer_re_save_is_refused_as_codes_not_weights(twin_dir, tmp_path):
     with pytest.raises(PowerlensError, match="holds I8 integers, not floating-point weights") as e:
         fetch_model("t", _local(d), tmp_path / "m.json")
     assert "floating-point weights" in e.value.fix
+
+
+def _f64_header(d):
+    """The first F32 tensor's header entry says F64 over the same F32 bytes."""
+    raw = (d / "model.safetensors").read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    head = json.loads(raw[8:8 + n])
+    k = next(k for k, v in head.items() if k != "__metadata__" and v["dtype"] == "F32")
+    head[k]["dtype"] = "F64"
+    hb = json.dumps(head).encode()
+    hb += b" " * (-len(hb) % 8)
+    (d / "model.safetensors").write_bytes(len(hb).to_bytes(8, "little") + hb + raw[8 + n:])
+
+
+@pytest.mark.parametrize("case,says", [
+    ({"n_head": 5}, "width 32 is not a multiple of its 5 attention heads"),
+    ({"n_head": 0}, "n_head is 0, not a positive whole number"),
+    ({"n_head": 4.0}, "n_head is 4.0, not a positive whole number"),
+    ({"n_layer": True}, "n_layer is True, not a positive whole number"),
+    ("f64", "is declared F64 of shape"),
+])
+def test_fetch_and_inspect_refuse_what_the_loader_cannot_build(twin_dir, tmp_path, capsys, case, says):
+    """#69: heads 5 over width 32, heads 0 and a header's F64 over F32 data passed the fetch as "trained
+    weights"; extract then blamed the user's files ("changed after the fetch step"), and inspect ended in
+    AssertionError, ZeroDivisionError or SafetensorError tracebacks, or printed "heads=4.0"."""
+    from powerlens.cli import main
+
+    d = _copy(twin_dir, tmp_path)
+    _f64_header(d) if case == "f64" else _edit_config(d, **case)
+    with pytest.raises(PowerlensError, match=says):
+        fetch_model("t", _local(d), tmp_path / "m.json")
+    assert not (tmp_path / "m.json").exists()
+    with pytest.raises(SystemExit) as e:
+        main(["inspect", str(d)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and says in err and "Traceback" not in err
+
+
+def test_albert_groups_beyond_its_layers_or_zero_are_refused(tmp_path):
+    rec = fetch_model("a", {"arch": "albert", "source": "random", "twin_of": "tiny-albert", "seed": 1},
+                      tmp_path / "a.json")
+    for groups, says in ((0, "num_hidden_groups is 0, not a positive whole number"),
+                         (99, "99 ALBERT layer groups for")):
+        d = tmp_path / f"albert{groups}"
+        shutil.copytree(rec["path"], d)
+        (d / sources.TWIN_MARKER).unlink()
+        _edit_config(d, num_hidden_groups=groups)
+        with pytest.raises(PowerlensError, match=says):
+            fetch_model("t", {"arch": "albert", "source": "local", "path": str(d)}, tmp_path / "m.json")
+
+
+def test_a_load_that_fails_on_recorded_files_does_not_say_they_changed(twin_dir, tmp_path, monkeypatch):
+    """#69: extract said "these are your model's own files and they changed after the fetch step recorded
+    them", which was false: the files matched their record; the fault was their content."""
+    import transformers
+
+    from powerlens.models.sources.loading import load_model
+
+    d = _copy(twin_dir, tmp_path)
+    man = fetch_model("t", _local(d), tmp_path / "m.json")
+
+    def fails(*a, **k):
+        raise ValueError("cannot build")
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", fails)
+    with pytest.raises(PowerlensError) as e:
+        load_model(man)
+    assert "changed after the fetch step" not in e.value.fix and "sha256 match" in e.value.fix

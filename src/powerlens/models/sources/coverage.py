@@ -34,6 +34,10 @@ def weight_files(path: Path) -> list[Path]:
     return []
 
 
+#: bytes per element of safetensors' dtypes: a tensor's data must be exactly its shape times this
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "U64": 8, "I32": 4,
+               "U32": 4, "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
 #: safetensors' integer dtypes: a matrix of them is codes (an int8 re-save), not weights powerlens can read
 INTEGER_DTYPES = ("I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64", "BOOL")
 
@@ -66,6 +70,12 @@ def safetensors_shapes(path: Path) -> dict[str, list[int]]:
                     f"{f}: tensor {k!r} lies at bytes {lo}..{hi} of a data section of {room} bytes (a truncated "
                     "or corrupt file)", "replace it with a file written by safetensors (save_pretrained)")
             shapes[k] = list(v.get("shape", []))
+            size = DTYPE_BYTES.get(v.get("dtype"))
+            if size is not None and hi - lo != math.prod(shapes[k]) * size:
+                raise PowerlensError(
+                    f"{f}: tensor {k!r} is declared {v.get('dtype')} of shape {shapes[k]} "
+                    f"({math.prod(shapes[k]) * size} bytes) but holds {hi - lo} bytes (a header that does not "
+                    "describe its data)", "replace it with a file written by safetensors (save_pretrained)")
             if k.endswith(".weight") and v.get("dtype") in INTEGER_DTYPES:  # buffers (position_ids) may be ints
                 raise PowerlensError(
                     f"{f}: tensor {k!r} holds {v.get('dtype')} integers, not floating-point weights (a "

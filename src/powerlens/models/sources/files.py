@@ -99,7 +99,49 @@ def check_model_dir(path: Path, what: str,
             "save the model with `save_pretrained(dir, safe_serialization=True)` or convert it to safetensors",
         )
     check_shards(path, what)
+    check_config_values(path, what)
     check_claimed_size(path, what)
+
+
+CONFIG_FIX = ("correct config.json so that it describes the saved weights (save both with save_pretrained), or "
+              "give the model's original folder")
+
+
+def check_config_values(path: Path, what: str) -> None:
+    """The numbers of config.json that shape the layers, before anything is built from them: each of the
+    architecture's layout keys (heads, layers, width, groups) a positive whole number, the width a multiple of the
+    head count (unless ``head_dim`` sets it), key-value heads dividing the heads, no more ALBERT groups than
+    layers. Else transformers ends in an assertion or a division by zero, and inspect printed "heads=4.0"."""
+    from types import SimpleNamespace
+
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        adapter = adapter_of_model_type(cfg.get("model_type"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return  # unreadable or unknown: the load names it
+    if adapter is None or not isinstance(cfg, dict):
+        return
+    keys = [k for k in (*adapter.direct_config_keys, "num_key_value_heads") if k in cfg]
+    for k in keys:
+        v = cfg[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise PowerlensError(f"{what}: config.json's {k} is {v!r}, not a positive whole number", CONFIG_FIX)
+    ns = SimpleNamespace(**cfg)
+    try:
+        H, d = adapter.n_heads(ns), adapter.d_model(ns)
+    except AttributeError:
+        return
+    if "head_dim" not in cfg and d % H:
+        raise PowerlensError(f"{what}: config.json's width {d} is not a multiple of its {H} attention heads",
+                             CONFIG_FIX)
+    kv = cfg.get("num_key_value_heads")
+    if kv is not None and H % kv:
+        raise PowerlensError(f"{what}: config.json's {kv} key-value heads do not divide its {H} attention heads",
+                             CONFIG_FIX)
+    groups, layers = cfg.get("num_hidden_groups"), cfg.get("num_hidden_layers")
+    if groups is not None and layers is not None and groups > layers:
+        raise PowerlensError(f"{what}: config.json has {groups} ALBERT layer groups for {layers} layers",
+                             CONFIG_FIX)
 
 
 def check_shards(path: Path, what: str) -> None:

@@ -9,6 +9,7 @@ from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS, get_adapter
 from powerlens.models.sources.coverage import check_token_ids, embedding_rows
 from powerlens.models.sources.files import (
+    CONFIG_FIX,
     changed_files_fix,
     from_pretrained_checked,
     refuse_remote_code,
@@ -48,7 +49,9 @@ def load_model(manifest: dict, dtype=None, head: bool = False, verify: bool = Tr
         cls, path, f"model {manifest['model']!r} ({path})",
         "give a checkpoint whose config.json matches its weights (save both with save_pretrained)",
         unused=get_adapter(manifest["arch"]).unused_modules,
-        corrupt_fix="the files may be corrupt or truncated; " + changed_files_fix(manifest.get("source")), **kw)
+        corrupt_fix=(CONFIG_FIX + " (its files are the ones the fetch step recorded: their sha256 match)" if verify
+                     else "the files may be corrupt or truncated; if they changed after the fetch step recorded "
+                     "them: " + changed_files_fix(manifest.get("source"))), **kw)
     model.eval()
     return model
 
