@@ -693,6 +693,37 @@ def test_local_model_saved_again_reruns_its_chain(tmp_path):
     assert planned_jobs(r.stdout + r.stderr).get("fetch_model") == 1, r.stdout[-2000:]
 
 
+def test_a_local_model_saved_again_with_its_old_date_still_reruns(tmp_path):
+    """#69: weights re-saved in place with their old modification time put back (`touch -d`) reran nothing and
+    the report built from the old weights. The fetch step carries the files' content as a param; a copy with
+    the same content (new dates) plans nothing."""
+    from powerlens.pipeline.steps.fetch_model import fetch_model
+
+    rec = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 0},
+                      tmp_path / "src.json")
+    mine = tmp_path / "mine"
+    shutil.copytree(rec["path"], mine)
+    cfg = {"run": "loc", "models": {"mine": {"arch": "bert", "source": "local", "path": str(mine)}}}
+    (tmp_path / "loc.yaml").write_text(yaml.safe_dump(cfg))
+    target = "results/loc/mine/manifest.json"
+    args = (target, "--configfile", str(tmp_path / "loc.yaml"), "--directory", str(tmp_path))
+    assert smk("--cores", "1", *args, cwd=tmp_path).returncode == 0
+    weights = mine / "model.safetensors"
+    st = weights.stat()
+    shutil.copy(weights, tmp_path / "same.safetensors")
+    shutil.copy(tmp_path / "same.safetensors", weights)  # the same bytes written again, the old date put back
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    r = smk("-n", *args, cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert "Nothing to be done" in out or "fetch_model" not in planned_jobs(out), out[-2000:]
+    other = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 1},
+                        tmp_path / "other.json")
+    shutil.copy(Path(other["path"]) / "model.safetensors", weights)  # other weights ...
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... with the old date put back
+    r = smk("-n", *args, cwd=tmp_path)
+    assert planned_jobs(r.stdout + r.stderr).get("fetch_model") == 1, r.stdout[-2000:]
+
+
 def test_readme_audit_example_runs_as_printed(tmp_path):
     """The README's "Auditing one step" commands, line by line as printed, in a folder that looks like a
     checkout (links to the repository's files and to this interpreter's environment)."""

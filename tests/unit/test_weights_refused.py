@@ -325,3 +325,25 @@ def test_a_load_that_fails_on_recorded_files_does_not_say_they_changed(twin_dir,
     with pytest.raises(PowerlensError) as e:
         load_model(man)
     assert "changed after the fetch step" not in e.value.fix and "sha256 match" in e.value.fix
+
+
+def test_inspect_labels_a_run_folder_only_for_the_files_the_run_recorded(twin_dir, tmp_path):
+    """#69: inspect on a run's model folder labelled new weights "trained" without checking the recorded sha256,
+    and kept "trained" after the manifest's path was pointed at a twin's folder."""
+    from powerlens.models.locate import weights_label_of
+
+    d = _copy(twin_dir, tmp_path)
+    run = tmp_path / "results" / "r" / "m"
+    fetch_model("m", _local(d), run / "manifest.json")
+    assert weights_label_of(run) == "trained weights"  # the guard: the recorded files
+    man = json.loads((run / "manifest.json").read_text())
+    man["path"] = str(twin_dir)  # pointed at a twin's folder: its marker decides
+    (run / "manifest.json").write_text(json.dumps(man))
+    assert weights_label_of(run) == "random weights"
+    man["path"] = str(d)
+    (run / "manifest.json").write_text(json.dumps(man))
+    tensors = load_file(d / "model.safetensors")
+    save_file({k: v * 2 for k, v in tensors.items()}, d / "model.safetensors")  # saved again
+    with pytest.raises(PowerlensError, match="not the files the run's fetch step recorded") as e:
+        weights_label_of(run)
+    assert "--forcerun fetch_model" in e.value.fix

@@ -15,7 +15,7 @@ from powerlens.pipeline.resources import check_plan, job_requests, load_coeffici
 from powerlens.models.sources import check_hub_reachable, hub_downloads_needed, is_control, source_files, steered
 from powerlens.models.sources import random_weights as is_random
 from powerlens.core.errors import PowerlensError, user_errors_in_logs
-from powerlens.core.io import params_json
+from powerlens.core.io import files_sha256, params_json
 from powerlens.outputs.provenance import sha256_file
 from powerlens.pipeline.cluster import check_executor_tools
 from powerlens.pipeline.code_hash import step_code_sha256
@@ -289,6 +289,14 @@ def targets_checked(wildcards):
 def user_model_files(wildcards):
     """The user's own files a model entry reads (local folder, package, GGUF): inputs of its fetch step."""
     return source_files(config["models"][wildcards.model])
+
+
+def user_files_content(wildcards):
+    """The content of the user's own files a model entry reads (one sha256; "" for none): a param of its fetch
+    step, so weights saved again with their old date put back still re-run the model's chain (Snakemake's input
+    trigger sees dates only). Hashed once per file, then cached by stat in .snakemake/."""
+    files = user_model_files(wildcards)
+    return files_sha256(files, os.path.join(".snakemake", "powerlens-file-sha256.json")) if files else ""
 
 
 def controlled_manifest(wildcards):

@@ -14,6 +14,7 @@ rule fetch_model:
         code=step_code("fetch_model"),  # rerun when the step's code changes
         flags=step_flags("fetch_model"),
         entry=model_entry_json,
+        content=user_files_content,  # the user's own files by content, not date: a re-save reruns the chain
         py=PY,
     log:
         step_log("fetch_model"),

@@ -267,6 +267,37 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def files_sha256(paths, cache: str | os.PathLike | None = None) -> str:
+    """One sha256 of the files' contents (each file's path and sha256, in the order given): what a model's own
+    files are, whatever their dates. ``cache`` (a JSON file) keeps each file's sha256 under its stat (size,
+    mtime_ns, ctime_ns, inode), so an unchanged file is hashed once; a file saved again with its old
+    modification time put back (``touch -d``) still has a new ctime, which no user can set, and is hashed
+    again. A cache that cannot be read or written is only slower."""
+    entries: dict[str, dict] = {}
+    if cache is not None:
+        try:
+            entries = json.loads(Path(cache).read_text(encoding="utf-8"))
+            entries = entries if isinstance(entries, dict) else {}
+        except (OSError, ValueError):
+            entries = {}
+    h, changed = hashlib.sha256(), False
+    for p in paths:
+        p = Path(p)
+        st = p.stat()
+        key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        hit = entries.get(str(p.resolve()))
+        if not (isinstance(hit, dict) and hit.get("stat") == key and isinstance(hit.get("sha256"), str)):
+            hit = {"stat": key, "sha256": sha256_file(p)}
+            entries[str(p.resolve())] = hit
+            changed = True
+        h.update(f"{p}\0{hit['sha256']}\0".encode())
+    if cache is not None and changed:
+        with contextlib.suppress(OSError):
+            Path(cache).parent.mkdir(parents=True, exist_ok=True)
+            write_json(cache, entries)
+    return h.hexdigest()
+
+
 def read_generated_json(path: str | os.PathLike, rule: str) -> Any:
     """A JSON file an earlier step (``rule``) wrote; corrupt -> PowerlensError (:func:`reading_generated`)."""
     with reading_generated(path, rule):

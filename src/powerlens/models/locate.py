@@ -92,8 +92,26 @@ def weights_label_of(path_or_id) -> str:
     if label:
         return label
     for man_path in (p / "manifest.json", p.parent / "manifest.json"):  # a run's model folder, or its weights
+        man = None
         with contextlib.suppress(Exception):
             man = json.loads(man_path.read_text(encoding="utf-8"))
-            if man_path.parent == p or Path(man.get("path", "")).resolve() == p.resolve():
-                return man.get("weights_label", "")
+            if not (man_path.parent == p or Path(man.get("path", "")).resolve() == p.resolve()):
+                man = None
+        if man is None:
+            continue
+        folder = marker_label(man.get("path"))  # the weights folder says what it is, whatever the manifest says
+        if folder:
+            return folder
+        if isinstance(man.get("files"), dict):  # the label is the run's only for the files the run recorded
+            from powerlens.models.sources.files import verify_files
+
+            try:
+                verify_files(man)
+            except PowerlensError as e:
+                raise PowerlensError(
+                    f"{path_or_id}: its weights are not the files the run's fetch step recorded ({e.problem}), "
+                    "so its label there does not apply to them",
+                    "re-run the run's fetch step (snakemake ... --forcerun fetch_model), or inspect the weights "
+                    "folder itself") from None
+        return man.get("weights_label", "")
     return ""
