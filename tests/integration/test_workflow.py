@@ -433,6 +433,25 @@ def test_a_report_of_outputs_older_than_the_config_is_refused_naming_a_stale_fil
         assert not report.exists()
 
 
+def test_a_table_edited_after_its_step_never_reaches_the_report_or_the_article(test_run, tmp_path):
+    """#69: a verdict edited in table_claim_verdicts.html by sed reached the Snakemake report, and table_models.csv
+    edited so a twin read "trained weights" reached the article through `--forcerun article`. Both are refused,
+    naming the file and the step to rerun; the unedited copy's report builds."""
+    run = copied_run(test_run, tmp_path)
+    args = ("--configfile", str(REPO / "config/test.yaml"), "--directory", str(run))
+    html = run / "paper_tables/test/table_claim_verdicts.html"
+    html.write_text(html.read_text().replace("not reproduced", "reproduced"))
+    r = smk(*args, "--report", str(tmp_path / "r.html"), cwd=run)
+    assert r.returncode == 2 and "table_claim_verdicts.html is not the file the claims step wrote" in r.stderr, \
+        r.stderr[-2000:]
+    assert "--forcerun claims" in r.stderr and not (tmp_path / "r.html").exists()
+    models = run / "paper_tables/test/table_models.csv"
+    models.write_text(models.read_text().replace("random weights", "trained weights"))
+    r = smk(*args, "--cores", "1", "--forcerun", "article", "--", "results/test/replication.html", cwd=run)
+    assert r.returncode != 0 and "table_models.csv is not the file the table_models step wrote" in \
+        r.stdout + r.stderr, (r.stdout + r.stderr)[-2000:]
+
+
 def test_control_characters_in_config_text_stop_the_report_and_the_renderer_holds_anyway(test_run, tmp_path):
     """U+2028, U+2029, NEL, VT, FF and CR end a line for docutils: a description holding them is refused at
     load (exit status 2, the character named). The front page's renderer does not rely on that refusal: given

@@ -313,3 +313,22 @@ def test_a_paper_config_that_is_not_one_is_named(tmp_path, text, says):
         paper_models(p)
     assert "config/config.yaml" in e.value.fix
     assert len(paper_models(REPO / "config" / "config.yaml")) == 13  # the guard: the paper's 13 checkpoints
+
+
+def test_the_article_refuses_a_models_table_edited_by_hand(run_dir, monkeypatch):  # noqa: F811
+    """#69: table_models.csv edited so a twin reads "trained weights" reached the article's summary."""
+    from powerlens.outputs.records import write_record as record
+
+    _record(run_dir)
+    t = run_dir / "paper_tables/r"
+    pd.DataFrame({"model": ["m"], "key": ["m"], "hub id / origin": ["twin of tiny-bert"], "revision": ["-"],
+                  "params (M)": [0.1], "d_model": [32], "layers": [2], "heads": [4], "shared weights": ["no"],
+                  "source": ["random"], "weights": ["random weights"]}).to_csv(t / "table_models.csv", index=False)
+    with pytest.raises(PowerlensError, match="table_models_record.json does not exist"):
+        _article(run_dir, monkeypatch)
+    record(t / "table_models_record.json", [str(t / "table_models")], "table_models")
+    _article(run_dir, monkeypatch)  # the guard: the recorded table passes
+    (t / "table_models.csv").write_text((t / "table_models.csv").read_text().replace("random", "trained"))
+    with pytest.raises(PowerlensError, match="table_models.csv is not the file the table_models step wrote") as e:
+        _article(run_dir, monkeypatch)
+    assert "--forcerun table_models" in e.value.fix

@@ -211,7 +211,7 @@ def test_generated_text_is_guarded_in_the_csv_and_shown_as_generated(tmp_path):
     text columns (CONTINUATION_TEXT) as every table CSV is guarded; table_continuations shows the text itself."""
     import pandas as pd
 
-    from powerlens.analysis.steering.experiment import CONTINUATION_COLUMNS, CONTINUATION_TEXT
+    from powerlens.analysis.steering import CONTINUATION_COLUMNS, CONTINUATION_TEXT  # as the steering step reads them
     from powerlens.core.fmt import csv_text
     from powerlens.core.io import write_csv
     from powerlens.outputs.tables import continuations_table, write_table

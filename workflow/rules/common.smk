@@ -4,9 +4,11 @@ import os
 import shlex
 import sys
 import time
+from pathlib import Path
 
 from powerlens.pipeline.config import check_targets_on_disk, model_arch, steering_targets, validate_config
 from powerlens.pipeline.report_check import check_report_fresh, is_report_request
+from powerlens.outputs.records import check_records
 from powerlens.pipeline.report_front import KEY as REPORT_FRONT_KEY, front_page
 from powerlens.pipeline.options import config_flags, shell_line
 from powerlens.pipeline.steps import job_path, step_module
@@ -76,6 +78,12 @@ if is_report_request(sys.argv[1:]):
         stop(e)
 
 RUN = config["run"]
+# ... nor from a table changed after the step that wrote it (a verdict edited in the HTML the report embeds)
+if is_report_request(sys.argv[1:]) and os.path.isdir(f"paper_tables/{RUN}"):
+    try:
+        check_records(Path(f"paper_tables/{RUN}"), f"paper_tables/{RUN}")
+    except PowerlensError as e:
+        stop(e)
 #: The paper config (the paper's models, pinned): the article's stand-in table reads it. The working
 #: directory's own when it has one (the repository), else the repository's.
 PAPER_CONFIG = ("config/config.yaml" if os.path.isfile("config/config.yaml")

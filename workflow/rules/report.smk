@@ -136,6 +136,8 @@ rule article:
         speed=rules.speed.output.table_csv,
         figures=[f"figures/{RUN}/{f}.png" for f in ARTICLE_FIGURES],
         claims_record=rules.claims.output.record,
+        models=rules.table_models.output.table_csv,
+        models_record=rules.table_models.output.record,  # the stand-in table and the summary read table_models
         paper_config=PAPER_CONFIG,  # the paper's models and revisions: the article's stand-in table
     output:
         # update(): Snakemake neither deletes the previous article before the job nor leaves it deleted after a

@@ -8,6 +8,7 @@ rule table_models:
         manifests=expand(rules.fetch_model.output.manifest, model=MODELS),
     output:
         **table_outputs("table_models", "2 Models", key="table"),
+        record=f"paper_tables/{RUN}/table_models_record.json",  # sha256 of the table: the article checks it
     params:
         code=step_code("table_models"),  # rerun when the step's code changes
         py=PY,

@@ -52,34 +52,22 @@ class Run:
         return f"{self.tables}/claims_record.json"
 
 
-#: The rebuild of the claims step's tables, as a fix says it.
-RERUN_CLAIMS = ("rebuild them: run the same snakemake command with `--forcerun claims` added (change a verdict "
-                "through the config's `claims:` block, never by editing a table)")
+#: The steps whose tables the article reads, each checked against its record (:mod:`powerlens.outputs.records`),
+#: with the table whose presence says the step ran (a run without table_models has no record of it to check).
+RECORDED_STEPS = {"claims": "table_claim_verdicts.csv", "table_models": "table_models.csv"}
 
 
-def check_claims_record(run: Run) -> None:
-    """Refuse tables that are not the ones the claims step wrote: every file its record names must exist with
-    the recorded sha256. The article's read-back (:func:`powerlens.outputs.trace.untraced`) compares the
-    article with these same files, so it cannot see an edit made to them by hand; this check can."""
-    from powerlens.core.io import read_generated_json, sha256_file
+def check_table_records(run: Run) -> None:
+    """Refuse tables that are not the ones their steps wrote (the claims step's, table_models'): every file a
+    record names must exist with the recorded sha256. The article's read-back
+    (:func:`powerlens.outputs.trace.untraced`) compares the article with these same files, so it cannot see an
+    edit made to them by hand; this check can."""
+    from powerlens.outputs.records import SUFFIX, check_record
 
-    path = run.root / run.claims_record
-    if not path.is_file():
-        raise PowerlensError(f"{run.claims_record} does not exist: nothing says the claims tables of run "
-                             f"{run.name!r} are the ones the claims step wrote", RERUN_CLAIMS)
-    doc = read_generated_json(path, "claims")
-    sums = doc.get("sha256") if isinstance(doc, dict) else None
-    if not isinstance(sums, dict) or not sums:
-        raise PowerlensError(f"{run.claims_record} names no table (it is not the claims step's record)", RERUN_CLAIMS)
-    for name, want in sorted(sums.items()):
-        f = run.root / run.tables / Path(name).name
-        if not f.is_file():
-            raise PowerlensError(f"{run.tables}/{Path(name).name}, written by the claims step, is missing",
-                                 RERUN_CLAIMS)
-        if sha256_file(f) != want:
-            raise PowerlensError(f"{run.tables}/{Path(name).name} is not the file the claims step wrote (its sha256 "
-                                 f"differs from {run.claims_record}): it was changed after the step, by hand or "
-                                 "by another program", RERUN_CLAIMS)
+    for step, table in RECORDED_STEPS.items():
+        rec = f"{run.tables}/{step}{SUFFIX}"
+        if step == "claims" or (run.root / rec).exists() or (run.root / run.tables / table).exists():
+            check_record(run.root / rec, step, rec)
 
 
 def families(run: Run) -> list[str]:

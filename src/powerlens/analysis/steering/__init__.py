@@ -57,7 +57,12 @@ from powerlens.analysis.steering.edits import (
                                                  rank1_output_edit,
                                                  target_vector,
 )
-from powerlens.analysis.steering.experiment import CONTINUATION_COLUMNS, greedy_continuations, run_steering
+from powerlens.analysis.steering.experiment import (
+    CONTINUATION_COLUMNS,
+    CONTINUATION_TEXT,
+    greedy_continuations,
+    run_steering,
+)
 from powerlens.analysis.steering.law import (
                                                  SHARED_EDITS,
                                                  LawCache,
@@ -73,4 +78,4 @@ __all__ = ['DELTA', 'INVERSE_ITERATIONS', 'rank1_z', 'kappa_bound', 'EXACT_LSTSQ
            'principal_check', 'checksum', 'output_projection', 'rank1_output_edit', 'last_call_edit', 'target_vector',
            'config_has_lm_head', 'measure_model', 'SHARED_EDITS', 'edits_every_depth',
            'edited_depths', 'intervention_sites', 'attention_only_prefix', 'LawCache', 'attention_only_steering',
-           'CONTINUATION_COLUMNS', 'run_steering', 'greedy_continuations']
+           'CONTINUATION_COLUMNS', 'CONTINUATION_TEXT', 'run_steering', 'greedy_continuations']

@@ -46,7 +46,7 @@ def article(*, run: str, out_html: str | Path, out_pdf: str | Path, index: list[
             command: str = "", paper_config: str | None = None) -> dict:
     import typst
 
-    from powerlens.outputs.article import Run, check_claims_record, document
+    from powerlens.outputs.article import Run, check_table_records, document
     from powerlens.outputs.glossary import dangling
     from powerlens.outputs.render import to_html, to_typst
     from powerlens.outputs.staging import staged
@@ -55,7 +55,7 @@ def article(*, run: str, out_html: str | Path, out_pdf: str | Path, index: list[
     root = Path.cwd()
     r = Run(run, root, paper_config=_paper_config(root, paper_config))
     check_inputs(r)
-    check_claims_record(r)
+    check_table_records(r)
     blocks = document(r, index=index or [], command=command)
     text = to_html(blocks, title=TITLE)
     bad = untraced(text, root)

@@ -4,10 +4,9 @@ the models behind each family verdict, the measured value, the null and the verd
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from powerlens.core.errors import PowerlensError
-from powerlens.core.io import read_generated_json, reading_generated, sha256_file, write_json
+from powerlens.core.io import read_generated_json, reading_generated
 from powerlens.pipeline.options import Option, show_table
 
 OPTIONS = (
@@ -135,12 +134,11 @@ def check_ranges(df, path: str) -> None:
 
 
 def write_record(path: str, stems: list[str]) -> dict:
-    """The record of what this step wrote: the sha256 of each of its tables' files, by file name, so that the
-    article refuses a table changed after this step (an edit by hand would otherwise flow into it)."""
-    files = sorted(f for s in stems for f in Path(s).parent.glob(Path(s).name + ".*") if f.is_file())
-    doc = {"step": "claims", "sha256": {f.name: sha256_file(f) for f in files}}
-    write_json(path, doc)
-    return doc
+    """The record of what this step wrote (:func:`powerlens.outputs.records.write_record`): the article and the
+    report refuse a table changed after this step."""
+    from powerlens.outputs.records import write_record as record
+
+    return record(path, stems, "claims")
 
 
 def _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criteria, alpha, labels, table, verdicts,
