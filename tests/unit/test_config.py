@@ -61,6 +61,8 @@ CASES = {
                                                             "package": "x.sub"}), "x.sub"),
     "model named like a run output": (lambda c: c["models"].update({"models.lock.yaml": c["models"]["tiny-bert"]}),
                                       "models.lock.yaml"),
+    # #69: a 5 MB description was accepted and copied into every report
+    "description over 10,000 characters": (lambda c: c.update(description="x" * 10_001), "is too long"),
 }
 
 
@@ -70,6 +72,10 @@ def test_schema_rejects(case):
     with pytest.raises(WorkflowError) as e:
         validate(bad(mutate), SCHEMA)
     assert needle in str(e.value)
+
+
+def test_a_description_of_10000_characters_passes():
+    validate(bad(lambda c: c.update(description="x" * 10_000)), SCHEMA)
 
 
 @pytest.mark.parametrize("field,value", [("arch", "mamba"), ("twin_of", "bert-huge")])
