@@ -63,6 +63,8 @@ CASES = {
                                       "models.lock.yaml"),
     # #69: a 5 MB description was accepted and copied into every report
     "description over 10,000 characters": (lambda c: c.update(description="x" * 10_001), "is too long"),
+    # #69: a 300-character run name ended in "File name too long" as a traceback
+    "run name over 100 characters": (lambda c: c.update(run="r" * 101), "is too long"),
 }
 
 
