@@ -682,12 +682,9 @@ def test_step_user_error_ends_the_run_with_its_message_and_status_2(tmp_path):
     assert out.count("Error in rule fetch_model") == 1  # no retry of an error that cannot change
 
 
-def test_local_model_saved_again_reruns_its_chain(tmp_path):
-    """A local model re-saved in place (new weights) is newer than its manifest: its fetch step and so its
-    whole chain re-run; until then, loading says the files changed and never suggests deleting them."""
-    from powerlens.core.errors import PowerlensError
-    from powerlens.core.io import read_json
-    from powerlens.models.sources import load_model
+def _fetched_local_bert(tmp_path):
+    """A tiny BERT twin's folder copied to a user's folder, given to a run as `source: local` and fetched by
+    Snakemake: (the folder, the manifest target, the snakemake arguments)."""
     from powerlens.pipeline.steps.fetch_model import fetch_model
 
     rec = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 0},
@@ -697,9 +694,21 @@ def test_local_model_saved_again_reruns_its_chain(tmp_path):
     cfg = {"run": "loc", "models": {"mine": {"arch": "bert", "source": "local", "path": str(mine)}}}
     (tmp_path / "loc.yaml").write_text(yaml.safe_dump(cfg))
     target = "results/loc/mine/manifest.json"
-    r = smk("--cores", "1", target, "--configfile", str(tmp_path / "loc.yaml"), "--directory", str(tmp_path),
-            cwd=tmp_path)
+    args = (target, "--configfile", str(tmp_path / "loc.yaml"), "--directory", str(tmp_path))
+    r = smk("--cores", "1", *args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
+    return mine, target, args
+
+
+def test_local_model_saved_again_reruns_its_chain(tmp_path):
+    """A local model re-saved in place (new weights) is newer than its manifest: its fetch step and so its
+    whole chain re-run; until then, loading says the files changed and never suggests deleting them."""
+    from powerlens.core.errors import PowerlensError
+    from powerlens.core.io import read_json
+    from powerlens.models.sources import load_model
+    from powerlens.pipeline.steps.fetch_model import fetch_model
+
+    mine, target, _ = _fetched_local_bert(tmp_path)
     other = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 1},
                         tmp_path / "other.json")
     shutil.copy(Path(other["path"]) / "model.safetensors", mine / "model.safetensors")  # saved again
@@ -718,15 +727,7 @@ def test_a_local_model_saved_again_with_its_old_date_still_reruns(tmp_path):
     the same content (new dates) plans nothing."""
     from powerlens.pipeline.steps.fetch_model import fetch_model
 
-    rec = fetch_model("src", {"arch": "bert", "source": "random", "twin_of": "tiny-bert", "seed": 0},
-                      tmp_path / "src.json")
-    mine = tmp_path / "mine"
-    shutil.copytree(rec["path"], mine)
-    cfg = {"run": "loc", "models": {"mine": {"arch": "bert", "source": "local", "path": str(mine)}}}
-    (tmp_path / "loc.yaml").write_text(yaml.safe_dump(cfg))
-    target = "results/loc/mine/manifest.json"
-    args = (target, "--configfile", str(tmp_path / "loc.yaml"), "--directory", str(tmp_path))
-    assert smk("--cores", "1", *args, cwd=tmp_path).returncode == 0
+    mine, target, args = _fetched_local_bert(tmp_path)
     weights = mine / "model.safetensors"
     st = weights.stat()
     shutil.copy(weights, tmp_path / "same.safetensors")
