@@ -440,11 +440,13 @@ def test_a_table_edited_after_its_step_never_reaches_the_report_or_the_article(t
     run = copied_run(test_run, tmp_path)
     args = ("--configfile", str(REPO / "config/test.yaml"), "--directory", str(run))
     html = run / "paper_tables/test/table_claim_verdicts.html"
+    written = html.read_bytes()
     html.write_text(html.read_text().replace("not reproduced", "reproduced"))
     r = smk(*args, "--report", str(tmp_path / "r.html"), cwd=run)
     assert r.returncode == 2 and "table_claim_verdicts.html is not the file the claims step wrote" in r.stderr, \
         r.stderr[-2000:]
     assert "--forcerun claims" in r.stderr and not (tmp_path / "r.html").exists()
+    html.write_bytes(written)  # the claims step's bytes again: now table_models is the edited one
     models = run / "paper_tables/test/table_models.csv"
     models.write_text(models.read_text().replace("random weights", "trained weights"))
     r = smk(*args, "--cores", "1", "--forcerun", "article", "--", "results/test/replication.html", cwd=run)
