@@ -46,11 +46,6 @@ class Run:
     def provenance(self) -> str:
         return f"results/{self.name}/provenance.json"
 
-    @property
-    def claims_record(self) -> str:
-        """The claims step's record of the sha256 of every table it wrote (its rule's output ``record``)."""
-        return f"{self.tables}/claims_record.json"
-
 
 #: The steps whose tables the article reads, each checked against its record (:mod:`powerlens.outputs.records`),
 #: with the table whose presence says the step ran (a run without table_models has no record of it to check).

@@ -75,14 +75,12 @@ _TYPES = {"str": str, "int": int, "float": float, "json": str, "yesno": str, "pa
 
 #: The JSON a flag that no config key validates must hold (a rule renders it from the config; by hand it may be
 #: anything): the display labels an object of strings, the steering targets a non-empty list of objects.
-JSON_SHAPES = {"labels": "an object of strings ({model key: label})",
-               "targets": "a non-empty list of objects ([{kind, token?, seed?}, ...])"}
-
-
-def _has_shape(value: Any, shape: str) -> bool:
-    if shape.startswith("an object of strings"):
-        return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-    return isinstance(value, list) and len(value) > 0 and all(isinstance(v, dict) for v in value)
+JSON_SHAPES: dict[str, tuple[str, Any]] = {
+    "labels": ("an object of strings ({model key: label})",
+               lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())),
+    "targets": ("a non-empty list of objects ([{kind, token?, seed?}, ...])",
+                lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, dict) for x in v)),
+}
 
 
 @dataclass(frozen=True)
@@ -147,8 +145,8 @@ class Option:
             except json.JSONDecodeError as e:
                 raise PowerlensError(f"--{self.flag} {str(value)[:80]!r}: not JSON ({e.msg})",
                                      _flag_fix(self)) from None
-            shape = JSON_SHAPES.get(self.flag)
-            if shape is not None and not _has_shape(parsed, shape):
+            shape, holds = JSON_SHAPES.get(self.flag, (None, None))
+            if holds is not None and not holds(parsed):
                 raise PowerlensError(f"--{self.flag} {str(value)[:80]!r}: not {shape}", _flag_fix(self))
             return parsed
         if self.kind == "yesno":
