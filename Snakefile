@@ -3,7 +3,8 @@
 #   snakemake --cores 8                                      # the paper (needs the Hugging Face hub)
 #   snakemake --cores 2 --configfile config/offline.yaml     # offline: trained MiniLM + random twins
 #   make offline      # the same plus the trained 4-bit decoders (config/offline-decoders.yaml)
-# Logic lives in src/powerlens/, one thin CLI per step in scripts/, one concern per workflow/rules/*.smk.
+# Logic lives in src/powerlens/ (`python -m powerlens <step>` runs a step), one concern per workflow/rules/*.smk;
+# scripts/ holds the benchmarks and tools.
 
 import os
 

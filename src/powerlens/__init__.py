@@ -8,7 +8,8 @@ Replicates and extends Li & Altafini, "Analogies between Transformer Layers and 
 The Python API (:mod:`powerlens.api`): ``Lens.from_pretrained(path_or_hub_id)`` or ``Lens(model, tokenizer)``,
 then ``.weights``, ``.F(layer)``, ``.spectra()``, ``.dynamics(prompts)`` and ``with .steer(token, kappa):``.
 
-Where things are (each subpackage's docstring lists its modules):
+``python -m powerlens <step>`` enters through ``__main__``. Where things are (each subpackage's docstring lists
+its modules):
 
     core/       errors, io, runtime, progress, corpus, fmt: used by everything, imports nothing above it
     models/     archs, adapters (every architecture fact), sources/ (hub, local, package, gguf, twin),

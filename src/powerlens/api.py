@@ -226,7 +226,8 @@ class Lens:
 
     def dynamics(self, prompts: list[str], mode: str = "model", max_tokens: int | None = None,
                  batch_size: int | None = None, steps: int | None = None, null_draws: int | None = None,
-                 seed: int | None = None, norm: str | None = None, long_run_prompts: int | None = None,
+                 null_draws_cap: int | None = None, seed: int | None = None, norm: str | None = None,
+                 long_run_prompts: int | None = None,
                  batch_tokens: int | None = None, dtype: str | None = None, bias_free_control: bool | None = None,
                  alpha: float | None = None):
         """Token dynamics over ``prompts``: per depth gamma_t, rho_t and the tilt towards F_t's leading
@@ -248,6 +249,7 @@ class Lens:
             raise PowerlensError(f"unknown dynamics mode {mode!r}", "use mode='model' or mode='attention-only'")
         prompts = check_prompt_list(prompts)
         given = dict(max_tokens=max_tokens, batch_size=batch_size, batch_tokens=batch_tokens, null_draws=null_draws,
+                     null_draws_cap=null_draws_cap,
                      norm=norm, steps=steps, long_run_prompts=long_run_prompts, dtype=dtype,
                      bias_free_control=bias_free_control, alpha=alpha)
         check_options("dynamics", **given)

@@ -142,7 +142,7 @@ def test_dynamics_and_theory_outputs(test_run):
         # stored null, or from another tie-break, fails; a bound like 0 < p <= 1 could not)
         import numpy as np
 
-        from powerlens.analysis.nulls import mc_test, tie_uniform
+        from powerlens.analysis.nulls import tie_uniform
 
         with np.load(test_run / f"results/test/{m}/dynamics-model.npz") as z:
             inc, dec, s_inc, s_dec = z["null_inc_lead"], z["null_dec_lead"], z["sum_lead_inc"], z["sum_lead_dec"]
@@ -151,7 +151,9 @@ def test_dynamics_and_theory_outputs(test_run):
             if row["rho_R"] != 2000:
                 continue  # extended past the stored draws (paper.md section 4c): its p uses more of the stream
             null = np.where(inc[i] + dec[i] > 0, inc[i] / np.maximum(inc[i] + dec[i], 1), np.nan)
-            p = mc_test(s_inc[i] / (s_inc[i] + s_dec[i]), null, tie_uniform(0, int(row["layer"]), "rho"))["p"]
+            lead, null = s_inc[i] / (s_inc[i] + s_dec[i]), null[~np.isnan(null)]
+            u = tie_uniform(0, int(row["layer"]), "rho")
+            p = (np.sum(null > lead) + u * (1 + np.sum(null == lead))) / (1 + len(null))  # the formula, by hand
             assert p == pytest.approx(row["rho_p"], rel=1e-9), (m, i)
     meta = json.loads((test_run / "results/test/tiny-gpt2/dynamics-model.json").read_text())
     assert meta["n_prompts"] == 24 and meta["n_tokens"] > 0 and meta["random_weights"]
@@ -497,6 +499,18 @@ def test_new_steering_targets_rerun_steering_only(test_run, tmp_path):
     planned = planned_jobs(r.stdout + r.stderr)
     assert planned.get("steering") == 1, planned  # only tiny-gpt2's
     assert not {"fetch_model", "extract", "spectra", "dynamics"} & set(planned), planned
+
+
+def test_a_claims_threshold_reruns_only_the_steps_that_read_it(test_run, tmp_path):
+    """C9's threshold is read by the claims step alone: no dynamics, quantization, steering or plot job reruns
+    (each step receives only the config keys it reads; the dynamics step, the per-layer readings' shares)."""
+    cfg = patched_config(tmp_path, lambda c: c.setdefault("claims", {}).update(C9_alignment=0.8))
+    r = smk("-n", "--configfile", str(cfg), "--directory", str(test_run), cwd=test_run)
+    assert r.returncode == 0, r.stderr[-2000:]
+    planned = set(planned_jobs(r.stdout + r.stderr))
+    assert "claims" in planned, planned
+    assert not {"fetch_model", "extract", "spectra", "dynamics", "quantization", "steering", "theory",
+                "plot_dynamics", "plot_spectra", "plot_steering", "plot_theory"} & planned, planned
 
 
 def test_new_label_reruns_only_what_shows_it(test_run, tmp_path):

@@ -50,7 +50,7 @@ def test_lens_dynamics_is_the_pipelines_dynamics(twin, tmp_path):
     (tmp_path / "p.txt").write_text("\n".join(prompts) + "\n")
     ref = dynamics(d / "m.json", d / "w.safetensors", d / "w.json", spectra_npz=d / "s.npz",
                    prompts_path=tmp_path / "p.txt", out_npz=tmp_path / "d.npz", out_csv=tmp_path / "d.csv",
-                   out_json=tmp_path / "d.json", mode="model", null_draws=2000,
+                   out_json=tmp_path / "d.json", mode="model", null_draws=2000, null_draws_cap=200_000,
                    max_tokens=16, batch_size=2, long_run_prompts=32, batch_tokens=20, norm="l2", steps=200, seed=0,
                    device="cpu", dtype="float32", threads=1, control=True, alpha=0.05, robustness=False,
                    criteria=schema_defaults()["claims"], out_robustness=tmp_path / "r.csv")
@@ -280,6 +280,51 @@ def test_a_rules_flags_come_from_the_config_paths_the_step_declares():
     cfg["dynamics"] = {**cfg["dynamics"], "null_draws": 4000, "bias_free_control": False}
     flags = config_flags(step_module("dynamics").OPTIONS, cfg)
     assert "--null-draws 4000" in flags and "--control no" in flags
+
+
+def test_a_step_receives_only_the_claims_keys_it_reads():
+    """The dynamics, quantization and plot steps receive the ``claims:`` keys the per-layer readings read: editing
+    C9's or C5's threshold changes none of their flags (so no dynamics job reruns); editing C1's share does. A
+    hand-given --criteria without those keys, or with a value its key refuses, is refused naming them."""
+    from powerlens.analysis.verdict_tests import criteria_keys
+    from powerlens.pipeline.config import schema_defaults
+    from powerlens.pipeline.options import CRITERIA, check_flag, config_flags
+    from powerlens.pipeline.steps import step_module
+
+    cfg = {**schema_defaults(), "lock_file": ""}
+    steps = ("dynamics", "quantization", "plot_dynamics")
+    before = {s: config_flags(step_module(s).OPTIONS, cfg) for s in steps}
+    claims_before = config_flags(step_module("claims").OPTIONS, cfg)
+    cfg["claims"] = {**cfg["claims"], "C9_alignment": 0.5, "C5_null_quantile": 0.9}
+    assert {s: config_flags(step_module(s).OPTIONS, cfg) for s in steps} == before
+    assert config_flags(step_module("claims").OPTIONS, cfg) != claims_before  # the claims step reads them
+    cfg["claims"]["C1_share_layers"] = 0.75
+    assert all('"C1_share_layers": 0.75' in config_flags(step_module(s).OPTIONS, cfg) for s in steps)
+    assert set(criteria_keys()) == {"C1_share_layers", "C6_weak_below", "C7_share_layers", "C10_ffn_negative_below"}
+    with pytest.raises(PowerlensError, match="not the keys") as e:
+        check_flag(CRITERIA, {"C1_share_layers": 0.5})
+    assert "C7_share_layers" in str(e.value)
+    with pytest.raises(PowerlensError, match="C1_share_layers"):
+        check_flag(CRITERIA, {k: (5.0 if k == "C1_share_layers" else 0.5) for k in criteria_keys()})
+
+
+def test_the_draw_cap_is_one_config_value_every_step_reads():
+    """dynamics.null_draws_cap: its default is the schema's, the steps that decide or judge draws take it from
+    there (no constant in the code), and a cap below the first draws is refused before any job."""
+    from powerlens.pipeline.config import check_draws, schema_defaults
+    from powerlens.pipeline.options import config_flags
+    from powerlens.pipeline.steps import step_module
+
+    cfg = {**schema_defaults(), "lock_file": ""}
+    assert cfg["dynamics"]["null_draws_cap"] == 200_000
+    cfg["dynamics"] = {**cfg["dynamics"], "null_draws_cap": 50_000}
+    for s in ("dynamics", "quantization", "claims", "plot_dynamics"):
+        assert "--null-draws-cap 50000" in config_flags(step_module(s).OPTIONS, cfg), s
+    with pytest.raises(PowerlensError, match="null_draws_cap 3000 is below null_draws 4000"):
+        check_draws({"dynamics": {"null_draws": 4000, "null_draws_cap": 3000}})
+    import powerlens.analysis.decisions as dc
+
+    assert not hasattr(dc, "R_CAP")
 
 
 def test_architectures_live_in_their_adapters():

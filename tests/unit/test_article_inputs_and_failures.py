@@ -93,8 +93,9 @@ def test_claims_command_refuses_a_three_column_csv_without_a_traceback(tmp_path)
     for name in ("s.csv", "t.json", "st.csv"):  # the other inputs exist (never read: the dynamics CSV stops it)
         (tmp_path / name).write_text("")
     args = ["--meta", "m.json", "--spectra", "s.csv", "--dynamics", "d.csv", "--theory", "t.json", "--steering",
-            "st.csv", "--robustness", "--quantized", "--criteria", "{}", "--alpha", "0.05", "--labels", "{}",
-            "--table", "a", "--verdicts", "b", "--twins", "c", "--robust", "d", "--record", "r.json"]
+            "st.csv", "--robustness", "--quantized", "--criteria", "{}", "--alpha", "0.05", "--null-draws-cap",
+            "200000", "--labels", "{}", "--table", "a", "--verdicts", "b", "--twins", "c", "--robust", "d",
+            "--record", "r.json"]
     r = subprocess.run([sys.executable, "-m", "powerlens", "claims", *args], cwd=tmp_path, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
@@ -231,7 +232,7 @@ def test_an_interrupted_plot_dynamics_replaces_no_output(tmp_path, monkeypatch):
 
     monkeypatch.setattr(figures, "dynamics_figures", half_way)
     with pytest.raises(KeyboardInterrupt):
-        plot_dynamics(csv=[], npz=[], meta=[], labels={}, alpha=0.05, criteria={}, dpi=50,
+        plot_dynamics(csv=[], npz=[], meta=[], labels={}, alpha=0.05, null_draws_cap=200_000, criteria={}, dpi=50,
                       fig_gamma=stems["fig_gamma"], fig_rho=stems["fig_rho"], fig_tilt=stems["fig_tilt"],
                       fig_albert_consensus=stems["fig_albert_consensus"],
                       fig_albert_rotation=stems["fig_albert_rotation"], table_alignment=stems["table_alignment"])

@@ -16,8 +16,10 @@ from powerlens.models.weights import LayerWeights, ModelWeights
 from ..conftest import REPO
 
 TYPES = {"base": "real", "large": "real", "xlarge": "complex", "xxlarge": "complex"}  # the ALBERT adapter's
+CAP = 200_000  # the schema's default dynamics.null_draws_cap
 CRIT = {"C1_share_layers": 0.5, "C5_consensus_abs_cos": 0.99, "C5_null_quantile": 0.99, "C6_weak_below": 0.5,
-        "C7_share_layers": 0.5, "C9_alignment": 0.9, "C10_ffn_negative_below": 0.25, "alpha": 0.05}
+        "C7_share_layers": 0.5, "C9_alignment": 0.9, "C10_ffn_negative_below": 0.25, "alpha": 0.05,
+        "null_draws_cap": CAP}
 
 
 def shared_layer(F: np.ndarray, b_O: np.ndarray) -> ModelWeights:
@@ -113,7 +115,8 @@ def test_config_claims_block_holds_the_section_4b_criteria():
     props = schema["properties"]["claims"]["properties"]
     assert set(props) == {"C1_share_layers", "C5_consensus_abs_cos", "C5_null_quantile", "C6_weak_below",
                           "C7_share_layers", "C9_alignment", "C10_ffn_negative_below"}
-    assert {k: v["default"] for k, v in props.items()} == {k: v for k, v in CRIT.items() if k != "alpha"}
+    assert {k: v["default"] for k, v in props.items()} == {k: v for k, v in CRIT.items()
+                                                                  if k not in ("alpha", "null_draws_cap")}
     assert schema["properties"]["dynamics"]["properties"]["null_draws"]["minimum"] >= 2000
 
 
@@ -316,3 +319,12 @@ def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
     assert agree[("C7", "BERT (trained)")] == "2 of 3 agree" and row["verdict"] == "inconclusive"
     assert "changes with the Monte Carlo seed" in row["failed part"] and "seed 2: not reproduced" in row["failed part"]
     assert pd.isna(table.set_index("claim").loc["C1", "seed 2"])  # the law's claim: a model-mode variant is no evidence
+
+
+def test_the_claim_ids_are_pinned():
+    """The claims a run judges, in the order every table lists them: an id renamed or dropped fails here."""
+    from powerlens.analysis.claims import CLAIMS, FIG, TEXT
+
+    ids = [f"C{i}" for i in range(1, 11)]
+    assert sorted((c.id for c in CLAIMS), key=lambda c: int(c[1:])) == ids
+    assert list(TEXT) == ids and set(FIG) == set(ids)

@@ -13,8 +13,10 @@ from powerlens.analysis.dynamics.decided import decide_run
 from powerlens.analysis.dynamics.probes import States, Stream
 from powerlens.analysis.nulls import subspace_alignments
 
+CAP = 200_000  # the schema's default dynamics.null_draws_cap
 CRIT = {"C1_share_layers": 0.5, "C7_share_layers": 0.5, "C6_weak_below": 0.5, "C10_ffn_negative_below": 0.25,
-        "alpha": 0.05}
+        "alpha": 0.05,
+        "null_draws_cap": CAP}
 
 
 def test_intervals_cover_the_monte_carlo_error_and_every_tie_break():
@@ -27,7 +29,8 @@ def test_intervals_cover_the_monte_carlo_error_and_every_tie_break():
     assert dc.exact_interval(0, 0, 99) == (0.0, 0.01)
     assert dc.decide(0.01, 0.04, 0.05) == "yes" and dc.decide(0.05, 0.2, 0.05) == "no"
     assert dc.decide(0.04, 0.06, 0.05) == "undecided"
-    assert dc.extension_steps(2000) == [2000, 20000, 200000]
+    assert dc.extension_steps(2000, CAP) == [2000, 20000, 200000]
+    assert dc.extension_steps(2000, 50_000) == [2000, 20000, 50000]  # the configured cap, not a constant
     assert dc.compare(0.5 + 1e-9, 0.5) == "undecided" and dc.compare(0.51, 0.5) == "yes"
 
 
@@ -71,7 +74,7 @@ def _decide(x, y, lead, seed=0, r0=2000):
                             span_M=D, plane2=np.stack([lead, lead], 1), lam1=complex(1.0), mu1=complex(2.0),
                             eig_r1=members)]
     frames, _ = decide_run(Pair(x, y), dirs, lambda t: 0, mode="attention-only", crit=CRIT, alpha=0.05, seed=seed,
-                           r0=r0)
+                           r0=r0, r_cap=CAP)
     return frames["main"].iloc[0]
 
 

@@ -22,6 +22,7 @@ from powerlens.analysis.dynamics.decided import decide_run
 from powerlens.analysis.dynamics.probes import States
 from powerlens.analysis.nulls import random_subspaces
 from powerlens.analysis.spectra import layer_spectrum, spectra_arrays
+from powerlens.analysis.verdict_tests import RHO
 from powerlens.core.corpus import batches, read_prompts
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import ADAPTERS
@@ -103,7 +104,8 @@ def run(F, X0, tokens_per_prompt, steps, seed=0, R=2000):
     E = torch.tensor(X0)
     nulls = null_sets(F.shape[0], dirs, R, seed, "cpu")
     arr = run_attention_only(lambda idx: E[idx], w, dirs, bs, steps, len(ids), nulls, norm="l2", progress=False)
-    return verdict_table(arr, dirs, [0], mode="attention-only", criteria=CRIT, seed=seed, alpha=0.05, r0=R)[0]
+    return verdict_table(arr, dirs, [0], mode="attention-only", criteria=CRIT, seed=seed, alpha=0.05, r0=R,
+                         r_cap=200_000)[0]
 
 
 def test_large_real_gap_tilts_every_token():
@@ -169,7 +171,8 @@ def mc_significance_of_random_directions(x_in, x_out, K, R, seed, prompt_of_toke
     # every pseudo-layer is its own test of a random lead: no claim reads them together (u = L: R0 stays R) and
     # none is extended, so each p is the first R draws' (the calibration under test)
     frames, _ = decide_run(Pair(x_in, x_out, K, pid), dirs, lambda t: t, mode="attention-only",
-                           crit={**CRIT, "C1_share_layers": 1.0}, alpha=0.05, seed=seed + 1, r0=R, extend=False)
+                           crit={**CRIT, "C1_share_layers": 1.0}, alpha=0.05, seed=seed + 1, r0=R, r_cap=200_000,
+                           extend=False)
     main = frames["main"]
     return pd.concat([secondary.drop(columns=[c for c in secondary.columns if c in main.columns and c != "layer"]
                                      ).set_index("layer"), main.set_index("layer")], axis=1).reset_index()
@@ -237,19 +240,21 @@ def test_monte_carlo_test_is_calibrated_with_heavy_ties():
     assert df["rho"].isin([0.0, 1.0]).mean() > 0.7  # the construction makes rho mostly 0 or 1
     assert df["rho_ties"].median() > 0.3
     assert (df["rho_saturated"] == (df["rho_ties"] >= 0.5)).all()
-    from powerlens.analysis.dynamics.per_depth import _mc_columns
+    from powerlens.analysis.dynamics.decided import layer_columns
 
-    sat = _mc_columns("rho", 1.0, np.r_[np.ones(1500), np.zeros(500)], seed=0, depth=3)
+    rho = dataclasses.replace(RHO, eigen=False)  # the random-direction test alone
+    sat = layer_columns(rho, [1.0], [np.r_[np.ones(1500), np.zeros(500)]], None, [0.3], [0.3], 0.05)[0]
     assert sat["rho_ties"] == 0.75 and sat["rho_saturated"] is True
     lo, hi = binomial_band(K)
     frac = float((df["rho_p"] < 0.05).mean())
     assert lo <= frac <= hi, frac
     # the old formula on the same leads and draws: blind
-    from powerlens.analysis.nulls import mc_test
+    from powerlens.analysis.nulls import random_direction_test
 
     old = (1 + 2000 * (1 - df["rho_pct"] / 100)) / 2001  # (1 + #{null >= lead}) / (1 + R)
     assert float((old < 0.05).mean()) < lo
-    assert mc_test(1.0, np.ones(10), 0.0)["p"] == 0.0 and mc_test(1.0, np.ones(10), 0.999)["p"] > 0.99
+    assert random_direction_test(1.0, np.ones(10), 0.0)["p"] == 0.0
+    assert random_direction_test(1.0, np.ones(10), 0.999)["p"] > 0.99
 
 
 @pytest.mark.calibration  # minutes: make test runs it, make test-unit does not

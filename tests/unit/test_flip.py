@@ -43,7 +43,7 @@ def test_a_claim_p_flips_at_alpha():
     from powerlens.analysis.parts import Part
     from powerlens.analysis.verdict_tests import reading
 
-    conj = partial_conjunction([0.01, 0.02], [0.01, 0.02], [0.01, 0.02], 1, 0.05)
+    conj = partial_conjunction([0.01, 0.02], [0.01, 0.02], [0.01, 0.02], 1, 0.05, 200_000)
     part = Part(reading("C6", "(a)"), dc.YES, True, "", conj=conj)
     assert _part_flip(part, 0.05) == "(a): claim p 0.02 would have to rise to 0.05"
 

@@ -36,34 +36,36 @@ from powerlens.analysis.verdict_tests import (
     read_tests,
 )
 
+CAP = 200_000  # the schema's default dynamics.null_draws_cap
 CRIT = {"C1_share_layers": 0.5, "C7_share_layers": 0.5, "C6_weak_below": 0.5, "C10_ffn_negative_below": 0.25,
-        "alpha": 0.05}
+        "alpha": 0.05,
+        "null_draws_cap": CAP}
 
 
 # --- the rules' arithmetic -----------------------------------------------------------------------------------
 
 def test_partial_conjunction_is_the_u_th_smallest_p_times_l_minus_u_plus_1():
     p = np.array([0.001, 0.2, 0.004, 0.003, 0.5, 0.9])
-    c = partial_conjunction(p, p * 0.9, p * 1.1, u=3, alpha=0.05)
+    c = partial_conjunction(p, p * 0.9, p * 1.1, u=3, alpha=0.05, r_cap=CAP)
     assert c.p == pytest.approx(4 * 0.004) and c.lo == pytest.approx(4 * 0.0036) and c.hi == pytest.approx(4 * 0.0044)
     assert c.decision == "yes" and c.u == 3 and c.L == 6
-    assert partial_conjunction(p, p, p, u=4, alpha=0.05).decision == "no"  # 3 x 0.2
+    assert partial_conjunction(p, p, p, u=4, alpha=0.05, r_cap=CAP).decision == "no"  # 3 x 0.2
     # an interval straddling alpha / (L - u + 1) leaves it undecided
     q = np.array([0.001, 0.002, 0.025, 0.9])  # L 4, u 3: 2 x [0.024, 0.026] straddles 0.05
-    assert partial_conjunction(q, q - 0.001, q + 0.001, u=3, alpha=0.05).decision == "undecided"
+    assert partial_conjunction(q, q - 0.001, q + 0.001, u=3, alpha=0.05, r_cap=CAP).decision == "undecided"
     # u = 1 is Bonferroni over the layers
-    assert partial_conjunction(p, p, p, u=1, alpha=0.05).p == pytest.approx(6 * 0.001)
+    assert partial_conjunction(p, p, p, u=1, alpha=0.05, r_cap=CAP).p == pytest.approx(6 * 0.001)
 
 
 def test_layers_needed_and_the_draws_a_rule_needs():
     assert [layers_needed(0.5, L) for L in (6, 18, 30, 7)] == [3, 9, 15, 4]
     for k in (1, 6, 16, 30):
-        R = draws_to_reach(k, 0.05)
+        R = draws_to_reach(k, 0.05, CAP)
         assert k * zero_upper(R) < 0.05 <= k * zero_upper(R - 1)
-    assert draws_to_reach(5000, 0.05) is None  # the cap cannot reach it
+    assert draws_to_reach(5000, 0.05, CAP) is None  # the cap cannot reach it
     # R0 from the rule: SmolLM2's model mode (30 layers, C6 and the FFN clause read L x) needs more than 2000
-    assert first_draws("model", 30, CRIT, 0.05, 2000) == draws_to_reach(30, 0.05) > 2000
-    assert first_draws("attention-only", 30, CRIT, 0.05, 2000) == 2000  # C1: 16 x the bound at 2000 draws
+    assert first_draws("model", 30, CRIT, 0.05, 2000, CAP) == draws_to_reach(30, 0.05, CAP) > 2000
+    assert first_draws("attention-only", 30, CRIT, 0.05, 2000, CAP) == 2000  # C1: 16 x the bound at 2000 draws
 
 
 def test_the_uniform_sum_tail_is_exact():
@@ -166,7 +168,7 @@ def planted(name: str, effects: dict, seed: int = 0, M=None, L=None) -> pd.DataF
     base = {"gamma": 0.05, "rho": 0.5, "tilt": 0.0}
     rows = [{"layer": t} for t in range(L)]
     for spec, eff in effects.items():
-        R = first_draws("model" if spec is not TILT else "attention-only", L, CRIT, 0.05, 2000)
+        R = first_draws("model" if spec is not TILT else "attention-only", L, CRIT, 0.05, 2000, CAP)
         if spec is FIRST_GAMMA:
             cols = _test_rows(spec, 1, M, R, rng, eff, base["gamma"])
             rows[-1].update(cols[0])
@@ -204,7 +206,7 @@ def test_c6_planted_passes_absent_fails_low_resolution_underpowered(name):
     assert claims.c6(ok, CRIT).word == "reproduced"
     assert claims.c6(planted(name, {GAMMA: 0.0, FIRST_GAMMA: 0.0}), CRIT).word == "not reproduced"
     # at most 20 draws a test: L x the 99% upper bound of zero exceedances never reaches 0.05
-    v = claims.c6(ok, CRIT, r_cap=20)
+    v = claims.c6(ok, {**CRIT, "null_draws_cap": 20})
     assert v.word == "underpowered" and "(a)" in v.underpowered
 
 
@@ -224,7 +226,7 @@ def test_a_clause_that_could_not_fail_makes_a_pass_underpowered():
 
     g = planted("SmolLM2-135M", MODEL_MODE)
     full = parts(g, "C10", CRIT)
-    weak_ffn = parts(g, "C10", CRIT, r_cap=500)[1]  # 30 x the bound at 500 draws > 0.05
+    weak_ffn = parts(g, "C10", {**CRIT, "null_draws_cap": 500})[1]  # 30 x the bound at 500 draws > 0.05
     assert full[0].decision == "yes" and not weak_ffn.powered and weak_ffn.decision == "yes"
     v = from_parts([full[0], weak_ffn], CRIT, "-", "-")
     assert v.word == "underpowered" and "could not fail" in v.underpowered
@@ -274,11 +276,11 @@ def test_the_planner_extends_only_the_layers_that_decide_the_claim():
     cols = layer_columns(TILT, [x + 1.0 for x in leads], [n + 1.0 for n in nulls], [np.zeros(5)] * 6,
                         rng.random(6), rng.random(6), 0.05)
     g = pd.DataFrame([{"layer": t, **c} for t, c in enumerate(cols)])
-    part = pt.evaluate(reading("C1"), layer_tests(g, TILT), CRIT, 0.05)
+    part = pt.evaluate(reading("C1"), layer_tests(g, TILT), CRIT, 0.05, CAP)
     assert part.conj.decision == dc.UNDECIDED
     assert pt.to_extend([part], lambda x, i: True) == [(part, 2)]
     side_no = g.assign(tilt_side=["no"] * 6)  # every layer's tilt on the wrong side: nothing to extend
-    assert pt.evaluate(reading("C1"), layer_tests(side_no, TILT), CRIT, 0.05).straddling == ()
+    assert pt.evaluate(reading("C1"), layer_tests(side_no, TILT), CRIT, 0.05, CAP).straddling == ()
 
 
 def test_the_power_check_of_a_finished_run_can_fail(tmp_path):

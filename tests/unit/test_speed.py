@@ -96,7 +96,7 @@ def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twi
     prompts = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g h i j."]
     cfg = schema_defaults()
     dyn = {k: cfg["dynamics"][k] for k in ("norm", "steps", "long_run_prompts", "batch_size", "batch_tokens",
-                                           "max_tokens", "dtype", "alpha")}
+                                           "max_tokens", "dtype", "alpha", "null_draws_cap")}
     R = 200
     counts = {}
     for robust, extend in ((False, False), (True, False), (False, True)):

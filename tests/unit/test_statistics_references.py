@@ -100,7 +100,7 @@ def test_draws_to_reach_is_the_first_R_that_reaches(k, alpha):
     def reaches(R):
         return k * binomtest(0, R).proportion_ci(confidence_level=0.99, method="exact").high < alpha
 
-    R = al.draws_to_reach(k, alpha)
+    R = al.draws_to_reach(k, alpha, 200_000)
     assert reaches(R) and not reaches(R - 1)
     assert al.draws_to_reach(k, alpha, cap=R - 1) is None
 
@@ -169,10 +169,10 @@ def test_partial_conjunction_is_benjamini_heller(seed):
     L = int(rng.integers(1, 8))
     p = rng.uniform(0, 0.3, L)
     for u in range(1, L + 1):
-        c = al.partial_conjunction(p, p, p, u, 0.05)
+        c = al.partial_conjunction(p, p, p, u, 0.05, 200_000)
         assert c.p == pytest.approx(_bh_bonferroni(list(p), u), rel=1e-15)
     p = np.array([0.001, 0.004, 0.02, 0.5])
-    c = al.partial_conjunction(p, p, p, 2, 0.05)
+    c = al.partial_conjunction(p, p, p, 2, 0.05, 200_000)
     assert c.p == pytest.approx(0.012) and c.p != pytest.approx(len(p) * 0.004)  # not L p_(u)
 
 

@@ -48,7 +48,7 @@ def zero_upper(R: int, level: float = dc.LEVEL) -> float:
     return dc.mc_interval(0, 0, int(R), level)[1]
 
 
-def draws_to_reach(k: int, alpha: float, cap: int = dc.R_CAP) -> int | None:
+def draws_to_reach(k: int, alpha: float, cap: int) -> int | None:
     """The smallest R with k * zero_upper(R) < alpha (k = L - u + 1 for a partial conjunction, L for a Holm count,
     1 for a single test), or None when even the cap cannot reach it."""
     a = (1.0 - dc.LEVEL) / 2
@@ -71,7 +71,7 @@ class Conjunction:
     u: int
     L: int
     decision: str  # yes / no / undecided at alpha
-    attainable: float  # the smallest upper end the rule could have at R_cap draws, with perfect data
+    attainable: float  # the smallest upper end the rule could have at the cap of draws, with perfect data
 
     def text(self) -> str:
         from powerlens.core.fmt import fmt_num
@@ -81,7 +81,7 @@ class Conjunction:
 
 
 def partial_conjunction(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, u: int, alpha: float,
-                        r_cap: int = dc.R_CAP) -> Conjunction:
+                        r_cap: int) -> Conjunction:
     """(L - u + 1) p_(u) for each of the point p, the lower and the upper ends (NaN counts as 1: no evidence)."""
     p, lo, hi = (np.nan_to_num(np.asarray(a, dtype=float), nan=1.0) for a in (p, lo, hi))
     L = len(p)

@@ -12,7 +12,8 @@ A Holm decision is taken from an *interval* of each unadjusted p, never from one
 Holm's adjusted p is a non-decreasing function of each unadjusted p, so the intervals are carried through it
 endpoint by endpoint. A test is "yes" (significant) when its adjusted upper bound is below alpha, "no" when
 the adjusted lower bound is at or above alpha, else "undecided". A Monte Carlo test that is undecided is
-extended along the same seeded stream of draws (R0, then 10 R0, then 100 R0, at most :data:`R_CAP`), the
+extended along the same seeded stream of draws (R0, then 10 R0, then 100 R0, at most the cap, config
+``dynamics.null_draws_cap``), the
 layers that need it only, until it is decided; at the cap it stays "undecided". A criterion whose outcome
 depends on undecided tests (it passes with them counted and fails without) is "inconclusive".
 
@@ -22,23 +23,20 @@ the machine decides a verdict.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import numpy as np
 
 LEVEL = 0.99  # the Monte Carlo interval's coverage (paper.md section 4c)
-R_CAP = 200_000  # the most draws a Monte Carlo test is extended to
 CHUNK = 4000  # random directions projected at once (memory: tokens x CHUNK float64 per state; resources count it)
 REL_TOL = 1e-6  # a quantity this close (relative) to its threshold is undecided
 YES, NO, UNDECIDED = "yes", "no", "undecided"
 
 
-def extension_steps(r0: int) -> list[int]:
-    """The draw counts a test goes through: R0, 10 R0, 100 R0, capped at :data:`R_CAP` (2000 -> 20000 -> 200000
-    for the default R0)."""
+def extension_steps(r0: int, cap: int) -> list[int]:
+    """The draw counts a test goes through: R0, 10 R0, 100 R0, ..., at most ``cap`` (the config's
+    ``dynamics.null_draws_cap``)."""
     out = [int(r0)]
-    while out[-1] < R_CAP:
-        out.append(min(R_CAP, out[-1] * 10))
+    while out[-1] < cap:
+        out.append(min(int(cap), out[-1] * 10))
     return out
 
 
@@ -109,18 +107,4 @@ def compare(x: float, threshold: float, above: bool = True, strict: bool = True)
     return YES if ok else NO
 
 
-def count_range(decisions: Iterable[str]) -> tuple[int, int]:
-    """(layers decided "yes", layers "yes" or "undecided"): the count a criterion sees without and with the
-    undecided layers."""
-    ds = list(decisions)
-    return sum(d == YES for d in ds), sum(d in (YES, UNDECIDED) for d in ds)
 
-
-def outcome(lo_ok: bool, hi_ok: bool) -> str:
-    """A criterion's outcome from its result without (``lo_ok``) and with (``hi_ok``) the undecided parts
-    counted in its favour: "pass", "fail", or "inconclusive" when they differ."""
-    if lo_ok and hi_ok:
-        return "pass"
-    if not lo_ok and not hi_ok:
-        return "fail"
-    return "inconclusive"

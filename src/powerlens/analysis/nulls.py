@@ -176,18 +176,23 @@ class EigenDirections(Null):
         return dc.exact_interval(above, tied, n)
 
 
-def mc_test(lead: float, null: np.ndarray, u: float) -> dict:
-    """Monte Carlo test of ``lead`` against the null draws (H1: lead is larger), ties broken by ``u`` in [0, 1).
+def random_direction_test(lead: float, null: np.ndarray, u: float, tail: str = "upper") -> dict:
+    """The lead value against the Monte Carlo null's draws (NaN draws dropped), tie-break ``u``: the fields of
+    one depth's random-direction test (:class:`~powerlens.analysis.verdict_tests.Field`): p
+    (:meth:`RandomDirections.test`), R, the share of draws tied with the lead, the 99% interval, the range the
+    tie-break alone spans (``tie_lo``, ``tie_hi``: no Monte Carlo error, more draws cannot narrow it), the null's
+    median and 95th percentile and the lead's percentile in it. For a lead exchangeable with the draws,
+    P(p <= a) = a exactly, ties or not. The one test of a lead against random directions: the verdict tests, the
+    bias-free control's and the consensus subspace's."""
+    from powerlens.analysis.verdict_tests import Field
 
-    Returns the null's median and 95th percentile, the lead's percentile in the null (share of draws below
-    it, in %), p = (#{null > lead} + u (1 + #{null == lead})) / (1 + R) (:meth:`RandomDirections.test`), the
-    share of draws tied with the lead, and R. For a lead exchangeable with the draws, P(p <= a) = a exactly,
-    ties or not."""
     null = np.asarray(null, dtype=np.float64)
     null = null[~np.isnan(null)]
-    R = len(null)
-    t = RandomDirections.test(lead, null, u)
-    if np.isnan(t.p):
-        return {"null_median": np.nan, "null_q95": np.nan, "pct": np.nan, "p": np.nan, "ties": np.nan, "R": R}
-    return {"null_median": float(np.median(null)), "null_q95": float(np.quantile(null, 0.95)),
-            "pct": float(100.0 * np.mean(null < lead)), "p": t.p, "ties": t.tied / R, "R": R}
+    t = RandomDirections.test(lead, null, u, tail)
+    R = t.n
+    ok = R and not np.isnan(lead)
+    return {Field.P: t.p, Field.R: R, Field.TIES: t.tied / R if R else np.nan, Field.P_LO: t.lo, Field.P_HI: t.hi,
+            "tie_lo": t.above / R if ok else np.nan, "tie_hi": (t.above + t.tied) / R if ok else np.nan,
+            Field.NULL_MEDIAN: float(np.median(null)) if R else np.nan,
+            Field.NULL_Q95: float(np.quantile(null, 0.95)) if R else np.nan,
+            Field.PCT: float(100.0 * np.mean(null < lead)) if R else np.nan}

@@ -52,8 +52,9 @@ def _fmt(x: float) -> str:
     return fmt_num(x)
 
 
-def evaluate(reading: Reading, lt: LayerTests | None, crit: dict, alpha: float, r_cap: int = dc.R_CAP) -> Part:
-    """The part ``reading`` on the test columns ``lt`` (None: the run has no such test, the part fails)."""
+def evaluate(reading: Reading, lt: LayerTests | None, crit: dict, alpha: float, r_cap: int) -> Part:
+    """The part ``reading`` on the test columns ``lt`` (None: the run has no such test, the part fails); ``r_cap``:
+    the most draws a Monte Carlo test may get (config ``dynamics.null_draws_cap``)."""
     if lt is None or lt.L == 0:
         return Part(reading, dc.NO, False, "no such test in this run")
     L = lt.L

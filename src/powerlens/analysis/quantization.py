@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from powerlens.analysis.spectra import leading_type
+from powerlens.analysis.verdict_tests import GAMMA, RHO
 from powerlens.core.errors import PowerlensError
 
 SUPPORTED = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
@@ -75,9 +76,9 @@ def compare_layers(spec_full: dict, spec_q: dict, layer_map: list[int], dyn_full
             "rel_change_lambda1": abs(lq - lf) / abs(lf) if abs(lf) > 0 else float("nan"),
             "leading_type": leading_type(lf), "leading_type_q": leading_type(lq),
             "leading_type_changed": leading_type(lf) != leading_type(lq), "abs_cos_v1": cos,
-            "gamma": float(gf.loc[t, "gamma"]), "gamma_q": float(gq.loc[t, "gamma"]),
-            "delta_gamma": float(gq.loc[t, "gamma"] - gf.loc[t, "gamma"]),
-            "rho": float(gf.loc[t, "rho"]), "rho_q": float(gq.loc[t, "rho"]),
-            "delta_rho": float(gq.loc[t, "rho"] - gf.loc[t, "rho"]),
+            "gamma": float(gf.loc[t, GAMMA.value]), "gamma_q": float(gq.loc[t, GAMMA.value]),
+            "delta_gamma": float(gq.loc[t, GAMMA.value] - gf.loc[t, GAMMA.value]),
+            "rho": float(gf.loc[t, RHO.value]), "rho_q": float(gq.loc[t, RHO.value]),
+            "delta_rho": float(gq.loc[t, RHO.value] - gf.loc[t, RHO.value]),
         })
     return rows

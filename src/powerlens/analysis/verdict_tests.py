@@ -18,7 +18,7 @@ A *reading* is how one part of a claim's criterion reads one test (paper.md sect
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,31 +40,57 @@ class Field:
     # the lead among F's other eigen-directions of its kind: members, members it beats, ties, randomised rank,
     # percentile
     EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT = "eig_M", "eig_beaten", "eig_tied", "eig_rank", "eig_pct"
+    # a test's fields, in the order a dynamics table holds them: against the random directions, against F's other
+    # eigen-directions (a test with ``eigen``), then Holm across the depth and the marks
+    RANDOM = (P, R, TIES, P_LO, P_HI, NULL_MEDIAN, NULL_Q95, PCT)
+    EIGEN = (EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT)
+    FAMILY = (P_HOLM, P_HOLM_LO, P_HOLM_HI, MC_SIG, TIE_BOUND, SIDE, SATURATED, SIG)
 
 
 @dataclass(frozen=True)
 class TestSpec:
     """One per-layer test: a probe, a statistic and a tail (``upper``: larger than the null; ``lower``: smaller).
-    ``eigen``: the lead's rank among F's other eigen-directions of its kind is recorded (specificity)."""
+    ``eigen``: the lead's rank among F's other eigen-directions of its kind is recorded (specificity).
+    ``suffix``: the same test on another run's columns in the same table (the bias-free control's ``_nobias``,
+    :func:`control_spec`)."""
 
     probe: str
     stat: str
     tail: str = "upper"
     eigen: bool = False
+    suffix: str = ""
 
     @property
-    def value(self) -> str:
-        """The statistic's value column (shared by both tails): ``tilt``, ``rho_M``, ``attn_tilt``..."""
+    def _stat_column(self) -> str:
         return {"layer": self.stat, "layer_M": f"{self.stat}_M", "layer_Ft": f"{self.stat}_Ft",
                 "attn": f"attn_{self.stat}", "ffn": f"ffn_{self.stat}", "first": f"first_lead_{self.stat}"}[self.probe]
 
     @property
+    def value(self) -> str:
+        """The statistic's value column (shared by both tails): ``tilt``, ``rho_M``, ``attn_tilt``..."""
+        return self._stat_column + self.suffix
+
+    @property
     def prefix(self) -> str:
-        """The prefix of the test's own columns: the value column, ``_neg`` for a lower test."""
-        return self.value + ("_neg" if self.tail == "lower" else "")
+        """The prefix of the test's own columns (and the key of its tie-break): the statistic, ``_neg`` for a
+        lower test."""
+        return self._stat_column + ("_neg" if self.tail == "lower" else "")
 
     def col(self, field: str) -> str:
-        return f"{self.prefix}_{field}"
+        return f"{self.prefix}_{field}{self.suffix}"
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The test's fields (:class:`Field`): a lower test has no null median or 95th percentile of its own (the
+        upper test of the same value has them)."""
+        rand = tuple(f for f in Field.RANDOM if not (self.tail == "lower" and f in (Field.NULL_MEDIAN,
+                                                                                     Field.NULL_Q95)))
+        return rand + (Field.EIGEN if self.eigen else ()) + Field.FAMILY
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The test's columns in a dynamics table: its value, then ``<prefix>_<field>`` for each of its fields."""
+        return (self.value, *(self.col(f) for f in self.fields))
 
     @property
     def threshold(self) -> float | None:
@@ -79,8 +105,18 @@ ATTN_TILT_NEG = TestSpec("attn", "tilt", "lower", eigen=True)
 FFN_TILT = TestSpec("ffn", "tilt", eigen=True)
 FFN_TILT_NEG = TestSpec("ffn", "tilt", "lower", eigen=True)
 FIRST_GAMMA = TestSpec("first", "gamma")
+GAMMA_M, RHO_M, TILT_M = (TestSpec("layer_M", s) for s in ("gamma", "rho", "tilt"))  # M = I + F's lead
+GAMMA_FT, RHO_FT, TILT_FT = (TestSpec("layer_Ft", s) for s in ("gamma", "rho", "tilt"))  # F~'s (pre-norm models)
 TESTS: tuple[TestSpec, ...] = (GAMMA, RHO, TILT, ATTN_TILT, ATTN_TILT_NEG, FFN_TILT, FFN_TILT_NEG, FIRST_GAMMA,
-                               *(TestSpec(p, s) for p in ("layer_M", "layer_Ft") for s in ("gamma", "rho", "tilt")))
+                               GAMMA_M, RHO_M, TILT_M, GAMMA_FT, RHO_FT, TILT_FT)
+
+
+CONTROL_SUFFIX = "_nobias"
+
+
+def control_spec(spec: TestSpec) -> TestSpec:
+    """The test on the bias-free control's columns (suffix ``_nobias``): the random-direction null alone."""
+    return replace(spec, eigen=False, suffix=CONTROL_SUFFIX)
 
 
 def spec_of(prefix: str) -> TestSpec:
@@ -135,6 +171,12 @@ READINGS: tuple[Reading, ...] = (
 )
 
 
+def criteria_keys() -> tuple[str, ...]:
+    """The config ``claims:`` keys the readings read (shares of layers, bounds): all the dynamics step receives
+    of ``claims:``, so editing another criterion (C9's, C8's) reruns no dynamics job."""
+    return tuple(sorted({k for r in READINGS for k in (r.share_key, r.bound_key) if k is not None}))
+
+
 def readings(mode: str | None = None, claim: str | None = None) -> tuple[Reading, ...]:
     return tuple(r for r in READINGS if (mode is None or r.mode == mode) and (claim is None or r.claim == claim))
 
@@ -148,14 +190,53 @@ def read_tests(mode: str) -> set[TestSpec]:
     return {r.test for r in readings(mode) if r.needs_draws()}
 
 
-def first_draws(mode: str, L: int, crit: dict, alpha: float, configured: int) -> int:
+def first_draws(mode: str, L: int, crit: dict, alpha: float, configured: int, cap: int) -> int:
     """R0 from the rule (paper.md section 4d): the smallest count at which every rule read in this mode can reach
     significance (k times the 99% upper bound of zero exceedances out of R0 below alpha), at least the
-    configured ``null_draws``."""
+    configured ``null_draws``; a rule the ``cap`` cannot reach asks nothing (its part is underpowered)."""
     from powerlens.analysis.across_layers import draws_to_reach
 
-    need = [draws_to_reach(r.holm_k(L, crit), alpha) for r in readings(mode) if r.needs_draws()]
+    need = [draws_to_reach(r.holm_k(L, crit), alpha, cap) for r in readings(mode) if r.needs_draws()]
     return max([int(configured)] + [n for n in need if n is not None])
+
+
+def tested(df, spec: TestSpec):
+    """The rows of a dynamics table where ``spec`` was tested (its p is defined): the model's own depth for a
+    test the run has, no rows for one it has not."""
+    c = spec.col(Field.P)
+    return df[df[c].notna()] if c in df else df.iloc[:0]
+
+
+def saturated(d, spec: TestSpec):
+    """Per row: the test is saturated there (half or more of the draws tie with the lead); False without the
+    column."""
+    import pandas as pd
+
+    c = spec.col(Field.SATURATED)
+    return d[c].fillna(False).astype(bool) if c in d else pd.Series(False, index=d.index)
+
+
+def layer_marks(d, spec: TestSpec, *, alpha: float, above: float = -np.inf):
+    """Per row, the test's per-layer mark (yes / no / undecided): the decided ``<test>_sig`` where the table has
+    it; else (the bias-free control's columns) Holm's p below ``alpha`` with the value above ``above``, saturated
+    layers never counted. The one reading of the marks: the claims' counts, the tables and the figures."""
+    import pandas as pd
+
+    if spec.col(Field.SIG) in d:
+        return d[spec.col(Field.SIG)].fillna(dc.NO).astype(str)
+    if spec.col(Field.P_HOLM) in d:
+        ok = (d[spec.col(Field.P_HOLM)] < alpha) & (d[spec.value] > above) & ~saturated(d, spec)
+        return ok.map({True: dc.YES, False: dc.NO})
+    return pd.Series(dc.NO, index=d.index, dtype=object)
+
+
+def own_depth(df):
+    """The rows of the model's own depth in a dynamics table: those the verdict tests were taken on (a long
+    shared-weight run's later steps have values, no test). The one definition every reader uses."""
+    for spec in (TILT, RHO, GAMMA):
+        if spec.col(Field.P) in df:
+            return tested(df, spec)
+    return df
 
 
 @dataclass(frozen=True)

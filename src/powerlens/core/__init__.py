@@ -6,6 +6,7 @@
     progress    progress lines in logs, bars on a terminal
     corpus      prompt files, tokenization and batches
     fmt         the one number format of every table (3 significant digits)
+    scratch     buffers a step reuses across its Monte Carlo chunks (the same bits, less allocation)
 
 Imports nothing from the other layers.
 """

@@ -11,6 +11,8 @@
     attention   the attention sublayer recomputed from extracted matrices (the reference forward) and the
                 attention-only law's normalisation
     verify      proof of extraction: reference forward vs the real transformers module
+    hooks       forward hooks at an adapter's observation sites (a layer's input and output)
+    direct      W_V and W_O read straight from a checkpoint's safetensors (no model built)
 
 Imports only from :mod:`powerlens.core`.
 """

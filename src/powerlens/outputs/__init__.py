@@ -5,6 +5,12 @@
     plotting    shared drawing: the twins' banner, splits of trained and random-weight models, saving
     provenance  versions, BLAS, seeds, thread settings, config hash
     staging     a step's outputs written aside and renamed together (an interrupt replaces none or all)
+    records     the sha256 record of the tables a step wrote (a later step refuses an edited table)
+    theory_table  table_theory from the theory step's results
+    article     the replication article's blocks; article_front its first screen (summary, verdict table)
+    trace       every value a reader sees traced to its file, row and column (the article's sources)
+    render      the article's blocks as HTML and as Typst (the PDF), text escaped for each
+    glossary    the article's glossary and its links
 
 Imports from analysis, models and core; nothing imports it but the pipeline and the entry points.
 """

@@ -190,15 +190,12 @@ def summary(run) -> list:
 
 def _alpha(run) -> Traced | None:
     prov = _prov(run)
-    for keys in (["config", "claims", "alpha"], ["config", "dynamics", "alpha"]):
-        v = prov
-        try:
-            for k in keys:
-                v = v[k]
-        except (KeyError, TypeError):
-            continue
-        return json_value(run.provenance, run.root, keys)
-    return None
+    keys = ["config", "dynamics", "alpha"]  # the one place alpha is set (the schema has no claims.alpha)
+    try:
+        _ = prov["config"]["dynamics"]["alpha"]
+    except (KeyError, TypeError):
+        return None
+    return json_value(run.provenance, run.root, keys)
 
 
 def paper_models(path) -> dict:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from powerlens.analysis import verdict_tests as vt
 from powerlens.analysis.claims import count, n_saturated, share_significant
 from powerlens.analysis.claims.layer_criteria import tilt_summary
 from powerlens.core.fmt import (  # noqa: F401  (the one number format, re-exported)  # noqa: F401  (re-exported)
@@ -184,50 +185,51 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
     labels = labels or {}
     rows = []
 
-    def sig(g, stat, above):
+    F, G, ctrl_rho = vt.Field, vt.GAMMA, vt.control_spec(vt.RHO)
+
+    def sig(g, spec, above):
         # the claims' own count (saturated layers never count), so table and verdict cannot disagree
-        return (share_significant(g, stat, alpha=alpha, above=above)[0] if f"{stat}_sig" in g or f"{stat}_p_holm" in g
-                else float("nan"))
+        return (share_significant(g, spec, alpha=alpha, above=above)[0]
+                if spec.col(F.SIG) in g or spec.col(F.P_HOLM) in g else float("nan"))
 
     for (m, mode), g in df.groupby(["model", "mode"], sort=False):
-        g = g[g["rho_p_holm"].notna()]  # the model's own depth
+        g = vt.own_depth(g)
         row = {
             "model": labels.get(m, m), "weights": weights_text(g["weights"].iloc[0]), "mode": mode, "layers": len(g),
             "tokens": int(g["n_tokens"].median()), "prompts": int(g["n_prompts"].median()),
-            "mean gamma": float(g["gamma"].mean()),
-            "gamma null median": float(g["gamma_null_median"].median()),
-            "gamma null q95": float(g["gamma_null_q95"].median()),
-            "layers gamma > null q95": int((g["gamma"] > g["gamma_null_q95"]).sum()),
-            f"layers gamma, MC p_Holm < {alpha}": sig(g, "gamma", -np.inf),
-            "median rho": float(g["rho"].median()),
-            "rho null median": float(g["rho_null_median"].median()),
-            f"layers rho > 0.5, random directions, Holm < {alpha}": sig(g, "rho", 0.5),
-            f"layers tilt > 0, random directions, Holm < {alpha}": sig(g, "tilt", 0.0),
+            "mean gamma": float(g[G.value].mean()),
+            "gamma null median": float(g[G.col(F.NULL_MEDIAN)].median()),
+            "gamma null q95": float(g[G.col(F.NULL_Q95)].median()),
+            "layers gamma > null q95": int((g[G.value] > g[G.col(F.NULL_Q95)]).sum()),
+            f"layers gamma, MC p_Holm < {alpha}": sig(g, vt.GAMMA, -np.inf),
+            "median rho": float(g[vt.RHO.value].median()),
+            "rho null median": float(g[vt.RHO.col(F.NULL_MEDIAN)].median()),
+            f"layers rho > 0.5, random directions, Holm < {alpha}": sig(g, vt.RHO, 0.5),
+            f"layers tilt > 0, random directions, Holm < {alpha}": sig(g, vt.TILT, 0.0),
             **tilt_summary(g, {**crit, "alpha": alpha}),
             "layers undecided (gamma, rho, tilt)": ", ".join(str(count(g, s, alpha=alpha).undecided)
-                                                             for s in ("gamma", "rho", "tilt")),
-            "largest R (draws)": int(max(g.get(f"{s}_R", pd.Series([0])).max() for s in ("gamma", "rho", "tilt"))),
-            "saturated layers (rho, tilt)": f"{n_saturated(g, 'rho')}, {n_saturated(g, 'tilt')}",
+                                                             for s in (vt.GAMMA, vt.RHO, vt.TILT)),
+            "largest R (draws)": int(max(g.get(s.col(F.R), pd.Series([0])).max() for s in (vt.GAMMA, vt.RHO, vt.TILT))),
+            "saturated layers (rho, tilt)": f"{n_saturated(g, vt.RHO)}, {n_saturated(g, vt.TILT)}",
             f"secondary: token sign p < {alpha}": int((g["rho_p_token_sign"] < alpha).sum()),
             f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
             "mean gamma, non-leading eigvec null": float(g["gamma_null_eig"].mean()),
-            "mean gamma, M = I+F lead": float(g["gamma_M"].mean()),
-            "M lead: layers rho sig.": sig(g, "rho_M", 0.5),
+            "mean gamma, M = I+F lead": float(g[vt.GAMMA_M.value].mean()),
+            "M lead: layers rho sig.": sig(g, vt.RHO_M, 0.5),
         }
-        if "gamma_Ft" in g and g["gamma_Ft"].notna().any():
-            row["mean gamma, F~ lead"] = float(g["gamma_Ft"].mean())
-            row["F~ lead: layers rho sig."] = sig(g, "rho_Ft", 0.5)
-        if "attn_tilt_sig" in g and g["attn_tilt_sig"].notna().any():
+        if vt.GAMMA_FT.value in g and g[vt.GAMMA_FT.value].notna().any():
+            row["mean gamma, F~ lead"] = float(g[vt.GAMMA_FT.value].mean())
+            row["F~ lead: layers rho sig."] = sig(g, vt.RHO_FT, 0.5)
+        if vt.ATTN_TILT.col(F.SIG) in g and g[vt.ATTN_TILT.col(F.SIG)].notna().any():
             row["sublayer tilt layers: attention +, -; FFN +, -"] = ", ".join(
-                str(count(g, c, alpha=alpha).yes) for c in ("attn_tilt", "attn_tilt_neg", "ffn_tilt", "ffn_tilt_neg"))
+                str(count(g, c, alpha=alpha).yes) for c in (vt.ATTN_TILT, vt.ATTN_TILT_NEG, vt.FFN_TILT,
+                                                            vt.FFN_TILT_NEG))
         if "attn_entropy_rel" in g and g["attn_entropy_rel"].notna().any():
             row["attention entropy / log n"] = float(g["attn_entropy_rel"].mean())
             row["median ||b_eff|| / ||F x_mean||"] = float(g["bias_ratio"].median())
-        if "rho_nobias" in g and g["rho_nobias"].notna().any():
-            row["bias-free: mean gamma"] = float(g["gamma_nobias"].mean())
-            row["bias-free: layers rho sig."] = sig(g.rename(columns={"rho_nobias": "r",
-                                                                      "rho_p_holm_nobias": "r_p_holm"}),
-                                                    "r", 0.5)
+        if ctrl_rho.value in g and g[ctrl_rho.value].notna().any():
+            row["bias-free: mean gamma"] = float(g[vt.control_spec(vt.GAMMA).value].mean())
+            row["bias-free: layers rho sig."] = sig(g, ctrl_rho, 0.5)
         rows.append(row)
     return pd.DataFrame(rows)
 

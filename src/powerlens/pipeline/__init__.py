@@ -3,6 +3,7 @@
     config      checks beyond the config schema (twins, paths, labels, sizes), schema errors as messages
     config_text a config file's text: no key twice, no YAML alias bomb, finite numbers, printable strings
     report_check  a report only of outputs up to date for the config and code (Snakemake's --summary)
+    report_front  the report's front page (the verdicts at a glance)
     targets     steering targets checked from the tokenizer alone, before any model-heavy job
     resources   Snakemake mem_mb / runtime fitted from measured benchmarks, plus the corpus' own costs
     resource_fit  the fit of those lines from benchmark files (scripts/fit_resources.py)

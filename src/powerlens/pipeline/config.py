@@ -102,6 +102,16 @@ def check_theory(config: dict) -> None:
                              "choose heads that divide d (each head has d / heads dimensions)")
 
 
+def check_draws(config: dict) -> None:
+    """The draw cap is at least the first draws (a test is never cut below R0)."""
+    dyn = config.get("dynamics", {})
+    r0, cap = dyn.get("null_draws"), dyn.get("null_draws_cap")
+    if r0 is not None and cap is not None and cap < r0:
+        raise PowerlensError(f"dynamics: null_draws_cap {cap} is below null_draws {r0}",
+                             "set dynamics.null_draws_cap to at least dynamics.null_draws (the cap bounds the "
+                             "extension of a test that starts at null_draws draws)")
+
+
 CONTROL_SUFFIX = "-control"  # a derived matched control's key: <trained model's key>-control
 
 
@@ -346,6 +356,7 @@ def validate_config(config: dict, configfiles: list[str] = ()) -> None:
 
         raise schema_error(v, schema()) from None
     check_paths(config)
+    check_draws(config)
     add_matched_controls(config)
     check_models(config)
 

@@ -59,6 +59,7 @@ GLOSSARY = {
     "--norm": "normalisation N of the attention-only law: l2 (the paper's analysis) or the layer's layernorm",
     "--dtype": "floating-point type of the attention-only dynamics (statistics are float64 either way)",
     "--null-draws": "R random subspaces of the Monte Carlo null (per model, shared by all layers)",
+    "--null-draws-cap": "the most draws a Monte Carlo test is extended to where a verdict can still move",
     "--control": "attention-only: also run the bias-free control (attention biases removed)",
     "--theory": "theory result JSON files (real, complex, bipartite cases)",
     "--steering": "steering.csv files of every model (from the steering step)",
@@ -95,6 +96,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     many: bool = False  # one or more values (nargs="+"); ``many="*"``: zero or more
     empty_is_none: bool = False  # "" on the command line means None
+    keys: tuple[str, ...] = ()  # a JSON option of a config section: only these keys of it (what the step reads)
 
     @property
     def name(self) -> str:
@@ -176,6 +178,25 @@ MODEL_FILES = {
 }
 
 
+def _criteria() -> Option:
+    from powerlens.analysis.verdict_tests import criteria_keys
+
+    keys = criteria_keys()
+    return Option("criteria", "config:claims", kind="json", keys=keys,
+                  help=f"JSON of the claims criteria the per-layer readings read (config `claims:`, the keys "
+                       f"{', '.join(keys)}): the counts of layers they need decide R0 and where more draws can "
+                       "change a verdict")
+
+
+#: The significance level and the draw cap: options of every step that decides or draws a verdict's tests.
+ALPHA = Option("alpha", "config:dynamics.alpha", kind="float")
+NULL_DRAWS_CAP = Option("null-draws-cap", "config:dynamics.null_draws_cap", kind="int")
+
+#: The claims criteria a dynamics run reads (the dynamics and quantization steps): only the keys its readings
+#: read, so a rule's params change, and the job reruns, only when one of them does.
+CRITERIA = _criteria()
+
+
 def model_files(*names: str) -> tuple[Option, ...]:
     """The options of the per-model input files ``names`` (:data:`MODEL_FILES`)."""
     return tuple(MODEL_FILES[n] for n in names)
@@ -227,6 +248,14 @@ def check_flag(o: Option, value: Any) -> None:
     from powerlens.pipeline.config_text import check_config_values
 
     key = o.config_key
+    if o.keys:  # part of a section: exactly these keys, each checked against its own rule
+        if not isinstance(value, dict) or set(value) != set(o.keys):
+            got = sorted(value) if isinstance(value, dict) else type(value).__name__
+            raise PowerlensError(f"--{o.flag}: holds {got}, not the keys {sorted(o.keys)} of config `{key}:`",
+                                 _flag_fix(o))
+        for k in o.keys:
+            check_flag(Option(o.flag, f"config:{key}.{k}", kind=o.kind), value[k])
+        return
     try:
         check_config_values(value, key)
     except PowerlensError as e:
@@ -261,11 +290,18 @@ def check_flags(a: argparse.Namespace, options: tuple[Option, ...]) -> None:
         check_theory({"theory": given["theory"]})
 
 
-def config_value(config: dict, path: str) -> Any:
+def config_value(config: dict, path: str, keys: tuple[str, ...] = ()) -> Any:
+    """The config's value at the dotted ``path``; with ``keys``, only those keys of it (a step that reads part of
+    a section receives that part, so its params, and with them its rerun, follow only what it reads)."""
     v: Any = config
     for k in path.split("."):
         v = v[k]
-    return v
+    return {k: v[k] for k in keys} if keys else v
+
+
+def option_value(o: Option, config: dict) -> Any:
+    """The value a rule passes for the config-derived option ``o``."""
+    return config_value(config, o.config_key, o.keys)
 
 
 def config_flags(options: tuple[Option, ...], config: dict) -> str:
@@ -273,7 +309,7 @@ def config_flags(options: tuple[Option, ...], config: dict) -> str:
     words = []
     for o in options:
         if o.source.startswith("config:"):
-            words += o.render(config_value(config, o.source.split(":", 1)[1]))
+            words += o.render(option_value(o, config))
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -300,7 +336,7 @@ def command(step: str, options: tuple[Option, ...], values: dict[str, Any], conf
     words = [python, "-m", "powerlens", step]
     for o in options:
         if o.source.startswith("config:"):
-            words += o.render(config_value(config, o.source.split(":", 1)[1]))
+            words += o.render(option_value(o, config))
         else:
             v = values[o.flag]
             words += [f"--{o.flag}", *map(str, v)] if o.many else [f"--{o.flag}", str(v)]

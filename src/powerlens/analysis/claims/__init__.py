@@ -11,7 +11,10 @@ not have failed), "not judged" (no trained model of the family ran). A family's 
 (its numbers are shown, labelled): random weights are never evidence. Each trained model's matched control (its
 own configuration and embeddings, random layer weights rescaled to the trained |lambda_1|, paper.md section 4d)
 is judged by the same criterion and shown beside it. Each criterion is a small function of one model's tables
-(``criteria``), so it can be tested on constructed cases; ``view`` makes the verdict view a reader scans.
+(``criteria``: the synthetic-layer, C5, C8 and C9 criteria; ``layer_criteria``: those read from the per-layer
+tests), so it can be tested on constructed cases; ``registry`` holds the claims (:data:`CLAIMS`) and their
+criteria; ``flip`` says what would flip a verdict; ``robustness`` judges every verdict again under the
+robustness variants; ``view`` makes the verdict view a reader scans.
 """
 
 from __future__ import annotations

@@ -15,7 +15,24 @@ from powerlens.analysis import decisions as dc
 from powerlens.analysis.claims import flip as fl
 from powerlens.analysis.claims.criteria import Verdict, verdict
 from powerlens.analysis.parts import Part, evaluate
-from powerlens.analysis.verdict_tests import AT_LEAST, FEWER_THAN, NOT_LAST, layer_tests, readings
+from powerlens.analysis.verdict_tests import (
+    AT_LEAST,
+    ATTN_TILT,
+    ATTN_TILT_NEG,
+    FEWER_THAN,
+    FFN_TILT,
+    GAMMA,
+    NOT_LAST,
+    RHO,
+    TILT,
+    Field,
+    TestSpec,
+    layer_marks,
+    layer_tests,
+    own_depth,
+    readings,
+    saturated,
+)
 from powerlens.core.fmt import fmt_num
 
 RANDOM_NULL = "random directions (Monte Carlo, partial conjunction over layers)"
@@ -25,14 +42,6 @@ BOTH_NULLS = f"{RANDOM_NULL}; specificity against {SPECIFIC_NULL}"
 
 def _f(x: float) -> str:
     return fmt_num(x)
-
-
-def _depth(g: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the model's own depth (long shared-weight runs test only those against the nulls)."""
-    for c in ("tilt_p", "rho_p", "rho_p_holm"):
-        if c in g:
-            return g[g[c].notna()]
-    return g
 
 
 class Count(NamedTuple):
@@ -52,48 +61,36 @@ class Count(NamedTuple):
         return f"{self.yes} of {self.of}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
-def count(g: pd.DataFrame, col: str, *, alpha: float, above: float = -np.inf) -> Count:
-    """Per-layer Holm marks of test ``col`` (``tilt``, ``attn_tilt_neg``...) over the model's own depth. A table
-    without ``<col>_sig`` (the bias-free control's columns) counts ``<col>_p_holm`` < alpha with ``col`` above
-    ``above``, saturated layers excluded."""
-    d = _depth(g)
-    if f"{col}_sig" in d:
-        s = d[f"{col}_sig"].fillna(dc.NO).astype(str)
-    elif f"{col}_p_holm" in d:
-        ok = (d[f"{col}_p_holm"] < alpha) & (d[col] > above)
-        if f"{col}_saturated" in d:
-            ok &= ~d[f"{col}_saturated"].fillna(False).astype(bool)
-        s = ok.map({True: dc.YES, False: dc.NO})
-    else:
-        s = pd.Series([dc.NO] * len(d), dtype=object)
-    sat = _saturated(d, col)
-    R = int(d[f"{col}_R"].max()) if f"{col}_R" in d and len(d) and d[f"{col}_R"].notna().any() else 0
+def count(g: pd.DataFrame, spec: TestSpec, *, alpha: float, above: float = -np.inf) -> Count:
+    """Per-layer Holm marks of a test (:func:`~powerlens.analysis.verdict_tests.layer_marks`) over the model's
+    own depth: layers marked yes, undecided, of, saturated, and the most draws any layer got."""
+    d = own_depth(g)
+    s = layer_marks(d, spec, alpha=alpha, above=above)
+    sat = int(saturated(d, spec).sum())
+    r = spec.col(Field.R)
+    R = int(d[r].max()) if r in d and len(d) and d[r].notna().any() else 0
     return Count(int((s == dc.YES).sum()), int((s == dc.UNDECIDED).sum()), len(d), sat, R)
 
 
-def share_significant(g: pd.DataFrame, stat: str, *, alpha: float, above: float = 0.0) -> tuple[int, int]:
+def share_significant(g: pd.DataFrame, spec: TestSpec, *, alpha: float, above: float = 0.0) -> tuple[int, int]:
     """(layers whose per-layer Holm mark says significant, layers of the model's depth): the counts the figures
     annotate. ``alpha`` and ``above`` are part of each test's decision in the dynamics table already."""
-    c = count(g, stat, alpha=alpha, above=above)
+    c = count(g, spec, alpha=alpha, above=above)
     return c.yes, c.of
 
 
-def _saturated(d: pd.DataFrame, col: str) -> int:
-    return int(d[f"{col}_saturated"].fillna(False).astype(bool).sum()) if f"{col}_saturated" in d else 0
+def n_saturated(g: pd.DataFrame, spec: TestSpec) -> int:
+    """Layers of the model's own depth where the test is saturated (ties with half or more of the draws)."""
+    return int(saturated(own_depth(g), spec).sum())
 
 
-def n_saturated(g: pd.DataFrame, stat: str) -> int:
-    """Layers of the model's own depth whose ``stat`` is saturated (ties with half or more of the draws)."""
-    return _saturated(_depth(g), stat)
-
-
-def parts(g: pd.DataFrame | None, claim: str, crit: dict, mode: str | None = None, r_cap: int = dc.R_CAP
-          ) -> list[Part]:
+def parts(g: pd.DataFrame | None, claim: str, crit: dict, mode: str | None = None) -> list[Part]:
     """Every part of ``claim``'s criterion (:data:`~powerlens.analysis.verdict_tests.READINGS`, those of ``mode``
-    when given) on one model's dynamics table; ``r_cap``: the most draws a Monte Carlo test may get (the
-    resolution the power is computed at)."""
-    d = _depth(g) if g is not None and len(g) else None
-    return [evaluate(r, layer_tests(d, r.test) if d is not None else None, crit, crit["alpha"], r_cap)
+    when given) on one model's dynamics table; ``crit["null_draws_cap"]``: the most draws a Monte Carlo test may
+    get (the resolution the power is computed at)."""
+    d = own_depth(g) if g is not None and len(g) else None
+    return [evaluate(r, layer_tests(d, r.test) if d is not None else None, crit, crit["alpha"],
+                     int(crit["null_draws_cap"]))
             for r in readings(mode, claim)]
 
 
@@ -172,73 +169,73 @@ def from_parts(ps: list[Part], crit: dict, measured: str, null: str, extra_faile
                       specificity=spec.text() if spec is not None else "-")
 
 
-def c1(law: pd.DataFrame, model: pd.DataFrame | None, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+def c1(law: pd.DataFrame, model: pd.DataFrame | None, crit: dict) -> Verdict:
     """C1 in the attention-only law (the claim drops the FFN): the tilt a(t+1) - a(t) towards v_1 beats random
     directions in at least a share u of the L layers (one p: the partial conjunction, paper.md section 4d) AND
     the lead beats F's other eigen-directions across the model (the specificity p). The row shows beside it the
     same test in the real forward pass (never the basis of the verdict)."""
-    ps = parts(law, "C1", crit, r_cap=r_cap)
-    d = _depth(law)
+    ps = parts(law, "C1", crit)
+    d = own_depth(law)
     x = ps[0]
-    marks = count(law, "tilt", alpha=crit["alpha"])
+    marks = count(law, TILT, alpha=crit["alpha"])
     measured = (f"law: claim {x.conj.text()}; specificity {x.spec.text()}; per-layer Holm marks {marks.text()}; "
-                f"median tilt {_f(d['tilt'].median())}")
+                f"median tilt {_f(d[TILT.value].median())}")
     if model is not None and len(model):
-        m = parts(model, "C1", crit, r_cap=r_cap)  # the same reading on the real pass's tables
+        m = parts(model, "C1", crit)  # the same reading on the real pass's tables
         if m and m[0].conj is not None and not np.isnan(m[0].conj.p):
             measured += (f"; real forward pass (FFN included), same test: claim {m[0].conj.text()}, specificity p "
                          f"{_f(m[0].spec.p)}")
-    null = (f"{BOTH_NULLS}; random directions: median tilt {_f(d['tilt_null_median'].median())}, q95 "
-            f"{_f(d['tilt_null_q95'].median())}")
+    null = (f"{BOTH_NULLS}; random directions: median tilt {_f(d[TILT.col(Field.NULL_MEDIAN)].median())}, q95 "
+            f"{_f(d[TILT.col(Field.NULL_Q95)].median())}")
     return from_parts(ps, crit, measured, null)
 
 
-def c6(g: pd.DataFrame, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+def c6(g: pd.DataFrame, crit: dict) -> Verdict:
     """(a) gamma above the random-direction null in at least one layer (partial conjunction with u = 1, i.e.
     Bonferroni over the layers), (b) below the weak bound in every layer, and (c) no accumulation (the last
     output is not aligned with the first layer's v_1 beyond the null)."""
-    ps = parts(g, "C6", crit, r_cap=r_cap)
+    ps = parts(g, "C6", crit)
     a, b, c = ps
-    d = _depth(g)
+    d = own_depth(g)
     measured = (f"(a) gamma above the null: claim {a.conj.text()} (above the null's q95, uncorrected: "
-                f"{int((d['gamma'] > d['gamma_null_q95']).sum())} layers); (b) max gamma {_f(b.value)} "
+                f"{int((d[GAMMA.value] > d[GAMMA.col(Field.NULL_Q95)]).sum())} layers); (b) max gamma {_f(b.value)} "
                 f"(< {crit['C6_weak_below']}: {b.decision}); (c) last output vs first v_1: {_f(c.value)} (p "
                 f"{_f(c.p)}, beyond the null: {({dc.NO: 'yes', dc.YES: 'no'}).get(c.decision, 'undecided')})")
-    null = (f"random directions: median gamma {_f(d['gamma_null_median'].median())}, q95 "
-            f"{_f(d['gamma_null_q95'].median())}")
+    null = (f"random directions: median gamma {_f(d[GAMMA.col(Field.NULL_MEDIAN)].median())}, q95 "
+            f"{_f(d[GAMMA.col(Field.NULL_Q95)].median())}")
     return from_parts(ps, crit, measured, null)
 
 
-def c7(g: pd.DataFrame, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+def c7(g: pd.DataFrame, crit: dict) -> Verdict:
     """rho > 0.5 beating random directions in at least a share u of the layers (partial conjunction; saturated
     layers count as no evidence) AND the specificity p across the model, over the model's own depth."""
-    ps = parts(g, "C7", crit, r_cap=r_cap)
-    d = _depth(g)
+    ps = parts(g, "C7", crit)
+    d = own_depth(g)
     x = ps[0]
     measured = (f"claim {x.conj.text()}; specificity {x.spec.text()}; per-layer Holm marks "
-                f"{count(g, 'rho', alpha=crit['alpha']).text()}; median rho {_f(d['rho'].median())}")
-    null = (f"{BOTH_NULLS}; random directions: median rho {_f(d['rho_null_median'].median())}, q95 "
-            f"{_f(d['rho_null_q95'].median())}")
+                f"{count(g, RHO, alpha=crit['alpha']).text()}; median rho {_f(d[RHO.value].median())}")
+    null = (f"{BOTH_NULLS}; random directions: median rho {_f(d[RHO.col(Field.NULL_MEDIAN)].median())}, q95 "
+            f"{_f(d[RHO.col(Field.NULL_Q95)].median())}")
     return from_parts(ps, crit, measured, null)
 
 
-def c10(model: pd.DataFrame, law: pd.DataFrame | None, crit: dict, r_cap: int = dc.R_CAP) -> Verdict:
+def c10(model: pd.DataFrame, law: pd.DataFrame | None, crit: dict) -> Verdict:
     """C10 in the real forward pass, split at the sublayers: the attention sublayer's tilt beats random
     directions in at least a share u of the layers (partial conjunction) with the specificity p, AND the FFN
     sublayer's tilt is significantly negative (per-layer Holm) in fewer than a quarter of them (a clause of
     absence: checked for whether it could fail). The law's claim p is C1's, shown for reference."""
-    if "attn_tilt_p" not in model:
+    if ATTN_TILT.col(Field.P) not in model:
         return Verdict(False, "no sublayer tilts in this run's model-mode table", "-", "no sublayer tilts")
-    ps = parts(model, "C10", crit, r_cap=r_cap)
+    ps = parts(model, "C10", crit)
     att, ffn = ps
     al = crit["alpha"]
     measured = (f"real forward pass: attention sublayer claim {att.conj.text()}, specificity {att.spec.text()}; "
-                f"per-layer Holm marks: attention positive {count(model, 'attn_tilt', alpha=al).text()}, negative "
-                f"{count(model, 'attn_tilt_neg', alpha=al).text()}; FFN positive "
-                f"{count(model, 'ffn_tilt', alpha=al).text()}, negative {ffn.yes} of {ffn.of} (must stay under "
+                f"per-layer Holm marks: attention positive {count(model, ATTN_TILT, alpha=al).text()}, negative "
+                f"{count(model, ATTN_TILT_NEG, alpha=al).text()}; FFN positive "
+                f"{count(model, FFN_TILT, alpha=al).text()}, negative {ffn.yes} of {ffn.of} (must stay under "
                 f"{ffn.limit}; {ffn.power})")
     if law is not None and len(law):
-        lp = parts(law, "C1", crit, r_cap=r_cap)
+        lp = parts(law, "C1", crit)
         if lp and lp[0].conj is not None:
             measured += f"; the law (C1): claim p {_f(lp[0].conj.p)}"
     return from_parts(ps, crit, measured, f"{BOTH_NULLS}; FFN clause: random directions, Holm across layers")
@@ -252,8 +249,8 @@ def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
 
     from powerlens.analysis.across_layers import spearman_attainable
 
-    d = _depth(g).merge(spec[["layer", "ratio_next"]], on="layer")
-    x, y = 1 - d["ratio_next"].to_numpy(), (d["gamma"] - d["gamma_null_median"]).to_numpy()
+    d = own_depth(g).merge(spec[["layer", "ratio_next"]], on="layer")
+    x, y = 1 - d["ratio_next"].to_numpy(), (d[GAMMA.value] - d[GAMMA.col(Field.NULL_MEDIAN)]).to_numpy()
     floor = spearman_attainable(len(d))
     if floor >= alpha:
         why = f"{len(d)} layers: the smallest attainable p is 1/{len(d)}! = {_f(floor)} >= {alpha}"

@@ -83,7 +83,8 @@ def _c5(f: Family, m: str) -> Verdict:
     return c5(f.dynamics(m, "attention-only").iloc[-1], lead, albert_size(f.meta[m]), f.criteria, types)
 
 
-CONJUNCTION_POWER = ("partial conjunction: (L - u + 1) x the 99% upper bound of zero exceedances in 200000 draws; "
+CONJUNCTION_POWER = ("partial conjunction: (L - u + 1) x the 99% upper bound of zero exceedances at the draw cap "
+                     "(dynamics.null_draws_cap); "
                      "specificity: prod_t 1 / (M_t + 1) over the layers' eigen-directions of the lead's kind")
 
 CLAIMS: tuple[Claim, ...] = (
@@ -126,8 +127,8 @@ CLAIMS: tuple[Claim, ...] = (
               f"q{c['C5_null_quantile'] * 100:.0f}; "
               "(c) leading type: base/large real, xlarge/xxlarge complex (size from the configuration)")),
     Claim(id="C6", statement=TEXT["C6"], figure=FIG["C6"], where=" [real forward pass]",
-          power="(a) L x the 99% upper bound of zero exceedances in 200000 draws; (c) whether one test could be "
-                "significant",
+          power="(a) L x the 99% upper bound of zero exceedances at the draw cap (dynamics.null_draws_cap); (c) "
+                "whether one test could be significant",
           prose="Tokens should be aligned with each layer's leading eigenvector beyond chance, but weakly, and "
                 "not accumulate towards one global direction.",
           criterion=Criterion(

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import torch
 
-from powerlens.analysis.dynamics.decided import VARIANTS, decide_run
+from powerlens.analysis.dynamics.decided import VARIANTS, decide_run, layer_columns
 from powerlens.analysis.dynamics.directions import LayerDirections, layer_directions
-from powerlens.analysis.dynamics.per_depth import layer_stats
+from powerlens.analysis.dynamics.per_depth import layer_stats, lead_nulls
 from powerlens.analysis.dynamics.runs import long_run_subset, null_sets, run_attention_only, run_model_mode
-from powerlens.analysis.nulls import counting_projections
+from powerlens.analysis.nulls import counting_projections, tie_uniform
+from powerlens.analysis.verdict_tests import CONTROL_SUFFIX, GAMMA, RHO, TILT, Field, control_spec
 from powerlens.core.corpus import Batch, prompt_batches
 from powerlens.core.errors import PowerlensError
 from powerlens.core.scratch import reusing_scratch
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from powerlens.models.weights import ModelWeights
 
 MODES = ("model", "attention-only")
-# columns of the bias-free control kept beside the law's own (suffix _nobias): gamma, rho and tilt of the lead
-_CONTROL_HEADS = ("gamma", "rho", "tilt")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +43,7 @@ class DynamicsOptions:
     max_tokens: int
     dtype: str
     null_draws: int
+    null_draws_cap: int
     bias_free_control: bool
     seed: int
     alpha: float
@@ -124,38 +124,65 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
                        long_run_subset=subset, null_flops=count.flops)
 
 
-def verdict_table(arr, dirs, layer_of, *, mode: str, criteria: dict, seed: int, alpha: float, r0: int,
+def verdict_table(arr, dirs, layer_of, *, mode: str, criteria: dict, seed: int, alpha: float, r0: int, r_cap: int,
                   variants: tuple[str, ...] = ("main",), extend: bool = True):
-    """The per-depth table of one run's sums (:func:`layer_stats`) with the decided tests of F's lead
+    """The per-depth table of one run: the values of its sums (:func:`layer_stats`: every depth, a long run's
+    later steps included) with the decided tests of F's lead
     (:func:`~powerlens.analysis.dynamics.decided.decide_run`: the random-direction null, the lead's rank among
-    F's other eigen-directions, draws where the criteria of ``mode`` can move) merged in; also the robustness
-    variants' frames and the main tests' first R0 draws (the .npz's ``null_<q>_lead``)."""
+    F's other eigen-directions, draws where the criteria of ``mode`` can move). The tests own the model's own
+    depths: there a tested statistic's value is the tests' (measured on the kept states), past them the sums'
+    (no test). Also the robustness variants' frames and the main tests' first R0 draws (``null_<q>_lead``)."""
     import pandas as pd
 
-    table = layer_stats(arr, dirs, seed=seed)
+    table = layer_stats(arr, dirs, seed=seed).set_index("layer")
     frames, mc = decide_run(arr.states, dirs, lambda t: layer_of[t % len(layer_of)], mode=mode, crit=criteria,
-                            alpha=alpha, seed=seed, r0=r0, variants=variants, extend=extend)
-    table = table.set_index("layer")
-    main = frames.pop("main").set_index("layer").reindex(table.index)
-    both = [c for c in main.columns if c in table.columns]
-    for c in both:  # the model's depths from the tests, a long run's later steps from the sums
-        table[c] = main[c].combine_first(table[c])
-    return pd.concat([table, main.drop(columns=both)], axis=1).reset_index(), frames, mc
+                            alpha=alpha, seed=seed, r0=r0, r_cap=r_cap, variants=variants, extend=extend)
+    tests = frames.pop("main").set_index("layer")
+    values = [c for c in tests.columns if c in table.columns]  # the tested statistics' values
+    table.loc[tests.index, values] = tests[values]
+    return pd.concat([table, tests.drop(columns=values).reindex(table.index)], axis=1).reset_index(), frames, mc
+
+
+#: The bias-free control's columns (suffix ``_nobias``): its lead's gamma, rho and tilt, each tested against
+#: the random directions as the main run's are (:func:`~powerlens.analysis.dynamics.decided.layer_columns`),
+#: with these fields; then its secondary tests and Holm's adjusted p
+_CONTROL_TESTS = (GAMMA, RHO, TILT)
+_CONTROL_FIELDS = (Field.NULL_MEDIAN, Field.NULL_Q95, Field.PCT, Field.P, Field.TIES, Field.SATURATED)
+_CONTROL_SECONDARY = ("rho_p_token_sign", "rho_p_prompt_sign", "tilt_p_prompt_wilcoxon")
+
+
+def control_table(ctrl, dirs, *, seed: int, alpha: float):
+    """The bias-free control's columns (:data:`_CONTROL_FIELDS`, suffix ``_nobias``) at each of its depths: the
+    control keeps no states, so its lead is tested against the Accumulator's first R draws (the main stream's)."""
+    import pandas as pd
+
+    c = layer_stats(ctrl, dirs, seed=seed)
+    depths = c["layer"].to_list()
+    out = {"layer": depths}
+    holm = {}
+    for spec in map(control_spec, _CONTROL_TESTS):
+        values = c[spec.value.removesuffix(CONTROL_SUFFIX)].to_numpy(dtype=float)
+        nulls = [lead_nulls(ctrl, i)[spec.stat] for i in range(len(depths))]
+        us = [tie_uniform(seed, t, spec.prefix) for t in depths]  # the main run's keys: the same tie-breaks
+        cols = layer_columns(spec, values, nulls, None, us, us, alpha)
+        out[spec.value] = values
+        for f in _CONTROL_FIELDS:  # no test where the lead's value is undefined (a depth without a change)
+            out[spec.col(f)] = [np.nan if np.isnan(v) else r[spec.col(f)] for v, r in zip(values, cols)]
+        holm[spec.col(Field.P_HOLM)] = [r[spec.col(Field.P_HOLM)] for r in cols]
+    out.update({k + CONTROL_SUFFIX: c[k] for k in _CONTROL_SECONDARY if k in c})
+    return pd.DataFrame({**out, **holm})
 
 
 def _tables(arr, ctrl, dirs, layer_of, o: DynamicsOptions):
-    """The per-depth table (the Accumulator's sums, the decided tests of F's lead with both nulls, the
-    bias-free control's columns), the robustness variants' tests, and the main tests' first R draws."""
+    """The per-depth table (the run's values, the decided tests of F's lead with both nulls, the bias-free
+    control's columns), the robustness variants' tests, and the main tests' first R draws."""
     import pandas as pd
 
     table, frames, mc = verdict_table(arr, dirs, layer_of, mode=o.mode, criteria=o.criteria, seed=o.seed,
-                                      alpha=o.alpha, r0=int(o.null_draws), variants=o.variants, extend=o.extend)
+                                      alpha=o.alpha, r0=int(o.null_draws), r_cap=int(o.null_draws_cap),
+                                      variants=o.variants, extend=o.extend)
     if ctrl is not None:
-        c = layer_stats(ctrl, dirs, suffix="_nobias", seed=o.seed)
-        keep = [k for k in c.columns if k.split("_")[0] in _CONTROL_HEADS and "_M_" not in k and "_Ft_" not in k
-                and "null_eig" not in k and not k.startswith(tuple(f"{h}_{x}" for h in _CONTROL_HEADS
-                                                                  for x in ("M", "Ft")))]
-        table = table.merge(c[["layer"] + keep], on="layer", how="left")
+        table = table.merge(control_table(ctrl, dirs, seed=o.seed, alpha=o.alpha), on="layer", how="left")
     robust = (pd.concat([f.assign(variant=v) for v, f in frames.items()], ignore_index=True) if frames else
               pd.DataFrame({"variant": [], "layer": []}))
     return table, robust, mc

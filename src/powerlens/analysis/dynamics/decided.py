@@ -16,8 +16,8 @@ Draws are spent only where they can change a verdict (section 4d): R0 is the sma
 read in the mode can reach significance (at least the configured ``null_draws``); a test no criterion reads in
 the mode is never extended; a criterion already decided (any part "no", or every part "yes") is not extended;
 otherwise only the layers whose intervals straddle the value that decides the part are extended, in turn,
-R0 -> 10 R0 -> 100 R0 (capped at 200000), unless the tie-break alone spans it (ties with the lead, which more
-draws do not narrow).
+R0 -> 10 R0 -> 100 R0 (at most the cap, config ``dynamics.null_draws_cap``), unless the tie-break alone spans it
+(ties with the lead, which more draws do not narrow).
 
 Variants (table_robustness): ``main`` (the whole corpus, the main stream), ``seed1``..``seed3`` (the whole
 corpus, three other streams and tie-breaks), ``third0``..``third2`` (interleaved thirds of the prompts, the main
@@ -35,7 +35,7 @@ from powerlens.analysis import decisions as dc
 from powerlens.analysis import parts as pt
 from powerlens.analysis.across_layers import tie_rank
 from powerlens.analysis.dynamics.probes import States, Stream, null_sums, probe_sums, subset_weights
-from powerlens.analysis.nulls import SATURATED_TIES, EigenDirections, RandomDirections, tie_uniform
+from powerlens.analysis.nulls import SATURATED_TIES, EigenDirections, random_direction_test, tie_uniform
 from powerlens.analysis.verdict_tests import TESTS, Field, TestSpec, first_draws, layer_tests, read_tests, readings
 from powerlens.core.runtime import fixed_mmap_threshold
 
@@ -62,20 +62,6 @@ def _value(sums: dict, probe: str, stat: str, row: int, n: float) -> np.ndarray:
         tot = inc + dec
         return np.where(tot > 0, inc / np.maximum(tot, 1), np.nan)
     return sums[(probe, "out" if stat == "gamma" else "tilt")][row] / n
-
-
-def _one_test(v: float, null: np.ndarray, tail: str, u: float) -> dict:
-    """One depth's random-direction test of the lead value v (its p, 99% interval, the null's summary)."""
-    null = null[~np.isnan(null)]
-    t = RandomDirections.test(v, null, u, tail)
-    R = t.n
-    ok = R and not np.isnan(v)
-    return {Field.P: t.p, Field.R: R, Field.TIES: t.tied / R if R else np.nan, Field.P_LO: t.lo, Field.P_HI: t.hi,
-            # the range the tie-break alone spans (no Monte Carlo error): more draws cannot narrow it
-            "tie_lo": t.above / R if ok else np.nan, "tie_hi": (t.above + t.tied) / R if ok else np.nan,
-            Field.NULL_MEDIAN: float(np.median(null)) if R else np.nan,
-            Field.NULL_Q95: float(np.quantile(null, 0.95)) if R else np.nan,
-            Field.PCT: float(100.0 * np.mean(null < v)) if R else np.nan}
 
 
 def _eig_rank(v: float, members: np.ndarray, tail: str, u: float) -> dict:
@@ -145,16 +131,15 @@ def layer_columns(spec: TestSpec, values, nulls, members, us, ues, alpha: float)
     per-layer marks. The one path from statistics to columns (the unit tests plant effects through it)."""
     recs = []
     for t, v in enumerate(values):
-        rec = _one_test(float(v), np.asarray(nulls[t], dtype=float), spec.tail, us[t])
+        rec = random_direction_test(float(v), nulls[t], us[t], spec.tail)
         if spec.eigen:
             rec.update(_eig_rank(float(v), np.asarray(members[t], dtype=float), spec.tail, ues[t]))
         recs.append(rec)
     out = []
     for v, r in zip(values, _family(recs, np.asarray(values, dtype=float), spec, alpha)):
-        row = {spec.value: float(v)}
-        row.update({spec.col(k): x for k, x in r.items() if not (
-            spec.tail == "lower" and k in (Field.NULL_MEDIAN, Field.NULL_Q95))})
-        out.append(row)
+        out.append({spec.value: float(v), **{spec.col(f): r[f] for f in spec.fields},
+                    # the range the tie-break alone spans: the planner's, dropped from the written table
+                    spec.col("tie_lo"): r["tie_lo"], spec.col("tie_hi"): r["tie_hi"]})
     return out
 
 
@@ -183,7 +168,7 @@ def _frame(rows: list[dict]):
     return pd.DataFrame([{"layer": t, **r} for t, r in enumerate(rows)])
 
 
-def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_of: dict) -> dict:
+def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_of: dict, r_cap: int) -> dict:
     """Where more draws can change a verdict (paper.md section 4d): per criterion read in ``mode``, the layers
     :func:`powerlens.analysis.parts.to_extend` names that are below the cap and not decided by their ties.
     Returns (variant, test prefix, depth) -> the next draw count."""
@@ -193,7 +178,7 @@ def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_o
     def extendable(part: pt.Part, i: int) -> bool:
         spec, lt = part.reading.test, lts[part.reading.test]
         t = int(lt.layers[i])
-        if R_of[(v.name, spec.prefix, t)] >= dc.R_CAP:
+        if R_of[(v.name, spec.prefix, t)] >= r_cap:
             return False
         if part.tau is not None:  # the tie-break alone straddles the part's per-layer threshold
             lo, hi = df.loc[t, spec.col("tie_lo")], df.loc[t, spec.col("tie_hi")]
@@ -202,12 +187,12 @@ def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_o
 
     need = {}
     for claim in dict.fromkeys(r.claim for r in readings(mode)):
-        parts = [pt.evaluate(r, lts[r.test], crit, alpha) for r in readings(mode, claim)]
+        parts = [pt.evaluate(r, lts[r.test], crit, alpha, r_cap) for r in readings(mode, claim)]
         for part, i in pt.to_extend(parts, extendable):
             spec = part.reading.test
             t = int(lts[spec].layers[i])
             cur = R_of[(v.name, spec.prefix, t)]
-            need[(v.name, spec.prefix, t)] = next(x for x in dc.extension_steps(cur) if x > cur)
+            need[(v.name, spec.prefix, t)] = next(x for x in dc.extension_steps(cur, r_cap) if x > cur)
     return need
 
 
@@ -234,13 +219,14 @@ def _directions(dirs, layer_of, S: int, probes) -> tuple[dict, dict, dict]:
 
 
 def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, alpha: float, seed: int, r0: int,
-               variants: tuple[str, ...] = ("main",), extend: bool = True
+               r_cap: int, variants: tuple[str, ...] = ("main",), extend: bool = True
                ) -> tuple[dict[str, "object"], dict[str, np.ndarray]]:
     """Every test of :data:`~powerlens.analysis.verdict_tests.TESTS` at every depth, for each variant: per variant
     a DataFrame (one row per depth), and the main variant's first R0 draws per depth (the .npz's
     ``null_<q>_lead``, so a reader can recompute each p) with R0 itself (``null_R0``). ``mode``: which criteria
     read the run (:data:`~powerlens.analysis.verdict_tests.READINGS`); ``crit``: the config's ``claims:``
-    numbers; ``r0``: the configured ``null_draws`` (R0 is raised to what the rules need). ``extend`` False: no
+    numbers; ``r0``: the configured ``null_draws`` (R0 is raised to what the rules need); ``r_cap``: the most draws
+    a test is extended to (``null_draws_cap``). ``extend`` False: no
     test goes past R0 draws (random weights of the paper's architectures, never evidence)."""
     fixed_mmap_threshold()  # the null's (tokens, draws) blocks otherwise fragment glibc's heap (API callers too)
     S, probes = states.depths, states.probes()
@@ -254,12 +240,12 @@ def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, alpha: 
     eig = {t: probe_sums(states, t, tuple(eig_b[t]), eig_b[t], W) if any(eig_b[t].values()) else
            {(p, q): np.zeros((len(subsets), 0)) for p in eig_b[t] for q in ("out", "tilt", "inc", "dec")}
            for t in range(S)}
-    R0 = first_draws(mode, S, crit, alpha, r0)
+    R0 = first_draws(mode, S, crit, alpha, r0, r_cap)
     frames, arrays = {}, {}
     for key in sorted({v.stream for v in vs}):
         mine = [v for v in vs if v.stream == key]
         run = _Stream(states=states, dims=dims, W=W, n_row=n_row, probes=probes, seed=seed, alpha=alpha,
-                      mode=mode, crit=crit, extend=extend)
+                      mode=mode, crit=crit, extend=extend, r_cap=r_cap)
         results, sums = run.decide(mine, key, Sums(lead=lead, eig=eig), R0)
         for v in mine:
             f = _frame(results[v.name])
@@ -286,6 +272,7 @@ class _Stream:
     mode: str
     crit: dict
     extend: bool
+    r_cap: int
 
     def decide(self, mine: list[Variant], key: int, sums: Sums, R0: int) -> tuple[dict, Sums]:
         S = self.states.depths
@@ -308,7 +295,7 @@ class _Stream:
             if self.extend:
                 for v in mine:
                     need.update({k: R for k, R in _plan(v, results[v.name], self.mode, self.crit, self.alpha,
-                                                        R_of).items() if k[1] in read})
+                                                        R_of, self.r_cap).items() if k[1] in read})
             if not need:
                 return results, sums
             R_of.update(need)  # every key strictly grows towards the cap: the loop ends

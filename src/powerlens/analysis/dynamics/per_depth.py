@@ -1,5 +1,6 @@
-"""Per-depth statistics from the accumulated arrays: gamma_t, rho_t and the tilt for every lead, each
-with the Monte Carlo null and Holm's correction across the depth."""
+"""The per-depth table of one run's sums: gamma_t, rho_t and the tilt for every named direction (values: their
+tests against the nulls are :mod:`powerlens.analysis.dynamics.decided`'s), secondary token- and prompt-level
+tests, consensus and rotation, the L2 law's diagnostics, and the consensus subspace's test at the final step."""
 
 from __future__ import annotations
 
@@ -12,29 +13,20 @@ from powerlens.analysis.spectra import leading_type
 if TYPE_CHECKING:
     import pandas as pd
 
-from powerlens.analysis.dynamics.directions import LEADS, NAMED, LayerDirections
-from powerlens.analysis.nulls import SATURATED_TIES, mc_test, tie_uniform
+from powerlens.analysis.dynamics.directions import NAMED, LayerDirections
+from powerlens.analysis.nulls import SATURATED_TIES, random_direction_test, tie_uniform
+from powerlens.analysis.verdict_tests import Field
+
+#: The final step's consensus test (C5): its fields, in the table's order
+_FINAL_FIELDS = (Field.NULL_MEDIAN, Field.NULL_Q95, Field.PCT, Field.P, Field.TIES)
 
 
-def _mc_columns(prefix: str, value: float, null: np.ndarray | None, seed: int, depth: int) -> dict:
-    if null is None:
-        return {prefix: value}
-    m = mc_test(value, null, tie_uniform(seed, depth, prefix))
-    return {prefix: value, f"{prefix}_null_median": m["null_median"], f"{prefix}_null_q95": m["null_q95"],
-            f"{prefix}_pct": m["pct"], f"{prefix}_p": m["p"], f"{prefix}_ties": m["ties"],
-            f"{prefix}_saturated": bool(m["ties"] >= SATURATED_TIES)}
-
-
-def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix: str = "",
-                seed: int = 0) -> "pd.DataFrame":
-    """Per-depth statistics: gamma_t, rho_t and the tilt for every lead (F, M = I + F, F~), each with the Monte
-    Carlo null (median, 95th percentile, the lead's percentile, p with seeded randomised tie-breaking, the
-    share of draws tied with the lead and "saturated" where it is at least half, Holm across the model's depth);
-    the non-leading-eigenvector null; secondary token- and prompt-level tests (named as such, never a
-    verdict's basis); consensus and rotation measures; L2-law diagnostics (attention-only)."""
+def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], seed: int = 0) -> "pd.DataFrame":
+    """Per-depth values: gamma_t, rho_t and the tilt against every named direction (F's lead, M = I + F's,
+    F~'s, the non-leading eigenvector); secondary token- and prompt-level tests (named as such, never a verdict's
+    basis); consensus and rotation measures; L2-law diagnostics (attention-only); at the last step the consensus
+    subspace's alignment against its Monte Carlo null (its p with the seeded tie-break of ``seed``)."""
     import pandas as pd
-
-    from powerlens.analysis.stats import holm
 
     col = _sums(arr)
     S = arr["prompt_n"].shape[0]
@@ -46,22 +38,28 @@ def layer_stats(arr: dict[str, np.ndarray], dirs: list[LayerDirections], suffix:
                "leading_type_M": leading_type(dirs[u].mu1), "null_eig_index": dirs[u].null_eig_index,
                "n_tokens": int(n)}
         for name in NAMED:
-            _direction_columns(row, arr, col, i, S, name, n, seed, int(t))
+            _direction_columns(row, arr, col, i, S, name, n)
         _geometry_columns(row, arr, col, i, n, dirs[u])
         if i == len(arr["depth"]) - 1:
-            row.update(_mc_columns("span_M_final", row["span_M_alignment"], arr["null_out_span_M_final"] / n, seed,
-                                   int(t)))
-            row["span_M_final_null_q99"] = float(np.quantile(arr["null_out_span_M_final"] / n, 0.99))
+            null = arr["null_out_span_M_final"] / n
+            v = row["span_M_alignment"]
+            m = random_direction_test(v, null, tie_uniform(seed, int(t), "span_M_final"))
+            row["span_M_final"] = v
+            row.update({f"span_M_final_{f}": np.nan if np.isnan(v) else m[f] for f in _FINAL_FIELDS})
+            row["span_M_final_saturated"] = bool(not np.isnan(v) and m[Field.TIES] >= SATURATED_TIES)
+            row["span_M_final_null_q99"] = float(np.quantile(null, 0.99))
         rows.append(row)
-    df = pd.DataFrame(rows)
-    for c in [c for c in df.columns if c.endswith("_p") and c.split("_")[0] in ("gamma", "rho", "tilt")]:
-        stat_rows = df.index < S
-        adj = np.full(len(df), np.nan)
-        adj[stat_rows] = holm(df.loc[stat_rows, c].to_numpy(dtype=float))
-        df[c + "_holm"] = adj
-    if suffix:
-        df = df.rename(columns={c: c + suffix for c in df.columns if c not in ("layer", "unique_layer")})
-    return df
+    return pd.DataFrame(rows)
+
+
+def lead_nulls(arr: dict[str, np.ndarray], i: int) -> dict[str, np.ndarray]:
+    """The same statistics of the Accumulator's random draws at depth index i (a run with ``leads=("lead",)``:
+    the bias-free control)."""
+    n = float(arr["sum_n"][i])
+    ninc, ndec = arr["null_inc_lead"][i], arr["null_dec_lead"][i]
+    return {"gamma": arr["null_out_lead"][i] / n,
+            "rho": np.where(ninc + ndec > 0, ninc / np.maximum(ninc + ndec, 1), np.nan),
+            "tilt": arr["null_tilt_lead"][i] / n}
 
 
 def _sums(arr: dict[str, np.ndarray]):
@@ -74,23 +72,14 @@ def _sums(arr: dict[str, np.ndarray]):
     return col
 
 
-def _direction_columns(row: dict, arr, col, i: int, S: int, name: str, n: float, seed: int, depth: int) -> None:
-    """gamma, rho and the tilt against one direction (``NAMED``), with the Monte Carlo null for the leads;
-    for F's lead also the secondary token- and prompt-level tests."""
+def _direction_columns(row: dict, arr, col, i: int, S: int, name: str, n: float) -> None:
+    """gamma, rho and the tilt against one direction (``NAMED``); for F's lead also the secondary token- and
+    prompt-level tests."""
     key = "_null_eig" if name == "null_eig" else "" if name == "lead" else f"_{name.replace('lead_', '')}"
     inc, dec = col(f"{name}:inc", i), col(f"{name}:dec", i)
-    vals = {"gamma": col(f"{name}:out", i) / n, "rho": inc / (inc + dec) if inc + dec else float("nan"),
-            "tilt": col(f"{name}:tilt", i) / n}
-    for q, v in vals.items():
-        null = None
-        if name in LEADS and i < S and f"null_out_{name}" in arr:
-            ninc, ndec = arr[f"null_inc_{name}"][i], arr[f"null_dec_{name}"][i]
-            null = {"gamma": arr[f"null_out_{name}"][i] / n,
-                    "rho": np.where(ninc + ndec > 0, ninc / np.maximum(ninc + ndec, 1), np.nan),
-                    "tilt": arr[f"null_tilt_{name}"][i] / n}[q]
-            if np.isnan(v):
-                null = None
-        row.update(_mc_columns(f"{q}{key}", v, null, seed, depth))
+    row[f"gamma{key}"] = col(f"{name}:out", i) / n
+    row[f"rho{key}"] = inc / (inc + dec) if inc + dec else float("nan")
+    row[f"tilt{key}"] = col(f"{name}:tilt", i) / n
     if name == "lead":
         _secondary_tests(row, arr, i, S, inc, dec)
 

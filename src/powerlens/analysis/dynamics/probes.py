@@ -143,11 +143,18 @@ def probe_sums(states: States, t: int, probes: tuple[str, ...], blocks: dict[str
     return out
 
 
+def stream_rng(seed: int, r: int, key: int = 0) -> np.random.Generator:
+    """The generator of one stream of random r-dimensional subspaces: ``key`` 0 the main stream (the Monte Carlo
+    null of every lead, and the Accumulator's draws, :func:`~powerlens.analysis.dynamics.runs.null_sets`), key
+    k > 0 the k-th robustness stream. The one place the streams' seeds are spelled."""
+    return np.random.default_rng([seed, 9, r] if key == 0 else [seed, 9, r, key])
+
+
 class Stream:
     """One seeded stream of random r-dimensional subspaces of R^d (Haar), read in order: draws [0, R) are the
     same however they are taken, so a test extended from R to 10 R keeps its first R draws. ``key`` 0 is the
-    main stream (numpy ``default_rng([seed, 9, r])``, the Monte Carlo null of every lead); key k > 0 the k-th
-    robustness stream (``default_rng([seed, 9, r, k])``). Chunks are made as they are read and not kept; a
+    main stream (the Monte Carlo null of every lead); key k > 0 the k-th robustness stream
+    (:func:`stream_rng`). Chunks are made as they are read and not kept; a
     read that starts before the stream's position starts the stream again."""
 
     def __init__(self, d: int, r: int, seed: int, key: int = 0):
@@ -155,8 +162,7 @@ class Stream:
         self._restart()
 
     def _restart(self) -> None:
-        self.rng = np.random.default_rng([self.seed, 9, self.r] if self.key == 0 else
-                                         [self.seed, 9, self.r, self.key])
+        self.rng = stream_rng(self.seed, self.r, self.key)
         self.pos = 0
 
     def chunks(self, start: int, stop: int):

@@ -10,7 +10,7 @@ import torch
 
 from powerlens.analysis.dynamics.accumulate import Accumulator, layer_io
 from powerlens.analysis.dynamics.directions import LayerDirections, _dim
-from powerlens.analysis.dynamics.probes import States
+from powerlens.analysis.dynamics.probes import States, stream_rng
 from powerlens.analysis.nulls import random_subspaces
 from powerlens.core.progress import progress as _progress
 from powerlens.models.attention import attention_only_step
@@ -31,7 +31,7 @@ def null_sets(d: int, dirs: list[LayerDirections], R: int, seed: int, device) ->
     run's final step): R random subspaces for every dimension these have, the first R draws of each
     :class:`~powerlens.analysis.dynamics.probes.Stream` of the main seed."""
     dims = {_dim(getattr(x, n)) for x in dirs for n in ("lead", "span_M") if getattr(x, n) is not None}
-    return {r: torch.as_tensor(random_subspaces(d, r, R, np.random.default_rng([seed, 9, r])),
+    return {r: torch.as_tensor(random_subspaces(d, r, R, stream_rng(seed, r)),
                                dtype=torch.float64, device=device) for r in sorted(dims)}
 
 

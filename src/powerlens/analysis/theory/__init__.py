@@ -27,7 +27,7 @@ import importlib
 #: the attention law's torch.
 _WHERE = {
     **dict.fromkeys(["prescribed_matrix", "synthetic_layer", "step_matrix", "leading_pair", "iterate",
-                     "line_distance", "plane_distance", "fit_rate", "Result", "clustered_starts", "experiment_real",
+                     "line_distance", "plane_distance", "Result", "clustered_starts", "experiment_real",
                      "experiment_complex", "typical_score", "sharpened", "ending", "ENDINGS"], "synthetic"),
     **dict.fromkeys(["bipartite_state", "plain_iteration", "newton_equilibrium", "antipodal", "broken_runs",
                      "experiment_c4_sweep"], "bipartite"),

@@ -110,13 +110,6 @@ def plane_distance(X: np.ndarray, P: np.ndarray) -> np.ndarray:
     return np.linalg.norm(resid, axis=-1) / np.linalg.norm(X, axis=-1)
 
 
-def fit_rate(err: np.ndarray, lo: float = 1e-11, hi: float = 1e-4) -> tuple[float, int]:
-    """Asymptotic per-step contraction: exp of the slope of log(err) over the steps with lo < err < hi."""
-    idx = np.where((err > lo) & (err < hi))[0]
-    if len(idx) < 3:
-        return float("nan"), len(idx)
-    slope = np.polyfit(idx, np.log(err[idx]), 1)[0]
-    return float(np.exp(slope)), len(idx)
 
 
 @dataclass(kw_only=True)

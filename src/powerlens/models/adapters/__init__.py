@@ -26,7 +26,8 @@ TransformerLens has one conversion per architecture): where the attention weight
 and W_V, W_O by their names in a checkpoint's safetensors: ``direct_value_output``), the observation
 sites that prove the extraction (``sites``), the layer modules of model-mode dynamics, x(0), the steering
 site (``output_projection``), token vectors (``token_vector``), the transformers classes of twins and heads,
-the size terms used for resource estimates (``size_terms``) and checks specific to the family. Adding an
+the size terms used for resource estimates (``size_terms``) and checks specific to the family. ``base`` holds the
+:class:`Adapter` every class extends. Adding an
 architecture is adding one file here (its class) and one line to ``ADAPTERS`` below, plus a tiny twin
 configuration in :mod:`powerlens.models.archs` for the tests.
 """

@@ -20,8 +20,9 @@ Five sources, one per model entry in the config (``source:``):
              layer (paper.md section 4d). Labelled "random layer weights"; never evidence.
 
 One module per source (``hub``, ``local``, ``package``, ``gguf``, ``twin``, ``control``), each registered once in
-:data:`SOURCES`; ``files`` holds what they share, ``coverage`` whether the weights cover the config (and nothing
-more) and ``loading`` the loading of a manifest. A folder holding a twin marker (``POWERLENS_TWIN.json``) is random
+:data:`SOURCES`; ``gguf_reader`` reads a GGUF file's header (tensor types, metadata) for ``gguf``; ``files``
+holds what they share, ``coverage`` whether the weights cover the config (and nothing more) and ``loading`` the
+loading of a manifest. A folder holding a twin marker (``POWERLENS_TWIN.json``) is random
 weights whatever its source kind (:func:`random_weights`).
 
 :func:`fetch` writes nothing itself; it returns the manifest (a dict) that the fetch step saves.

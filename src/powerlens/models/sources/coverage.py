@@ -85,9 +85,6 @@ def safetensors_shapes(path: Path) -> dict[str, list[int]]:
     return shapes
 
 
-def safetensors_numel(path: Path) -> int:
-    """Total elements of every tensor in the folder's weight files (:func:`safetensors_shapes`)."""
-    return sum(math.prod(s) for s in safetensors_shapes(path).values())
 
 
 #: A numbered layer in a tensor name: GPT-2 / GPT-Neo ``h.3.``, BERT ``encoder.layer.3.``, Llama / Gemma

@@ -1,7 +1,7 @@
 """The paper's figures, drawn from the pipeline's tables and arrays (never from anything else).
 
 One module per family of figures (``spectra``, ``dynamics``, ``theory``, ``steering``); ``style`` holds
-what tells models apart.
+what tells models apart; ``captions`` each figure's caption.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from powerlens.analysis.verdict_tests import (ATTN_TILT, FFN_TILT, GAMMA, RHO, TILT, Field, TestSpec, layer_marks,
+                                              own_depth, saturated, tested)
 from powerlens.core.io import read_json
 from powerlens.outputs.figures.style import _name
 from powerlens.outputs.plotting import (
@@ -35,20 +37,16 @@ def _depth_note(ax, g_all, g_shown):
                 ha="right", va="bottom", fontsize=8, color="0.35")
 
 
-def _marks(ax, g, stat: str, above: float, alpha: float, color: str) -> None:
+def _marks(ax, g, spec: TestSpec, above: float, alpha: float, color: str) -> None:
     """Filled: the per-layer Holm mark (the dynamics table's decided ``<stat>_sig``: the random-direction null
     after Holm across layers, the claimed side of its bound, not saturated); open: not significant; cross:
     saturated (half or more of the null's draws tie); ring: undecided, the Holm-adjusted 99% interval of the
     random-direction p straddles alpha at the draws this layer got (a layer is extended only where a claim's
     verdict can move, paper.md section 4d). Unlabelled: :func:`_mark_legend` explains them once, in grey."""
-    sat = (g[f"{stat}_saturated"].fillna(False).astype(bool) if f"{stat}_saturated" in g
-           else pd.Series(False, index=g.index))
-    if f"{stat}_sig" in g:
-        decided = g[f"{stat}_sig"].fillna("no").astype(str)
-        sig, und = decided == "yes", decided == "undecided"
-    else:
-        sig, und = (g[f"{stat}_p_holm"] < alpha) & (g[stat] > above) & ~sat, pd.Series(False, index=g.index)
-    sat = sat & ~und
+    marks = layer_marks(g, spec, alpha=alpha, above=above)
+    sig, und = marks == "yes", marks == "undecided"
+    sat = saturated(g, spec) & ~und
+    stat = spec.value
     kw = {"zorder": 4, "clip_on": False}
     ax.scatter(g["layer"][sig], g[stat][sig], color=color, s=22, **kw)
     ax.scatter(g["layer"][und], g[stat][und], facecolors="none", edgecolors=color, s=46, linewidths=1.3, **kw)
@@ -94,14 +92,14 @@ def fig_gamma(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, 
     for ax, m in zip(axes, models):
         for i, (mode, g) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
             ls = "-" if mode == "model" else "--"
-            g = g[g["gamma_null_q95"].notna()]  # the model's own depth
+            g = own_depth(g)
             c = f"C{i}"
-            ax.plot(g["layer"], g["gamma"], ls=ls, lw=1.1, color=c)
+            ax.plot(g["layer"], g[GAMMA.value], ls=ls, lw=1.1, color=c)
             if (mode, c, ls) not in modes:
                 modes.append((mode, c, ls))
-            _marks(ax, g, "gamma", -np.inf, alpha, c)
-            ax.plot(g["layer"], g["gamma_null_q95"], color=c, lw=0.9, ls=NULL_Q95)
-            ax.plot(g["layer"], g["gamma_null_median"], color=c, lw=0.7, alpha=0.7, ls=NULL_MEDIAN)
+            _marks(ax, g, GAMMA, -np.inf, alpha, c)
+            ax.plot(g["layer"], g[GAMMA.col(Field.NULL_Q95)], color=c, lw=0.9, ls=NULL_Q95)
+            ax.plot(g["layer"], g[GAMMA.col(Field.NULL_MEDIAN)], color=c, lw=0.7, alpha=0.7, ls=NULL_MEDIAN)
         ax.set_title(_name(labels, weights, m))
         ax.set_xlabel("layer t")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
@@ -123,13 +121,13 @@ def fig_rho(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, al
     modes = []
     for ax, m in zip(axes, models):
         for i, (mode, g_all) in enumerate(df[df["model"] == m].groupby("mode", sort=True)):
-            g = g_all[g_all["rho_p_holm"].notna()]  # the model's own depth (long shared-weight runs: its first L)
+            g = own_depth(g_all)
             c, ls = f"C{i}", "-" if mode == "model" else "--"
-            ax.plot(g["layer"], g["rho"], color=c, lw=1.1, ls=ls)
+            ax.plot(g["layer"], g[RHO.value], color=c, lw=1.1, ls=ls)
             if (mode, c, ls) not in modes:
                 modes.append((mode, c, ls))
-            _marks(ax, g, "rho", 0.5, alpha, c)
-            ax.plot(g["layer"], g["rho_null_q95"], color=c, lw=0.9, ls=NULL_Q95)
+            _marks(ax, g, RHO, 0.5, alpha, c)
+            ax.plot(g["layer"], g[RHO.col(Field.NULL_Q95)], color=c, lw=0.9, ls=NULL_Q95)
             if mode == "attention-only":
                 _depth_note(ax, g_all, g)
         ax.axhline(0.5, color="0.3", lw=0.8, ls="-.")
@@ -251,25 +249,25 @@ def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, a
     controls = controls or {}
     models = list(df["model"].unique())
     fig, axes = grid(len(models), ncols=3)
-    curves = (("attention-only", "tilt", "C0", "--", "law (attention-only)"),
-              ("model", "attn_tilt", "C1", "-", "real pass: attention"),
-              ("model", "ffn_tilt", "C2", "-.", "real pass: FFN"))
+    curves = (("attention-only", TILT, "C0", "--", "law (attention-only)"),
+              ("model", ATTN_TILT, "C1", "-", "real pass: attention"),
+              ("model", FFN_TILT, "C2", "-.", "real pass: FFN"))
     shown: dict[str, Line2D] = {}
     for ax, m in zip(axes, models):
-        for mode, stat, c, ls, name in curves:
+        for mode, spec, c, ls, name in curves:
             g = df[(df["model"] == m) & (df["mode"] == mode)]
-            g = g[g[f"{stat}_p_holm"].notna()] if f"{stat}_p_holm" in g else g.iloc[:0]
+            g = tested(g, spec)
             if not len(g):
                 continue
-            ax.plot(g["layer"], g[stat], color=c, lw=1.1, ls=ls)
+            ax.plot(g["layer"], g[spec.value], color=c, lw=1.1, ls=ls)
             shown.setdefault(name, Line2D([], [], color=c, lw=1.1, ls=ls))
-            _marks(ax, g, stat, 0.0, alpha, c)
-            ax.plot(g["layer"], g[f"{stat}_null_q95"], color=c, lw=0.8, ls=NULL_Q95)
+            _marks(ax, g, spec, 0.0, alpha, c)
+            ax.plot(g["layer"], g[spec.col(Field.NULL_Q95)], color=c, lw=0.8, ls=NULL_Q95)
         ctrl = controls.get(m)
         g = full[(full["model"] == ctrl) & (full["mode"] == "attention-only")] if ctrl else full.iloc[:0]
-        g = g[g["tilt_p_holm"].notna()] if "tilt_p_holm" in g else g.iloc[:0]
+        g = tested(g, TILT)
         if len(g):
-            ax.plot(g["layer"], g["tilt"], color="0.45", lw=1.0, ls=":", marker=".", ms=4, zorder=2)
+            ax.plot(g["layer"], g[TILT.value], color="0.45", lw=1.0, ls=":", marker=".", ms=4, zorder=2)
             shown.setdefault("control: law", Line2D([], [], color="0.45", lw=1.0, ls=":", marker=".", ms=4))
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_title(_name(labels, weights, m))

@@ -108,11 +108,11 @@ def gamma_gap_points(dyn: pd.DataFrame, spec: pd.DataFrame) -> pd.DataFrame:
     """The points claim C8 correlates (:func:`powerlens.analysis.claims.layer_criteria.c8`), for one model:
     its real forward pass's layers of its own depth, x = 1 - |lambda_next| / |lambda_1| of F_t (the spectra
     table's ``ratio_next``), y = gamma_t minus the Monte Carlo null's median."""
-    from powerlens.analysis.claims.layer_criteria import _depth
+    from powerlens.analysis.verdict_tests import GAMMA, Field, own_depth
 
-    d = _depth(dyn[dyn["mode"] == "model"]).merge(spec[["layer", "ratio_next"]], on="layer")
+    d = own_depth(dyn[dyn["mode"] == "model"]).merge(spec[["layer", "ratio_next"]], on="layer")
     return pd.DataFrame({"layer": d["layer"], "gap": 1 - d["ratio_next"],
-                         "margin": d["gamma"] - d["gamma_null_median"]})
+                         "margin": d[GAMMA.value] - d[GAMMA.col(Field.NULL_MEDIAN)]})
 
 
 def fig_gamma_gap(pairs: list[dict], stem, dpi: int):

@@ -1,5 +1,10 @@
 """The pipeline's steps, one module each: read inputs, call the library, write outputs atomically.
 
+Each module is named as its step (the rule and ``powerlens <step>``); :data:`STEPS` lists them all:
+fetch_model, write_lock, extract, check_extraction, spectra, dynamics, steering, steering_targets, quantization,
+theory, plot_spectra, plot_dynamics, plot_theory, plot_steering, table_quantization, table_models, claims, speed,
+provenance, article.
+
 A step has one name, its module's: the Snakemake rule that runs it, the command ``powerlens <step>``
 (``python -m powerlens <step>``, what the rule runs), its log and benchmark paths (:func:`job_path`, from
 :data:`JOBS`) and its entry in ``workflow/resources.yaml`` all use it, spelled the same

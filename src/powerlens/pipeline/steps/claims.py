@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
+from powerlens.analysis.verdict_tests import GAMMA, RHO, TILT, Field
 from powerlens.core.errors import PowerlensError
 from powerlens.core.io import read_generated_json, reading_generated
-from powerlens.pipeline.options import Option, show_table
+from powerlens.pipeline.options import ALPHA, NULL_DRAWS_CAP, Option, show_table
 
 OPTIONS = (
     Option("meta", "input:meta", many=True, help="weights.json of every model"),
@@ -19,7 +20,8 @@ OPTIONS = (
            help="dynamics-<mode>-robustness.csv of every model (the robustness variants' statistics)"),
     Option("quantized", "input:quantized", many="*", help="quantization-dynamics.csv of each quantized model"),
     Option("criteria", "config:claims", kind="json", help="JSON of the claims criteria (config `claims:`)"),
-    Option("alpha", "config:dynamics.alpha", kind="float"),
+    ALPHA,
+    NULL_DRAWS_CAP,
     Option("labels", "param:labels", kind="json"),
     Option("table", "param:table", help="table_claims stem: the full evidence of judged claims"),
     Option("verdicts", "param:verdicts", help="table_claim_verdicts stem: one row per claim"),
@@ -31,15 +33,16 @@ OPTIONS = (
 
 #: What the claims' criteria read from every row of a dynamics CSV: the columns, and those that must be finite
 #: numbers in every row (a statistic that is NaN or missing would read as "not significant", a wrong verdict).
-DYNAMICS_COLUMNS = ("model", "mode", "layer", *(f"{s}{x}" for s in ("gamma", "rho", "tilt")
-                                                 for x in ("", "_p_holm", "_sig", "_saturated")))
-FINITE = ("layer", "gamma", "rho", "tilt")
+DYNAMICS_COLUMNS = ("model", "mode", "layer", *(c for s in (GAMMA, RHO, TILT) for c in (
+    s.value, s.col(Field.P_HOLM), s.col(Field.SIG), s.col(Field.SATURATED))))
+FINITE = ("layer", GAMMA.value, RHO.value, TILT.value)
 RERUN_DYNAMICS = ("rebuild it: run the same snakemake command with `--forcerun dynamics` added (it is a generated "
                   "file; deleting it also makes the pipeline write it again)")
 
 
 def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: list[str], steering: list[str],
-           robustness: list[str], quantized: list[str], criteria: dict, alpha: float, labels: dict, table: str,
+           robustness: list[str], quantized: list[str], criteria: dict, alpha: float, null_draws_cap: int,
+           labels: dict, table: str,
            verdicts: str, twins: str, robust: str, record: str):
     """Judge every claim and write the four tables and the record of what was written, all replaced together
     (:func:`powerlens.outputs.staging.staged`) after the inputs were checked (:func:`read_dynamics`)."""
@@ -48,7 +51,8 @@ def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: 
     metas = {m["model"]: m for m in (read_generated_json(p, "extract") for p in meta)}
     dyn = read_dynamics(dynamics, metas)
     with staged({"table": table, "verdicts": verdicts, "twins": twins, "robust": robust, "record": record}) as s:
-        view = _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criteria, alpha, labels,
+        view = _claims(metas, dyn, spectra, theory, steering, robustness, quantized,
+                       {**criteria, "alpha": alpha, "null_draws_cap": null_draws_cap}, labels,
                        s["table"], s["verdicts"], s["twins"], s["robust"])
         write_record(s["record"], [s[k] for k in ("table", "verdicts", "twins", "robust")])
     return view
@@ -141,8 +145,10 @@ def write_record(path: str, stems: list[str]) -> dict:
     return record(path, stems, "claims")
 
 
-def _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criteria, alpha, labels, table, verdicts,
-            twins, robust):
+def _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criteria, labels, table, verdicts, twins,
+            robust):
+    """``criteria``: the config's ``claims:`` thresholds with the test level (``alpha``) and the draw cap
+    (``null_draws_cap``) beside them, as the verdicts read them."""
     import pandas as pd
 
     from powerlens.analysis.claims import evaluate, families, is_twin_row, verdict_view
@@ -151,7 +157,6 @@ def _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criter
     records = [r for p in theory for r in read_generated_json(p, "theory")["results"]]
     spec = pd.concat([_read_csv(p, "spectra") for p in spectra])
     steer = pd.concat([_read_csv(p, "steering") for p in steering])
-    criteria = {**criteria, "alpha": alpha}  # the test level beside the claims' thresholds, as verdicts read it
     judge = lambda d: evaluate(criteria, metas, spec, d, records, steer, labels=labels)  # noqa: E731
     frames = [f for f in (_read_csv(p, "dynamics") for p in robustness) if len(f)]
     frames += [f for f in (_read_csv(p, "quantization") for p in quantized) if len(f)]
@@ -161,12 +166,13 @@ def _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criter
     df, robust_table, agree = robust_verdicts(judge(dyn), judge, dyn, rob, qdyn, trained)
     view = verdict_view(df, agree)
     twin = is_twin_row(df)
-    _write(view, df[~twin].reset_index(drop=True), df[twin].reset_index(drop=True), table, verdicts, twins)
+    _write(view, df[~twin].reset_index(drop=True), df[twin].reset_index(drop=True), table, verdicts, twins,
+           cap=criteria["null_draws_cap"])
     _write_robustness(robust_table, robust)
     return view
 
 
-def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str) -> None:
+def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, cap: int) -> None:
     import pandas as pd
 
     from powerlens.analysis.claims import VIEW_MISSING, VIEW_NOT_APPLICABLE, verdict_class, verdict_column_class
@@ -177,7 +183,7 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str) -> No
     controls = {c for c in fams if c.endswith(CONTROL_COLUMN.format(family=""))}
     words = ("Verdict words (paper.md sections 4b and 4d, revision 5): reproduced; not reproduced (the part that "
              "failed follows); inconclusive (the outcome rests on layers left undecided after the Monte Carlo "
-             "extension to 200000 draws, or on a value within 1e-6 of its threshold, or it changes with the Monte "
+             f"extension to {cap} draws, or on a value within 1e-6 of its threshold, or it changes with the Monte "
              "Carlo seed); underpowered (the criterion could not have passed at this resolution, or its pass rests "
              "on a clause that could not have failed: the reason follows in numbers); not judged (no trained model "
              "of the family ran). Each cell gives the claim's one p (the partial conjunction over layers for 'at "

@@ -14,7 +14,7 @@ from powerlens.core.runtime import resolve_device, set_threads
 from powerlens.models.adapters import get_adapter
 from powerlens.models.sources import load_model, load_tokenizer
 from powerlens.outputs import provenance
-from powerlens.pipeline.options import Option, model_files
+from powerlens.pipeline.options import ALPHA, CRITERIA, NULL_DRAWS_CAP, Option, model_files
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,10 +38,9 @@ OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
     Option("null-draws", "config:dynamics.null_draws", kind="int", help="R random subspaces of the Monte Carlo null"),
     Option("control", "config:dynamics.bias_free_control", kind="yesno",
            help="attention-only: also run the bias-free control (attention biases removed)"),
-    Option("alpha", "config:dynamics.alpha", kind="float"),
-    Option("criteria", "config:claims", kind="json",
-           help="JSON of the claims criteria (config `claims:`): the counts of layers the criteria read decide R0 "
-                "and where more draws can change a verdict"),
+    ALPHA,
+    NULL_DRAWS_CAP,
+    CRITERIA,
     Option("robustness", "config:dynamics.robustness", kind="yesno",
            help="trained models: also decide the verdict statistics under 3 other Monte Carlo seeds and on 3 "
                 "disjoint thirds of the corpus (table_robustness)"),
@@ -53,7 +52,8 @@ OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
 
 def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_npz, out_csv, out_json,
              mode: str, norm: str, steps: int, batch_size: int, max_tokens: int, seed: int, device: str,
-             dtype: str, threads: int, null_draws: int, control: bool, long_run_prompts: int, batch_tokens: int,
+             dtype: str, threads: int, null_draws: int, null_draws_cap: int, control: bool, long_run_prompts: int,
+             batch_tokens: int,
              alpha: float, criteria: dict, robustness: bool, out_robustness) -> "pd.DataFrame":
     """Token dynamics of one model in one mode (:func:`powerlens.analysis.dynamics.analyse`): per-token
     alignments (.npz), per-layer statistics (.csv), the robustness variants' tests (trained models; a header
@@ -76,7 +76,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     tok = load_tokenizer(man)
     opts = DynamicsOptions(mode=mode, norm=norm, steps=steps, long_run_prompts=long_run_prompts,
                            batch_size=batch_size, batch_tokens=batch_tokens, max_tokens=max_tokens, dtype=dtype,
-                           null_draws=null_draws, bias_free_control=control, seed=seed, device=device,
+                           null_draws=null_draws, null_draws_cap=null_draws_cap, bias_free_control=control,
+                           seed=seed, device=device,
                            alpha=alpha, criteria=criteria,
                            robustness=bool(robustness and not man["random_weights"]),
                            # a matched control is judged exactly like its trained model (paper.md section 4d)
@@ -129,11 +130,12 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
             "(<test>_sig). A claim reads one p: the partial conjunction of the layers' p (powerlens.analysis."
             "across_layers). R0 is the smallest count at which every rule read in this mode can reach "
             "significance, at least `draws`; a test whose criterion can still move is extended where it decides "
-            "(R0, 10 R0, 100 R0, at most 200000; R per test in the CSV, column <test>_R). The lead's rank among "
-            "F's other eigen-directions of its kind (|lambda| > 1e-9 |lambda_1|; columns <test>_eig_*) is summed "
-            "across the model by the claims (the specificity p)"),
+            f"(R0, 10 R0, 100 R0, at most {o.null_draws_cap}; R per test in the CSV, column <test>_R). The lead's "
+            "rank among F's other eigen-directions of its kind (|lambda| > 1e-9 |lambda_1|; columns <test>_eig_*) is "
+            "summed across the model by the claims (the specificity p)"),
             "alpha": float(o.alpha), "variants": list(o.variants),
-            "extension": ("where a criterion read in this mode can still move: R0, 10 R0, 100 R0 (at most 200000)"
+            "extension": (f"where a criterion read in this mode can still move: R0, 10 R0, 100 R0 (at most "
+                          f"{o.null_draws_cap})"
                           if o.extend else "off: random weights of a paper architecture are never evidence, so no "
                           "test is extended past R0 draws (an undecided layer stays undecided)"),
             "depths_tested": int(min(n_steps, int(meta["n_layers"])))},
@@ -163,8 +165,11 @@ def draws(run) -> dict:
 
 
 def show(result, kw: dict) -> None:
-    cols = ["layer", "leading_type", "gamma", "gamma_null_q95", "gamma_p", "rho", "rho_null_q95", "rho_p", "tilt",
-            "tilt_p", "tilt_eig_pct"]
+    from powerlens.analysis.verdict_tests import GAMMA, RHO, TILT, Field
+
+    cols = ["layer", "leading_type"] + [c for s in (GAMMA, RHO) for c in (s.value, s.col(Field.NULL_Q95),
+                                                                           s.col(Field.P))]
+    cols += [TILT.value, TILT.col(Field.P), TILT.col(Field.EIG_PCT)]
     print(result[cols].head(60).to_string(index=False))
 
 

@@ -3,7 +3,7 @@ margin against the spectral gap, with the spectra step's CSVs) and write table_a
 
 from __future__ import annotations
 
-from powerlens.pipeline.options import Option, show_table
+from powerlens.pipeline.options import ALPHA, CRITERIA, NULL_DRAWS_CAP, Option, show_table
 
 OPTIONS = (
     Option("csv", "input:csv", many=True, help="per-model, per-mode dynamics CSVs"),
@@ -18,15 +18,17 @@ OPTIONS = (
     Option("fig-albert-rotation", "param:rotation", help="path of fig_albert_rotation without suffix"),
     Option("fig-gamma-gap", "param:gamma_gap", help="path of fig_gamma_gap without suffix"),
     Option("table-alignment", "param:table", help="path of table_alignment without suffix"),
-    Option("alpha", "config:dynamics.alpha", kind="float", help="significance level after Holm correction"),
-    Option("criteria", "config:claims", kind="json", help="JSON of the claims criteria (config `claims:`)"),
+    ALPHA,
+    NULL_DRAWS_CAP,
+    CRITERIA,
     Option("dpi", "config:plot.dpi", kind="int", help="resolution of the PNG figures"),
 )
 
 
 def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: dict, fig_gamma: str, fig_rho: str,
-                  fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str, alpha:
-                  float, criteria: dict, dpi: int, spectra: list[str] = (), fig_gamma_gap: str = ""):
+                  fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str,
+                  alpha: float, null_draws_cap: int, criteria: dict, dpi: int, spectra: list[str] = (),
+                  fig_gamma_gap: str = ""):
     from powerlens.outputs.figures import dynamics_figures
     from powerlens.outputs.staging import staged
 
@@ -36,7 +38,8 @@ def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: di
     if fig_gamma_gap:
         stems["fig_gamma_gap"] = fig_gamma_gap
     with staged(stems) as tmp:  # all files replaced together, or none (an interrupt half-way)
-        return dynamics_figures(csv, npz, meta, labels, alpha=alpha, crit=criteria, dpi=dpi, stems=tmp,
+        return dynamics_figures(csv, npz, meta, labels, alpha=alpha,
+                                crit={**criteria, "null_draws_cap": null_draws_cap}, dpi=dpi, stems=tmp,
                                 spectra=list(spectra))
 
 

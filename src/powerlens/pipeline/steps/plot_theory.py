@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from powerlens.core.io import read_json
-from powerlens.pipeline.options import Option, show_table
+from powerlens.pipeline.options import ALPHA, Option, show_table
 
 CASES = ("real", "complex", "bipartite")
 OPTIONS = tuple(
@@ -13,7 +13,7 @@ OPTIONS = tuple(
     Option("fig", "param:fig", help="fig_theory stem"),
     Option("table", "param:table", help="table_theory stem"),
     Option("dpi", "config:plot.dpi", kind="int", help="resolution of the PNG figure"),
-    Option("alpha", "config:dynamics.alpha", kind="float", help="significance level of C4's verdict (dynamics.alpha)"),
+    ALPHA,
 )
 
 

@@ -60,13 +60,22 @@ def provenance_manifest(config_json: str, manifests: list[str], records: list[st
         "seed": cfg.get("seed"), "seeds_recorded": sorted(seeds), "threads_per_output": threads,
         "devices": sorted(devices), "start_time": min(times) if times else None,
         "end_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "modelling_choices": MODELLING_CHOICES,
+        "modelling_choices": modelling_choices(cfg),
     }
     write_json(out_path, doc)
     if choices is not None:  # the report's modelling-choices page
 
-        write_text(choices, modelling_choices_html(cfg, MODELLING_CHOICES))
+        write_text(choices, modelling_choices_html(cfg, modelling_choices(cfg)))
     return doc
+
+
+def modelling_choices(cfg: dict) -> list[str]:
+    """:data:`MODELLING_CHOICES` with the run's own values (the draw cap; the schema's default where the config
+    holds none) in place."""
+    from powerlens.pipeline.config import schema_defaults
+
+    cap = str(cfg.get("dynamics", {}).get("null_draws_cap", schema_defaults()["dynamics"]["null_draws_cap"]))
+    return [c.replace("{null_draws_cap}", cap) for c in MODELLING_CHOICES]
 
 
 MODELLING_CHOICES = [
@@ -95,9 +104,9 @@ MODELLING_CHOICES = [
     "independent uniform ranks. Taking the layers' ranks as independent is our modelling choice (the layers "
     "share their tokens); it was calibrated on a simulated law with a flat spectrum (tests/unit/test_power.py). "
     "R0 is the smallest number of draws at which every rule read in that mode can reach significance, at least "
-    "null_draws; only tests a criterion reads are extended (R0, 10 R0, 100 R0, at most 200000), only where they "
-    "can still move its verdict. Tokens and prompts are not independent units (a corpus-wide drift between "
-    "layers), so token- and prompt-level sign tests are secondary columns only.",
+    "null_draws; only tests a criterion reads are extended (R0, 10 R0, 100 R0, at most {null_draws_cap}), only "
+    "where they can still move its verdict. Tokens and prompts are not independent units (a corpus-wide drift "
+    "between layers), so token- and prompt-level sign tests are secondary columns only.",
     "Every statistic is also computed against the leading direction of M = I + F and, for pre-norm models, of "
     "the norm-folded F~ = O V diag(g) (g the pre-attention norm's gain); F's stays the main result.",
     "Attention-only diagnostics: attention entropy relative to log(visible keys), ||W_O b_V + b_O|| / "

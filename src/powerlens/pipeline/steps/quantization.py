@@ -13,7 +13,7 @@ from powerlens.core.runtime import set_threads
 from powerlens.models.adapters import get_adapter
 from powerlens.models.sources import load_model, load_tokenizer
 from powerlens.outputs import provenance
-from powerlens.pipeline.options import Option
+from powerlens.pipeline.options import ALPHA, CRITERIA, NULL_DRAWS_CAP, Option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,14 +35,16 @@ OPTIONS = (
     Option("seed", "config:seed", kind="int"),
     Option("top-k", "config:spectra.top_k", kind="int"),
     Option("null-draws", "config:dynamics.null_draws", kind="int"),
-    Option("alpha", "config:dynamics.alpha", kind="float"),
-    Option("criteria", "config:claims", kind="json", help="JSON of the claims criteria (config `claims:`)"),
+    ALPHA,
+    NULL_DRAWS_CAP,
+    CRITERIA,
     Option("threads", "threads", kind="int"),
 )
 
 
 def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_csv, out_json, out_dynamics,
                  qtypes: list[str], batch_size: int, max_tokens: int, seed: int, top_k: int, null_draws: int,
+                 null_draws_cap: int,
                  alpha: float, criteria: dict, threads: int) -> "pd.DataFrame":
     """Quantization sensitivity of one full-precision model: spectra and model-mode dynamics of copies
     quantized with the gguf package's quantizers, compared per layer with the full-precision results."""
@@ -71,7 +73,8 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
     # are unused in model mode
     opts = DynamicsOptions(mode="model", norm="l2", steps=1, long_run_prompts=1, batch_size=batch_size,
                            batch_tokens=None, max_tokens=max_tokens, dtype="float32", null_draws=null_draws,
-                           bias_free_control=False, seed=seed, alpha=alpha, criteria=criteria)
+                           null_draws_cap=null_draws_cap, bias_free_control=False, seed=seed, alpha=alpha,
+                           criteria=criteria)
     tables = []
     for qtype in qtypes:
         model = load_model(man, dtype=torch.float32)
