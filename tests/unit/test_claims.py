@@ -328,3 +328,32 @@ def test_the_claim_ids_are_pinned():
     ids = [f"C{i}" for i in range(1, 11)]
     assert sorted((c.id for c in CLAIMS), key=lambda c: int(c[1:])) == ids
     assert list(TEXT) == ids and set(FIG) == set(ids)
+
+
+def test_a_claim_added_by_its_registration_alone_reaches_every_claims_table():
+    """A toy claim registered from this test module, nothing else touched: judged on the family's models by its
+    own criterion, it has its row in table_claims (statement, criterion, measured, null, figure from the claim
+    object) and in the verdict view, in registration order after C10, with its few words for the article."""
+    from powerlens.analysis.claims import verdict_view
+    from powerlens.analysis.claims.registry import Claim, Criterion, gist, register, unregister
+
+    toy = Claim(id="C11", statement="Toy: every model has a law table", where=" [toy]", figure="fig_tilt",
+                prose="A toy claim.", power="none", gist="toy claim",
+                criterion=Criterion(applies=lambda f: list(f.models),
+                                    judge=lambda f, m: claims.Verdict(f.has(m, "attention-only"), "law table found",
+                                                                      "none (a toy)"),
+                                    wording=lambda c: "a law table exists"))
+    register(toy)
+    try:
+        df = _evaluate(_meta(False), _layers(), _layers())
+        row = df.loc["C11"]
+        assert (row["statement"], row["criterion"], row["verdict"], row["figure"]) == (
+            toy.statement, "a law table exists", "reproduced", "fig_tilt")
+        assert list(df.index).index("C11") == list(df.index).index("C10") + 1
+        view = verdict_view(df.reset_index()).set_index("claim")
+        assert view.loc["C11", "statement"] == toy.statement + " [toy]" and gist("C11") == "toy claim"
+        with pytest.raises(ValueError, match="registered already"):
+            register(toy)
+    finally:
+        unregister("C11")
+    assert "C11" not in _evaluate(_meta(False), _layers(), _layers()).index

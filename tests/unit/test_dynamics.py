@@ -242,7 +242,7 @@ def test_monte_carlo_test_is_calibrated_with_heavy_ties():
     assert (df["rho_saturated"] == (df["rho_ties"] >= 0.5)).all()
     from powerlens.analysis.dynamics.decided import layer_columns
 
-    rho = dataclasses.replace(RHO, eigen=False)  # the random-direction test alone
+    rho = dataclasses.replace(RHO, ranked=False)  # the random-direction test alone
     sat = layer_columns(rho, [1.0], [np.r_[np.ones(1500), np.zeros(500)]], None, [0.3], [0.3], 0.05)[0]
     assert sat["rho_ties"] == 0.75 and sat["rho_saturated"] is True
     lo, hi = binomial_band(K)

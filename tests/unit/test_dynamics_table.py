@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from powerlens.analysis.nulls import EigenDirections, RankingNull, register, unregister
 from powerlens.analysis.verdict_tests import TESTS, Field, own_depth
 from powerlens.analysis.verdict_tests import tested as rows_tested  # not "test*": pytest would collect it
 
@@ -93,3 +94,62 @@ def test_own_depth_and_tested_read_only_the_tested_rows():
     assert own_depth(df)["layer"].tolist() == [0, 1, 2]
     spec = next(s for s in TESTS if s.prefix == "attn_tilt")
     assert len(rows_tested(df, spec)) == 0
+
+
+class AxisDirections(RankingNull):
+    """A toy ranking null: the first coordinate axes (planes of axis pairs for a complex lead)."""
+
+    name, key, label = "coordinate axes", "axis", "specificity against the axes"
+    plural, nobody = "coordinate axes", "no axis"
+
+    def members(self, d, dim):
+        E = np.eye(d.lead.shape[0])[:, :12]
+        return E[:, :6] if dim == 1 else E  # 6 axes, or 6 planes (e0, e1), (e2, e3), ...
+
+
+class EigenMirror(EigenDirections):
+    """A second registration of F's other eigen-directions under another key: the same members."""
+
+    key = "eigmirror"
+
+
+@pytest.fixture
+def toy_nulls():
+    added = [register(AxisDirections()), register(EigenMirror())]
+    yield added
+    for n in added:
+        unregister(n.key)
+
+
+def test_a_null_added_by_its_registration_alone_reaches_the_table_and_the_claims(prepared_twin, toy_nulls):
+    """Two ranking nulls registered from this test module, nothing else touched: every test that ranks its lead
+    writes their columns (generated from the declarations), the mirror of F's eigen-directions counts exactly what
+    the built-in null counts (the same members through the same path), and a claim reading that needs
+    specificity reads each null's p (its decision and power name them)."""
+    import powerlens
+    from powerlens.analysis import decisions as dc
+    from powerlens.analysis.claims import parts
+
+    _, rec = prepared_twin("tiny-gpt2")
+    lens = powerlens.Lens.from_pretrained(rec["path"])
+    df = lens.dynamics(["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g h."],
+                       mode="model", max_tokens=16)
+    ranked = [s for s in TESTS if s.ranked]
+    for key in ("axis", "eigmirror"):
+        assert {c for c in df.columns if f"_{key}_" in c} == {s.col(f"{key}_{f}") for s in ranked
+                                                            for f in RankingNull.FIELDS}
+    own = own_depth(df)
+    assert (own["tilt_axis_M"] == 6).all() and (own["tilt_axis_beaten"] + own["tilt_axis_tied"] <= 6).all()
+    for f in ("M", "beaten", "tied"):
+        assert own[f"tilt_eigmirror_{f}"].tolist() == own[f"tilt_eig_{f}"].tolist()
+    crit = {"C7_share_layers": 0.5, "alpha": 0.05, "null_draws_cap": 200_000}
+    part = parts(df, "C7", crit)[0]
+    assert set(part.specs) == {"eig", "axis", "eigmirror"} and part.spec is part.specs["eig"]
+    assert part.specs["eigmirror"].p == pytest.approx(part.specs["eig"].p, abs=0.5)  # same counts, own tie-break
+    assert "specificity against the axes: " in part.power
+    assert part.decision == dc.both(part.conj.decision, *(s.decision for s in part.specs.values()))
+
+
+def test_a_null_key_is_registered_once():
+    with pytest.raises(ValueError, match="registered already"):
+        register(EigenDirections())

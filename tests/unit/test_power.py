@@ -156,7 +156,7 @@ def _test_rows(spec, L, M, R, rng, effect: float, base: float = 0.0, scale: floa
     nulls = [base + scale * rng.standard_normal(R) for _ in range(L)]
     members = [base + scale * rng.standard_normal(m) for m in ms]
     lead = [base + effect if effect else base + scale * rng.standard_normal() for _ in range(L)]
-    return layer_columns(spec, lead, nulls, members, rng.random(L), rng.random(L), 0.05)
+    return layer_columns(spec, lead, nulls, {"eig": members}, rng.random(L), {"eig": rng.random(L)}, 0.05)
 
 
 def planted(name: str, effects: dict, seed: int = 0, M=None, L=None) -> pd.DataFrame:
@@ -273,8 +273,8 @@ def test_the_planner_extends_only_the_layers_that_decide_the_claim():
     rng = np.random.default_rng(5)
     shares = [0.0, 0.0, 0.0125, 0.4, 0.5, 0.6]
     leads, nulls = zip(*(_p_at(s, 2000, rng) for s in shares))
-    cols = layer_columns(TILT, [x + 1.0 for x in leads], [n + 1.0 for n in nulls], [np.zeros(5)] * 6,
-                        rng.random(6), rng.random(6), 0.05)
+    cols = layer_columns(TILT, [x + 1.0 for x in leads], [n + 1.0 for n in nulls], {"eig": [np.zeros(5)] * 6},
+                        rng.random(6), {"eig": rng.random(6)}, 0.05)
     g = pd.DataFrame([{"layer": t, **c} for t, c in enumerate(cols)])
     part = pt.evaluate(reading("C1"), layer_tests(g, TILT), CRIT, 0.05, CAP)
     assert part.conj.decision == dc.UNDECIDED

@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from powerlens.models.adapters import get_adapter
 from powerlens.pipeline.config import check_targets_on_disk, model_arch, steering_targets, validate_config
 from powerlens.pipeline.report_check import check_report_fresh, is_report_request
 from powerlens.outputs.records import check_records
@@ -198,7 +199,7 @@ def shared_weight_models(random_weights):
     ALBERT figures hold only a note, written but not listed in the report as results."""
     for name, m in config["models"].items():
         arch = model_arch(name, m, config["models"])
-        if arch is not None and arch.arch == "albert" and is_random(m) == random_weights:
+        if arch is not None and get_adapter(arch.arch).shares_layers and is_random(m) == random_weights:
             return True
     return False
 

@@ -19,6 +19,14 @@ test is significant 5% of the time by construction, whatever the dependence betw
 
 Random subspaces are drawn once per model (seeded) and shared by all layers, so the projections of a state
 that leaves layer t and enters layer t + 1 are computed once.
+
+A null is one class (:class:`Null`): its members, its p and interval, and how it combines across layers.
+:class:`RandomDirections` is the Monte Carlo null every per-layer test reads (its draws extended where a verdict
+can move, :mod:`powerlens.analysis.dynamics.decided`; combined across layers by the partial conjunction).
+:class:`RankingNull` is a finite set of directions measured like the lead, all of them enumerated: the lead's rank
+among them per layer, summed across the model (the specificity p). F's other eigen-directions
+(:class:`EigenDirections`) is one; another is added by :func:`register` alone: every test that ranks its lead
+(``TestSpec.ranked``) then writes its columns, and every claim reading that needs specificity reads its p.
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ import zlib
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from powerlens.analysis import decisions as dc
-from powerlens.core.scratch import scratch
+
+if TYPE_CHECKING:
+    import torch
 
 #: The open projection count of :func:`counting_projections` (None: nobody counts).
 _COUNT: ContextVar["ProjectionCount | None"] = ContextVar("powerlens_projection_count", default=None)
@@ -66,6 +76,8 @@ def random_subspaces(d: int, r: int, R: int, rng: np.random.Generator) -> np.nda
     are an orthonormal basis of subspace k. Inside :func:`~powerlens.core.scratch.reusing_scratch` the Gaussians
     are drawn into a kept buffer (the same numbers: ``out=`` fills in the generator's order); the result is always
     a fresh array."""
+    from powerlens.core.scratch import scratch
+
     work = scratch()
     G = rng.standard_normal((R, d, r)) if work is None else rng.standard_normal(out=work.numpy("gauss", (R, d, r)))
     if r == 1:
@@ -83,6 +95,10 @@ def subspace_alignments(x: torch.Tensor, U: torch.Tensor, r: int) -> torch.Tenso
     norm of the tokens' projection, ||U_k^T x|| / ||x||. Inside :func:`~powerlens.core.scratch.reusing_scratch`
     the (n, R r) product is written into a kept buffer and the alignments into a block of its pool (the same
     bits: the same operations, their results in other memory)."""
+    import torch
+
+    from powerlens.core.scratch import scratch
+
     count = _COUNT.get()
     if count is not None:
         count.flops += 2.0 * x.shape[0] * x.shape[1] * U.shape[1]
@@ -158,41 +174,110 @@ class RandomDirections(Null):
     :func:`powerlens.analysis.decisions.mc_interval`)."""
 
     name = "random directions"
+    # its fields in a dynamics table, in order (:func:`random_direction_test`): p and its 99% interval, R, the
+    # share of draws tied with the lead, the null's median and 95th percentile, the lead's percentile in it
+    P, R, TIES, P_LO, P_HI = "p", "R", "ties", "p_lo", "p_hi"
+    NULL_MEDIAN, NULL_Q95, PCT = "null_median", "null_q95", "pct"
+    FIELDS = (P, R, TIES, P_LO, P_HI, NULL_MEDIAN, NULL_Q95, PCT)
 
     @staticmethod
     def interval(above: int, tied: int, n: int) -> tuple[float, float]:
         return dc.mc_interval(above, tied, n)
 
 
-class EigenDirections(Null):
-    """All of F's other eigen-directions of the lead's kind (|lambda| > 1e-9 |lambda_1|), enumerated: no Monte
-    Carlo error, the interval is the range over the tie-break
-    (:func:`powerlens.analysis.decisions.exact_interval`)."""
+class RankingNull(Null):
+    """A finite set of directions measured like the lead, all enumerated (no Monte Carlo error): per layer the
+    lead's rank among them (its columns ``<test>_<key>_<field>``, :attr:`FIELDS`), summed across the model into
+    one p (:meth:`across`). A subclass gives its ``key``, its ``name`` and its :meth:`members`; :func:`register`
+    adds it to the run."""
 
-    name = "F's other eigen-directions"
+    key = "rank"
+    label = "specificity"  # how a criterion's power names it
+    plural = "members"  # what its members are, in words
+    nobody = "no member"  # a layer without members, in words
+    FIELDS = ("M", "beaten", "tied", "rank", "pct")
 
     @staticmethod
     def interval(above: int, tied: int, n: int) -> tuple[float, float]:
         return dc.exact_interval(above, tied, n)
 
+    def members(self, d, dim: int) -> np.ndarray | None:
+        """Layer directions ``d`` (:class:`~powerlens.analysis.dynamics.directions.LayerDirections`) -> the members
+        of the lead's kind as one block (d_model, M * dim), ``dim`` columns each; None: no member."""
+        raise NotImplementedError
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(f"{self.key}_{f}" for f in self.FIELDS)
+
+    def columns(self, lead: float, values: np.ndarray, u: float, tail: str) -> dict:
+        """One depth: members, members the lead beats, ties, its randomised rank (tie-break ``u``), percentile."""
+        from powerlens.analysis.across_layers import tie_rank
+
+        t = self.test(lead, values, u, tail)
+        m, beaten, tied, rank, pct = self.fields
+        if np.isnan(t.p):
+            return {m: 0, beaten: 0, tied: 0, rank: 0, pct: np.nan}
+        return {m: t.n, beaten: t.beaten, tied: t.tied, rank: tie_rank(t.beaten, t.tied, u),
+                pct: 100.0 * (t.beaten + t.tied / 2) / t.n if t.n else np.nan}
+
+    def across(self, cols: dict[str, np.ndarray], alpha: float):
+        """The layers' ranks summed across the model against their exact distribution under independent uniform
+        ranks (:func:`~powerlens.analysis.across_layers.specificity`)."""
+        from powerlens.analysis.across_layers import specificity
+
+        m, beaten, tied, rank, _ = self.fields
+        return specificity(cols[beaten], cols[tied], cols[m], cols[rank], alpha)
+
+
+class EigenDirections(RankingNull):
+    """All of F's other eigen-directions of the lead's kind (|lambda| > 1e-9 |lambda_1|; real eigenvectors for a
+    real lead, planes of complex pairs for a complex one): the spectra step's ``eig_null_*`` arrays."""
+
+    name = "F's other eigen-directions"
+    key = "eig"
+    plural = "eigen-directions of the lead's kind"
+    nobody = "F has no other eigen-direction of the lead's kind"
+
+    def members(self, d, dim: int) -> np.ndarray | None:
+        return d.eig_r1 if dim == 1 else d.eig_r2
+
+
+#: The ranking nulls of a run, by key: every test with ``ranked`` ranks its lead among each.
+RANKING: dict[str, RankingNull] = {}
+
+
+def register(null: RankingNull) -> RankingNull:
+    """Add a ranking null (its key unused so far); the one registration a new null needs."""
+    if null.key in RANKING:
+        raise ValueError(f"a ranking null with the key {null.key!r} is registered already")
+    RANKING[null.key] = null
+    return null
+
+
+def unregister(key: str) -> None:
+    RANKING.pop(key, None)
+
+
+register(EigenDirections())
+
 
 def random_direction_test(lead: float, null: np.ndarray, u: float, tail: str = "upper") -> dict:
     """The lead value against the Monte Carlo null's draws (NaN draws dropped), tie-break ``u``: the fields of
-    one depth's random-direction test (:class:`~powerlens.analysis.verdict_tests.Field`): p
+    one depth's random-direction test (:attr:`RandomDirections.FIELDS`): p
     (:meth:`RandomDirections.test`), R, the share of draws tied with the lead, the 99% interval, the range the
     tie-break alone spans (``tie_lo``, ``tie_hi``: no Monte Carlo error, more draws cannot narrow it), the null's
     median and 95th percentile and the lead's percentile in it. For a lead exchangeable with the draws,
     P(p <= a) = a exactly, ties or not. The one test of a lead against random directions: the verdict tests, the
     bias-free control's and the consensus subspace's."""
-    from powerlens.analysis.verdict_tests import Field
-
+    F = RandomDirections
     null = np.asarray(null, dtype=np.float64)
     null = null[~np.isnan(null)]
-    t = RandomDirections.test(lead, null, u, tail)
+    t = F.test(lead, null, u, tail)
     R = t.n
     ok = R and not np.isnan(lead)
-    return {Field.P: t.p, Field.R: R, Field.TIES: t.tied / R if R else np.nan, Field.P_LO: t.lo, Field.P_HI: t.hi,
+    return {F.P: t.p, F.R: R, F.TIES: t.tied / R if R else np.nan, F.P_LO: t.lo, F.P_HI: t.hi,
             "tie_lo": t.above / R if ok else np.nan, "tie_hi": (t.above + t.tied) / R if ok else np.nan,
-            Field.NULL_MEDIAN: float(np.median(null)) if R else np.nan,
-            Field.NULL_Q95: float(np.quantile(null, 0.95)) if R else np.nan,
-            Field.PCT: float(100.0 * np.mean(null < lead)) if R else np.nan}
+            F.NULL_MEDIAN: float(np.median(null)) if R else np.nan,
+            F.NULL_Q95: float(np.quantile(null, 0.95)) if R else np.nan,
+            F.PCT: float(100.0 * np.mean(null < lead)) if R else np.nan}

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from powerlens.analysis import decisions as dc
-from powerlens.analysis.across_layers import Conjunction, Specificity, partial_conjunction, specificity, zero_upper
+from powerlens.analysis.across_layers import Conjunction, Specificity, partial_conjunction, zero_upper
+from powerlens.analysis.nulls import RANKING, EigenDirections
 from powerlens.analysis.verdict_tests import AT_LEAST, BELOW_ALL, FEWER_THAN, NOT_LAST, LayerTests, Reading
 
 
@@ -28,7 +29,8 @@ class Part:
     powered: bool
     power: str
     conj: Conjunction | None = None
-    spec: Specificity | None = None
+    spec: Specificity | None = None  # against F's other eigen-directions (the claims' texts read it)
+    specs: dict = field(default_factory=dict)  # ranking null's key -> its specificity (``spec`` among them)
     yes: int = 0  # fewer_than: layers significant (per-layer Holm), undecided, of
     undecided: int = 0
     of: int = 0
@@ -42,7 +44,7 @@ class Part:
     @property
     def attainable(self) -> float:
         """The smallest p the part's rule could produce at the cap (the larger of its tests' where it has two)."""
-        vals = [x.attainable for x in (self.conj, self.spec) if x is not None]
+        vals = [x.attainable for x in (self.conj, *self.specs.values()) if x is not None]
         return max(vals) if vals else float("nan")
 
 
@@ -96,25 +98,24 @@ def _at_least(reading: Reading, lt: LayerTests, crit: dict, alpha: float, r_cap:
     L, u = lt.L, reading.u(lt.L, crit)
     p, lo, hi = lt.claim_p()
     conj = partial_conjunction(p, lo, hi, u, alpha, r_cap)
-    spec = specificity(lt.eig_beaten, lt.eig_tied, lt.eig_M, lt.eig_rank, alpha) if reading.specific else None
-    decision = dc.both(conj.decision, spec.decision) if spec is not None else conj.decision
-    can = [conj.attainable < alpha] + ([spec.attainable < alpha] if spec is not None else [])
+    specs = {k: n.across(lt.ranks[k], alpha) for k, n in RANKING.items()} if reading.specific else {}
+    decision = dc.both(conj.decision, *(s.decision for s in specs.values()))
+    can = [conj.attainable < alpha] + [s.attainable < alpha for s in specs.values()]
     k = L - u + 1
     power = [f"random directions: at least {u} of {L} layers, smallest attainable p {k} x "
              f"{_fmt(zero_upper(r_cap))} = {_fmt(conj.attainable)} at {r_cap} draws"]
-    if spec is not None:
-        power.append("specificity: " + ("F has no other eigen-direction of the lead's kind in any layer: no power"
-                                         if not spec.layers else
-                                         f"{spec.layers} layers with {min(spec.members)}-{max(spec.members)} "
-                                         f"eigen-directions of the lead's kind, smallest attainable p "
-                                         f"{_fmt(spec.attainable)}"))
+    for key, spec in specs.items():
+        n = RANKING[key]
+        power.append(f"{n.label}: " + (f"{n.nobody} in any layer: no power" if not spec.layers else
+                                       f"{spec.layers} layers with {min(spec.members)}-{max(spec.members)} "
+                                       f"{n.plural}, smallest attainable p {_fmt(spec.attainable)}"))
     straddling, need = (), 0
     if conj.decision == dc.UNDECIDED:
         tau = alpha / k
         straddling = tuple(int(i) for i in sorted(np.flatnonzero((lo < tau) & (hi >= tau)), key=lambda i: p[i]))
         need = max(0, u - int(np.sum(hi < tau)))
-    return Part(reading, decision, all(can), f"needs p < {alpha}; " + "; ".join(power), conj=conj, spec=spec,
-                straddling=straddling, need=need, tau=alpha / k)
+    return Part(reading, decision, all(can), f"needs p < {alpha}; " + "; ".join(power), conj=conj,
+                spec=specs.get(EigenDirections.key), specs=specs, straddling=straddling, need=need, tau=alpha / k)
 
 
 def claim_decision(parts: list[Part]) -> str:

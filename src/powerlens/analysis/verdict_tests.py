@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from powerlens.analysis import decisions as dc
+from powerlens.analysis.nulls import RANKING, EigenDirections, RandomDirections
 
 THRESHOLD = {"gamma": None, "rho": 0.5, "tilt": 0.0}  # the side condition of a statistic (None: none)
 
@@ -30,34 +31,37 @@ THRESHOLD = {"gamma": None, "rho": 0.5, "tilt": 0.0}  # the side condition of a 
 class Field:
     """The per-test fields of a dynamics table (suffixes of ``<prefix>_``)."""
 
-    P, P_LO, P_HI = "p", "p_lo", "p_hi"  # the random-direction p and its 99% interval (unadjusted)
-    R, TIES, SATURATED, TIE_BOUND = "R", "ties", "saturated", "tie_bound"
-    NULL_MEDIAN, NULL_Q95, PCT = "null_median", "null_q95", "pct"
+    # the random directions' (:class:`~powerlens.analysis.nulls.RandomDirections`, declared there): the p and its
+    # 99% interval (unadjusted), R, the share of draws tied with the lead, the null's median, q95, the percentile
+    P, P_LO, P_HI, R, TIES = (RandomDirections.P, RandomDirections.P_LO, RandomDirections.P_HI, RandomDirections.R,
+                              RandomDirections.TIES)
+    NULL_MEDIAN, NULL_Q95, PCT = RandomDirections.NULL_MEDIAN, RandomDirections.NULL_Q95, RandomDirections.PCT
+    SATURATED, TIE_BOUND = "saturated", "tie_bound"
     P_HOLM, P_HOLM_LO, P_HOLM_HI = "p_holm", "p_holm_lo", "p_holm_hi"  # Holm across the depth (the figures' marks)
     MC_SIG = "mc_sig"  # Holm decision of the random-direction null alone
     SIDE = "side"  # the side condition (tilt > 0, rho > 0.5; tilt < 0 for a lower test): yes / no / undecided
     SIG = "sig"  # the per-layer mark: Holm yes, the side condition holds, not saturated
-    # the lead among F's other eigen-directions of its kind: members, members it beats, ties, randomised rank,
-    # percentile
-    EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT = "eig_M", "eig_beaten", "eig_tied", "eig_rank", "eig_pct"
-    # a test's fields, in the order a dynamics table holds them: against the random directions, against F's other
-    # eigen-directions (a test with ``eigen``), then Holm across the depth and the marks
-    RANDOM = (P, R, TIES, P_LO, P_HI, NULL_MEDIAN, NULL_Q95, PCT)
-    EIGEN = (EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT)
+    # the lead among F's other eigen-directions of its kind (:class:`~powerlens.analysis.nulls.EigenDirections`):
+    # members, members it beats, ties, randomised rank, percentile
+    EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT = EigenDirections().fields
+    # a test's fields, in the order a dynamics table holds them: against the random directions, against each
+    # ranking null (a test with ``ranked``), then Holm across the depth and the marks
+    RANDOM = RandomDirections.FIELDS
     FAMILY = (P_HOLM, P_HOLM_LO, P_HOLM_HI, MC_SIG, TIE_BOUND, SIDE, SATURATED, SIG)
 
 
 @dataclass(frozen=True)
 class TestSpec:
     """One per-layer test: a probe, a statistic and a tail (``upper``: larger than the null; ``lower``: smaller).
-    ``eigen``: the lead's rank among F's other eigen-directions of its kind is recorded (specificity).
+    ``ranked``: the lead's rank among each ranking null's members is recorded (:data:`~powerlens.analysis.nulls.
+    RANKING`: F's other eigen-directions of its kind, and any null registered beside it; specificity).
     ``suffix``: the same test on another run's columns in the same table (the bias-free control's ``_nobias``,
     :func:`control_spec`)."""
 
     probe: str
     stat: str
     tail: str = "upper"
-    eigen: bool = False
+    ranked: bool = False
     suffix: str = ""
 
     @property
@@ -85,7 +89,8 @@ class TestSpec:
         upper test of the same value has them)."""
         rand = tuple(f for f in Field.RANDOM if not (self.tail == "lower" and f in (Field.NULL_MEDIAN,
                                                                                      Field.NULL_Q95)))
-        return rand + (Field.EIGEN if self.eigen else ()) + Field.FAMILY
+        ranks = tuple(f for n in RANKING.values() for f in n.fields) if self.ranked else ()
+        return rand + ranks + Field.FAMILY
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -98,12 +103,12 @@ class TestSpec:
 
 
 GAMMA = TestSpec("layer", "gamma")
-RHO = TestSpec("layer", "rho", eigen=True)
-TILT = TestSpec("layer", "tilt", eigen=True)
-ATTN_TILT = TestSpec("attn", "tilt", eigen=True)
-ATTN_TILT_NEG = TestSpec("attn", "tilt", "lower", eigen=True)
-FFN_TILT = TestSpec("ffn", "tilt", eigen=True)
-FFN_TILT_NEG = TestSpec("ffn", "tilt", "lower", eigen=True)
+RHO = TestSpec("layer", "rho", ranked=True)
+TILT = TestSpec("layer", "tilt", ranked=True)
+ATTN_TILT = TestSpec("attn", "tilt", ranked=True)
+ATTN_TILT_NEG = TestSpec("attn", "tilt", "lower", ranked=True)
+FFN_TILT = TestSpec("ffn", "tilt", ranked=True)
+FFN_TILT_NEG = TestSpec("ffn", "tilt", "lower", ranked=True)
 FIRST_GAMMA = TestSpec("first", "gamma")
 GAMMA_M, RHO_M, TILT_M = (TestSpec("layer_M", s) for s in ("gamma", "rho", "tilt"))  # M = I + F's lead
 GAMMA_FT, RHO_FT, TILT_FT = (TestSpec("layer_Ft", s) for s in ("gamma", "rho", "tilt"))  # F~'s (pre-norm models)
@@ -116,7 +121,7 @@ CONTROL_SUFFIX = "_nobias"
 
 def control_spec(spec: TestSpec) -> TestSpec:
     """The test on the bias-free control's columns (suffix ``_nobias``): the random-direction null alone."""
-    return replace(spec, eigen=False, suffix=CONTROL_SUFFIX)
+    return replace(spec, ranked=False, suffix=CONTROL_SUFFIX)
 
 
 def spec_of(prefix: str) -> TestSpec:
@@ -254,10 +259,7 @@ class LayerTests:
     mc_sig: np.ndarray
     R: np.ndarray
     tie_bound: np.ndarray
-    eig_M: np.ndarray
-    eig_beaten: np.ndarray
-    eig_tied: np.ndarray
-    eig_rank: np.ndarray
+    ranks: dict  # ranking null's key -> its fields' columns (the lead's rank among its members per layer)
     layers: np.ndarray
 
     @property
@@ -298,6 +300,5 @@ def layer_tests(df, spec: TestSpec) -> LayerTests | None:
     side = word(Field.SIDE) if spec.col(Field.SIDE) in d else np.full(len(d), dc.YES, dtype=object)
     return LayerTests(spec=spec, value=d[spec.value].to_numpy(dtype=float), p=num(Field.P), lo=num(Field.P_LO),
                       hi=num(Field.P_HI), side=side, saturated=sat, sig=word(Field.SIG), mc_sig=word(Field.MC_SIG),
-                      R=num(Field.R, 0), tie_bound=tb, eig_M=num(Field.EIG_M, 0), eig_beaten=num(Field.EIG_BEATEN, 0),
-                      eig_tied=num(Field.EIG_TIED, 0), eig_rank=num(Field.EIG_RANK, 0),
-                      layers=d["layer"].to_numpy(dtype=int))
+                      R=num(Field.R, 0), tie_bound=tb, layers=d["layer"].to_numpy(dtype=int),
+                      ranks={k: {f: num(f, 0) for f in n.fields} for k, n in RANKING.items()})

@@ -123,12 +123,12 @@ def verdict_class(df: pd.DataFrame, claim: str, fam: str) -> str:
 def claim_blocks(run: Run, claim: str, statement: Traced, figs: Figures) -> list:
     """One claim: its statement, then per trained family the criterion, the measurement, the null, the
     verdict and what failed (table_claims), the robustness count (table_robustness), and its figures."""
-    from powerlens.outputs.article_front import GIST
+    from powerlens.analysis.claims.registry import gist
 
     src, rob = f"{run.tables}/table_claims.csv", f"{run.tables}/table_robustness.csv"
     df = read_table(run.root / src)
     robust = read_table(run.root / rob) if (run.root / rob).is_file() else None
-    out = [("h", 3, [claim, ": " + GIST.get(claim, "")], f"claim-{claim}"), ("p", [statement])]
+    out = [("h", 3, [claim, ": " + gist(claim)], f"claim-{claim}"), ("p", [statement])]
     fams = list(df.loc[df["claim"] == claim, "family"])
     if fams:  # one column per trained family (or the synthetic layers), one row per field of table_claims
         head = [""] + [[csv_cell(src, run.root, {"claim": claim, "family": f}, "family"), ("s", "line", [

@@ -9,6 +9,7 @@ import json
 
 import pandas as pd
 
+from powerlens.analysis.claims.registry import gist
 from powerlens.outputs.trace import (
     CONTROL_SUFFIX,
     Traced,
@@ -22,15 +23,12 @@ from powerlens.outputs.trace import (
     verdict_word,
 )
 
-#: A few words per claim (the full statement is in the claim's own section).
-GIST = {"C1": "attention tilts tokens to v_1", "C2": "shared weights: consensus on v_1",
-        "C3": "complex lead: limit cycle", "C4": "bipartite consensus unstable", "C5": "ALBERT: fast consensus",
-        "C6": "gamma positive but weak", "C7": "rho above one half", "C8": "weak gamma from small gaps",
-        "C9": "rank-1 edit steers tokens", "C10": "FFN can be disregarded"}
 
-#: The family of each architecture (the paper's families and the offline decoders').
-FAMILY = {"albert": "ALBERT", "bert": "BERT", "gpt2": "GPT-2", "gpt_neo": "GPT-Neo", "llama": "Llama",
-          "gemma3": "Gemma 3"}
+def _family(arch: str) -> str:
+    """An architecture's family name (its adapter's), the architecture itself where no adapter has it."""
+    from powerlens.models.adapters import ADAPTERS
+
+    return ADAPTERS[arch].family if arch in ADAPTERS else arch
 
 WORD_RE = r"^(reproduced|not reproduced|inconclusive|underpowered|not judged)"
 P_RE = r"^p (\S+)"
@@ -134,7 +132,7 @@ def verdict_table(run) -> list:
         header.append("synthetic layers")
     rows = []
     for claim in vdf["claim"]:
-        first = ([csv_cell(vsrc, run.root, {"claim": claim}, "claim"), ("s", "line", [GIST.get(claim, "")])], "")
+        first = ([csv_cell(vsrc, run.root, {"claim": claim}, "claim"), ("s", "line", [gist(claim)])], "")
         judged = [c for c in vcols if verdict_word(vdf.loc[vdf["claim"] == claim, c].iloc[0]) not in ("-",
                                                                                                        "not judged")]
         if not judged:
@@ -243,16 +241,23 @@ def stand_ins(run, paper_config: str | None) -> list:
     if extra:
         names = [x for i, k in enumerate(extra) for x in [", "] * (i > 0) + [
             csv_cell(msrc, run.root, {"model": by_key[k]}, "model"), " (",
-            FAMILY.get(prov[k].get("arch"), prov[k].get("arch", "")), ", ",
+            _family(prov[k].get("arch", "")), ", ",
             csv_cell(msrc, run.root, {"model": by_key[k]}, "weights"), ")"]]
         out.append(("p", ["Trained models of families the paper did not use, judged as their own families (the "
                           "paper's decoders GPT-2 and GPT-Neo have no trained stand-in here): ", *names, "."]))
-    if not any(v.get("arch") == "albert" for v in trained.values()):
+    if not any(_shares_layers(v.get("arch")) for v in trained.values()):
         out.append(("p", ["C5 (ALBERT) is not judged: it is a claim about the trained ALBERT checkpoints, and no "
                           "trained ALBERT ran here (a random twin is never evidence). The paper config "
                           "(config/config.yaml), which loads the albert-*-v2 checkpoints from the hub, would "
                           "judge it."]))
     return out
+
+
+def _shares_layers(arch: str | None) -> bool:
+    """One layer shared by every depth (ALBERT's): the family C5 is about."""
+    from powerlens.models.adapters import ADAPTERS
+
+    return arch in ADAPTERS and ADAPTERS[arch].shares_layers
 
 
 def _stand_in_row(run, paper_config: str, key: str, spec: dict, trained: dict, twins: dict, by_key: dict) -> list:
@@ -269,7 +274,7 @@ def _stand_in_row(run, paper_config: str, key: str, spec: dict, trained: dict, t
         used = [x for i, k in enumerate(same) for x in ["; "] * (i > 0) + [
             csv_cell(msrc, run.root, {"model": by_key[k]}, "model"), " (",
             csv_cell(msrc, run.root, {"model": by_key[k]}, "weights"), ")"]]
-        why = [f"trained stand-in of the same architecture ({FAMILY.get(arch, arch)}): evidence about the "
+        why = [f"trained stand-in of the same architecture ({_family(arch)}): evidence about the "
                "family at another size, not about this checkpoint, which this run's config does not load"]
     elif twin := [k for k, v in twins.items() if v.get("twin_of") == key]:
         used = [csv_cell(msrc, run.root, {"model": by_key[twin[0]]}, "model"), " (random weights)"]

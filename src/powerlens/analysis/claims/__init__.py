@@ -71,12 +71,13 @@ def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested
         control: str = "-", control_word: str = "-") -> dict:
     """One row of the claims table from a (possibly combined) verdict, with the matched controls' words."""
     verdict = v.word if tested else f"{NOT_JUDGED} ({TWINS_ONLY})"
-    return {"claim": claim, "statement": TEXT[claim], "family": family, "models": models, "criterion": criterion,
+    return {"claim": claim, "statement": BY_ID[claim].statement, "family": family, "models": models,
+            "criterion": criterion,
             "measured": v.measured, "null": v.null, "claim p": v.claim_p, "attainable p": v.attainable,
             "specificity p": v.specificity, "verdict": verdict,
             "failed part": (v.failed or "-") if tested and not v.ok else "-",
             "would flip if": (v.flip or "-") if tested else "-", "matched control": control,
-            "control verdict": control_word, "p": v.p_short, "figure": FIG[claim]}
+            "control verdict": control_word, "p": v.p_short, "figure": BY_ID[claim].figure}
 
 
 def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
@@ -178,18 +179,19 @@ def _as_models(fam: Family, models: list[str]) -> Family:
 
 def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
     """Rows sorted by claim then family, and a "not tested" row for every claim no model exercised."""
-    order = {c: i for i, c in enumerate(TEXT)}
+    order = {c.id: i for i, c in enumerate(CLAIMS)}
     if len(df):
         df = df.sort_values(["claim", "family"], key=lambda s: s.map(order) if s.name == "claim" else s,
                             kind="stable").reset_index(drop=True)
-    for c in TEXT:
+    for c in (c.id for c in CLAIMS):
         if c not in set(df.get("claim", [])):
-            df = pd.concat([df, pd.DataFrame([{"claim": c, "statement": TEXT[c], "family": "-", "models": "-",
+            df = pd.concat([df, pd.DataFrame([{"claim": c, "statement": BY_ID[c].statement, "family": "-",
+                                               "models": "-",
                                                "criterion": "-", "measured": "no model in this run exercises it",
                                                "null": "-", "claim p": "-", "attainable p": "-",
                                                "specificity p": "-", "verdict": NOT_JUDGED, "failed part": "-",
                                                "would flip if": "-", "matched control": "-",
-                                               "control verdict": "-", "p": "-", "figure": FIG[c]}])])
+                                               "control verdict": "-", "p": "-", "figure": BY_ID[c].figure}])])
     return df.reset_index(drop=True)
 
 

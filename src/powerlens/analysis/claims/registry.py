@@ -70,6 +70,8 @@ class Claim:
     prose: str
     power: str
     criterion: Criterion | None = None
+    gist: str = ""  # a few words (the full statement is in the claim's own section)
+    robust_mode: str | None = None  # the dynamics mode the robustness variants judge it again in (None: not varied)
 
     @property
     def readings(self) -> tuple[Reading, ...]:
@@ -87,8 +89,9 @@ CONJUNCTION_POWER = ("partial conjunction: (L - u + 1) x the 99% upper bound of 
                      "(dynamics.null_draws_cap); "
                      "specificity: prod_t 1 / (M_t + 1) over the layers' eigen-directions of the lead's kind")
 
-CLAIMS: tuple[Claim, ...] = (
+CLAIMS: list[Claim] = [
     Claim(id="C1", statement=TEXT["C1"], figure=FIG["C1"], power=CONJUNCTION_POWER,
+          gist="attention tilts tokens to v_1", robust_mode="attention-only",
           where=" [judged in the attention-only law, FFN removed; table_claims shows the real forward pass beside it, "
                 "and the matched random-layer control where the run has one]",
           prose="In the paper's attention-only law, each layer should move tokens towards its F's leading "
@@ -102,20 +105,24 @@ CLAIMS: tuple[Claim, ...] = (
               f"eigen-directions across the model (specificity p < {c['alpha']}, layers taken as independent: our "
               "choice); shown beside it: the real forward pass, same test")),
     Claim(id="C2", statement=TEXT["C2"], figure=FIG["C2"],
+          gist="shared weights: consensus on v_1",
           where=" [synthetic layers, softmax attention over a sweep of sharpness and weight seeds]",
           power="a share of seeds at every sharpness; the uniform-attention control shows the code sees the rate",
           prose="With one shared layer and a real dominant eigenvalue, tokens starting in a hemisphere should "
                 "converge to one direction, whatever the attention's sharpness."),
     Claim(id="C3", statement=TEXT["C3"], figure=FIG["C3"],
+          gist="complex lead: limit cycle",
           where=" [synthetic layers, softmax attention over a sweep of sharpness and weight seeds]",
           power="a share of seeds at every sharpness; the uniform-attention control shows the code sees the angle",
           prose="With a complex dominant pair, tokens should settle on a closed orbit in its plane."),
     Claim(id="C4", statement=TEXT["C4"], figure=FIG["C4"],
+          gist="bipartite consensus unstable",
           where=" [synthetic layers, linearised, stratified by the sharpness at the equilibrium]",
           power="one-sided exact stratified test: its smallest p from the strata's cell counts",
           prose="Two antipodal groups of tokens can be an equilibrium, but with several heads it should be "
                 "unstable more often than with one, and random starts should rarely end there."),
     Claim(id="C5", statement=TEXT["C5"], figure=FIG["C5"], where=" [attention-only law, long runs]",
+          gist="ALBERT: fast consensus",
           power="thresholds and the random-subspace null's 99th percentile",
           prose="ALBERT's shared layer should drive tokens to consensus, with the leading eigenvalue's type "
                 "depending on the model size.",
@@ -127,6 +134,7 @@ CLAIMS: tuple[Claim, ...] = (
               f"q{c['C5_null_quantile'] * 100:.0f}; "
               "(c) leading type: base/large real, xlarge/xxlarge complex (size from the configuration)")),
     Claim(id="C6", statement=TEXT["C6"], figure=FIG["C6"], where=" [real forward pass]",
+          gist="gamma positive but weak", robust_mode="model",
           power="(a) L x the 99% upper bound of zero exceedances at the draw cap (dynamics.null_draws_cap); (c) "
                 "whether one test could be significant",
           prose="Tokens should be aligned with each layer's leading eigenvector beyond chance, but weakly, and "
@@ -138,6 +146,7 @@ CLAIMS: tuple[Claim, ...] = (
               f"p: the partial conjunction with u = 1, < {c['alpha']}), (b) gamma < {c['C6_weak_below']} in every "
               "layer, (c) last output vs first layer's v_1 not beyond the null")),
     Claim(id="C7", statement=TEXT["C7"], figure=FIG["C7"], where=" [real forward pass]", power=CONJUNCTION_POWER,
+          gist="rho above one half", robust_mode="model",
           prose="More than half of the tokens should increase their alignment with the layer's leading "
                 "eigenvector, beyond what random directions and F's other eigenvectors get.",
           # C7 is general: every model with the real forward pass, shared-weight ones over their own depth
@@ -148,6 +157,7 @@ CLAIMS: tuple[Claim, ...] = (
               f"{c['C7_share_layers']:.0%} of the layers (partial conjunction, < {c['alpha']}; saturated layers are "
               f"no evidence) AND the specificity p across the model < {c['alpha']}")),
     Claim(id="C8", statement=TEXT["C8"], figure=FIG["C8"], where=" [real forward pass]",
+          gist="weak gamma from small gaps", robust_mode="model",
           power="one-sided Spearman test over L layers: smallest p 1 / L!",
           prose="Layers with a larger spectral gap should show a stronger alignment.",
           criterion=Criterion(
@@ -156,6 +166,7 @@ CLAIMS: tuple[Claim, ...] = (
               wording=lambda c: f"model mode: Spearman(1 - |lambda_next|/|lambda_1|, gamma - null median) across "
               f"layers > 0 with p < {c['alpha']} (lambda_next: first eigenvalue beyond the lead's pair)")),
     Claim(id="C9", statement=TEXT["C9"], figure=FIG["C9"], where=" [real forward pass; the law beside it]",
+          gist="rank-1 edit steers tokens",
           power="thresholds (no null)",
           prose="A large enough rank-1 edit of the last layer's output matrix should align every token with a "
                 "chosen direction.",
@@ -168,6 +179,7 @@ CLAIMS: tuple[Claim, ...] = (
               "the edit's KL), else at matched norm of change; where a norm caps the change, the baseline acts "
               "along p * u and the row states the saturation and the largest |cos| the cap allows")),
     Claim(id="C10", statement=TEXT["C10"], figure=FIG["C10"],
+          gist="FFN can be disregarded", robust_mode="model",
           where=" [real forward pass, split at the attention and FFN sublayers]",
           power=CONJUNCTION_POWER + "; the FFN clause: whether ceil(L/4) layers could be Holm-significant",
           prose="The tilt should come from attention and normalisation: the attention sublayer tilts tokens "
@@ -180,6 +192,26 @@ CLAIMS: tuple[Claim, ...] = (
               f"conjunction, < {c['alpha']}) with the specificity p < {c['alpha']}, AND the FFN sublayer's tilt "
               f"significantly negative (per-layer Holm) in < {c['C10_ffn_negative_below']:.0%} of them (checked "
               "for whether it could fail)")),
-)
+]
 
 BY_ID = {c.id: c for c in CLAIMS}
+
+
+def register(claim: Claim) -> Claim:
+    """Add a claim (its id unused so far): every table, view and the article then show it. The one registration a
+    new claim needs."""
+    if claim.id in BY_ID:
+        raise ValueError(f"a claim with the id {claim.id!r} is registered already")
+    CLAIMS.append(claim)
+    BY_ID[claim.id] = claim
+    return claim
+
+
+def unregister(claim_id: str) -> None:
+    CLAIMS[:] = [c for c in CLAIMS if c.id != claim_id]
+    BY_ID.pop(claim_id, None)
+
+
+def gist(claim_id: str) -> str:
+    """A claim's few words ("" for an id no claim has)."""
+    return BY_ID[claim_id].gist if claim_id in BY_ID else ""

@@ -15,10 +15,8 @@ from typing import Callable
 import pandas as pd
 
 from powerlens.analysis.claims.criteria import INCONCLUSIVE, NOT_JUDGED
+from powerlens.analysis.claims.registry import BY_ID
 
-# claims whose evidence the variants change, and the dynamics mode each is judged in (C1: the law; the
-# quantized copies run the real forward pass only, so they speak to model-mode claims)
-ROBUST_CLAIMS = {"C1": "attention-only", "C6": "model", "C7": "model", "C8": "model", "C10": "model"}
 KEYS = ["model", "mode", "layer"]
 MAIN = "main run (seed of the config, whole corpus)"
 NOT_VARIED = "not varied: no Monte Carlo test"
@@ -62,7 +60,7 @@ def robustness(main: pd.DataFrame, evaluate_with: Callable[[pd.DataFrame], pd.Da
     main = main.copy()
     rows, agree = [], {}
     for i, r in main.iterrows():
-        mode = ROBUST_CLAIMS.get(r["claim"])
+        mode = BY_ID[r["claim"]].robust_mode if r["claim"] in BY_ID else None  # the variants change its evidence
         if r["verdict"].startswith(NOT_JUDGED) or r["family"] in ("-", "synthetic"):
             continue
         rec = {"claim": r["claim"], "family": r["family"], MAIN: r["verdict"]}

@@ -10,10 +10,9 @@ from powerlens.analysis.claims.criteria import (
     NOT_JUDGED,
     NOT_REPRODUCED,
     REPRODUCED,
-    TEXT,
     UNDERPOWERED,
 )
-from powerlens.analysis.claims.registry import BY_ID
+from powerlens.analysis.claims.registry import BY_ID, CLAIMS
 
 VIEW_MISSING = {"synthetic layers": "the claim is about trained models, not synthetic layers"}
 
@@ -54,8 +53,8 @@ def verdict_view(df: pd.DataFrame, agree: dict[tuple[str, str], str] | None = No
     controlled = set(judged.loc[judged.get("control verdict", pd.Series("-", index=judged.index)).fillna("-")
                                 != "-", "family"]) if len(judged) else set()
     rows = []
-    for claim in TEXT:
-        row = {"claim": claim, "statement": TEXT[claim] + BY_ID[claim].where}
+    for claim in (c.id for c in CLAIMS):
+        row = {"claim": claim, "statement": BY_ID[claim].statement + BY_ID[claim].where}
         mine = judged[judged["claim"] == claim]
         for f in fams + ["synthetic"]:
             r = mine[mine["family"] == f]

@@ -33,9 +33,8 @@ import torch
 
 from powerlens.analysis import decisions as dc
 from powerlens.analysis import parts as pt
-from powerlens.analysis.across_layers import tie_rank
 from powerlens.analysis.dynamics.probes import States, Stream, null_sums, probe_sums, subset_weights
-from powerlens.analysis.nulls import SATURATED_TIES, EigenDirections, random_direction_test, tie_uniform
+from powerlens.analysis.nulls import RANKING, SATURATED_TIES, random_direction_test, tie_uniform
 from powerlens.analysis.verdict_tests import TESTS, Field, TestSpec, first_draws, layer_tests, read_tests, readings
 from powerlens.core.runtime import fixed_mmap_threshold
 
@@ -44,11 +43,11 @@ VARIANTS = ("main", "seed1", "seed2", "seed3", "third0", "third1", "third2")
 
 @dataclass
 class Sums:
-    """One stream's sums at every depth: the lead's (k subsets, 1), the eigen members' (k, M) and the random
-    draws' (k, R so far), per (probe, quantity)."""
+    """One stream's sums at every depth: the lead's (k subsets, 1), each ranking null's members' (k, M; by the
+    null's key) and the random draws' (k, R so far), per (probe, quantity)."""
 
     lead: dict[int, dict]
-    eig: dict[int, dict]
+    ranked: dict[str, dict[int, dict]]
     null: dict[int, dict] = field(default_factory=dict)
 
     def drawn(self, t: int, probe: str) -> int:
@@ -62,17 +61,6 @@ def _value(sums: dict, probe: str, stat: str, row: int, n: float) -> np.ndarray:
         tot = inc + dec
         return np.where(tot > 0, inc / np.maximum(tot, 1), np.nan)
     return sums[(probe, "out" if stat == "gamma" else "tilt")][row] / n
-
-
-def _eig_rank(v: float, members: np.ndarray, tail: str, u: float) -> dict:
-    """The lead among F's other eigen-directions of its kind: members, members it beats, ties, its randomised
-    rank (tie-break ``u``) and percentile (NaN lead: no members)."""
-    t = EigenDirections.test(v, members, u, tail)
-    if np.isnan(t.p):
-        return {Field.EIG_M: 0, Field.EIG_BEATEN: 0, Field.EIG_TIED: 0, Field.EIG_RANK: 0, Field.EIG_PCT: np.nan}
-    return {Field.EIG_M: t.n, Field.EIG_BEATEN: t.beaten, Field.EIG_TIED: t.tied,
-            Field.EIG_RANK: tie_rank(t.beaten, t.tied, u),
-            Field.EIG_PCT: 100.0 * (t.beaten + t.tied / 2) / t.n if t.n else np.nan}
 
 
 def _family(recs: list[dict], values: np.ndarray, spec: TestSpec, alpha: float) -> list[dict]:
@@ -126,14 +114,15 @@ def _depths(probe: str, S: int) -> range:
 
 def layer_columns(spec: TestSpec, values, nulls, members, us, ues, alpha: float) -> list[dict]:
     """One test at every depth, as the dynamics table's columns: per depth the lead's value ``values[t]``
-    against the random draws ``nulls[t]`` (tie-break ``us[t]``) and, for a test with ``eigen``, its rank among F's
-    other eigen-directions ``members[t]`` (tie-break ``ues[t]``); Holm across the depths, side conditions and
-    per-layer marks. The one path from statistics to columns (the unit tests plant effects through it)."""
+    against the random draws ``nulls[t]`` (tie-break ``us[t]``) and, for a test with ``ranked``, its rank among each
+    ranking null's members ``members[key][t]`` (tie-break ``ues[key][t]``, :data:`~powerlens.analysis.nulls.
+    RANKING`); Holm across the depths, side conditions and per-layer marks. The one path from statistics to
+    columns (the unit tests plant effects through it)."""
     recs = []
     for t, v in enumerate(values):
         rec = random_direction_test(float(v), nulls[t], us[t], spec.tail)
-        if spec.eigen:
-            rec.update(_eig_rank(float(v), np.asarray(members[t], dtype=float), spec.tail, ues[t]))
+        for key, null in RANKING.items() if spec.ranked else ():
+            rec.update(null.columns(float(v), np.asarray(members[key][t], dtype=float), ues[key][t], spec.tail))
         recs.append(rec)
     out = []
     for v, r in zip(values, _family(recs, np.asarray(values, dtype=float), spec, alpha)):
@@ -154,9 +143,10 @@ def _evaluate(v: Variant, sums: Sums, n: float, S: int, probes, R_of: dict, seed
         ts = list(_depths(spec.probe, S))
         values = [float(_value(sums.lead[t], spec.probe, spec.stat, v.row, n)[0]) for t in ts]
         nulls = [_value(sums.null[t], spec.probe, spec.stat, v.row, n)[:R_of[(v.name, spec.prefix, t)]] for t in ts]
-        members = [_value(sums.eig[t], spec.probe, spec.stat, v.row, n) if spec.eigen else None for t in ts]
+        members = ({k: [_value(sums.ranked[k][t], spec.probe, spec.stat, v.row, n) for t in ts] for k in sums.ranked}
+                   if spec.ranked else {})
         us = [tie_uniform(seed, t, spec.prefix + v.tag) for t in ts]
-        ues = [tie_uniform(seed, t, spec.prefix + "_eig" + v.tag) for t in ts]
+        ues = {k: [tie_uniform(seed, t, f"{spec.prefix}_{k}{v.tag}") for t in ts] for k in sums.ranked}
         for t, cols in zip(ts, layer_columns(spec, values, nulls, members, us, ues, alpha)):
             rows[t].update(cols)
     return rows
@@ -197,25 +187,26 @@ def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_o
 
 
 def _directions(dirs, layer_of, S: int, probes) -> tuple[dict, dict, dict]:
-    """Per depth: each probe's direction block, the eigen members of the lead's kind and each probe's
-    dimension."""
+    """Per depth: each probe's direction block, each ranking null's members of the lead's kind (by the null's
+    key) and each probe's dimension."""
     own = {"layer": "lead", "layer_M": "lead_M", "layer_Ft": "lead_Ft", "attn": "lead", "ffn": "lead"}
     T = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
-    lead, eig, dims = {}, {}, {}
+    lead, ranked, dims = {}, {k: {} for k in RANKING}, {}
     for t in range(S):
-        d = dirs[layer_of(t)]
-        kind = d.eig_r1 if d.lead.shape[1] == 1 else d.eig_r2  # members of the lead's own kind (section 4d)
-        members = [(T(kind), d.lead.shape[1])] if kind is not None and kind.shape[1] else []
-        lead[t], eig[t], dims[t] = {}, {}, {}
+        d, r = dirs[layer_of(t)], dirs[layer_of(t)].lead.shape[1]
+        blocks = {k: n.members(d, r) for k, n in RANKING.items()}  # members of the lead's own kind (section 4d)
+        lead[t], dims[t] = {}, {}
+        for k in ranked:
+            ranked[k][t] = {}
         for p in probes:
             D = dirs[layer_of(0)].lead if p == "first" else getattr(d, own[p])
             if D is None or (p == "first" and t != S - 1):
                 continue
             lead[t][p] = [(T(D), D.shape[1])]
             dims[t][p] = D.shape[1]
-            if p in ("layer", "attn", "ffn"):
-                eig[t][p] = members
-    return lead, eig, dims
+            for k, B in blocks.items() if p in ("layer", "attn", "ffn") else ():
+                ranked[k][t][p] = [(T(B), r)] if B is not None and B.shape[1] else []
+    return lead, ranked, dims
 
 
 def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, alpha: float, seed: int, r0: int,
@@ -234,19 +225,19 @@ def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, alpha: 
     subsets = ["all"] + [f"third{j}" for j in range(3)] if any(v.row for v in vs) else ["all"]
     W = subset_weights(states.prompt, subsets)
     n_row = W.sum(1).numpy()
-    lead_b, eig_b, dims = _directions(dirs, layer_of, S, probes)
+    lead_b, ranked_b, dims = _directions(dirs, layer_of, S, probes)
     probes = tuple(p for p in probes if p in lead_b[S - 1])  # a lead that exists (F~: pre-norm models only)
     lead = {t: probe_sums(states, t, tuple(lead_b[t]), lead_b[t], W) for t in range(S)}
-    eig = {t: probe_sums(states, t, tuple(eig_b[t]), eig_b[t], W) if any(eig_b[t].values()) else
-           {(p, q): np.zeros((len(subsets), 0)) for p in eig_b[t] for q in ("out", "tilt", "inc", "dec")}
-           for t in range(S)}
+    ranked = {k: {t: probe_sums(states, t, tuple(b[t]), b[t], W) if any(b[t].values()) else
+                  {(p, q): np.zeros((len(subsets), 0)) for p in b[t] for q in ("out", "tilt", "inc", "dec")}
+                  for t in range(S)} for k, b in ranked_b.items()}
     R0 = first_draws(mode, S, crit, alpha, r0, r_cap)
     frames, arrays = {}, {}
     for key in sorted({v.stream for v in vs}):
         mine = [v for v in vs if v.stream == key]
         run = _Stream(states=states, dims=dims, W=W, n_row=n_row, probes=probes, seed=seed, alpha=alpha,
                       mode=mode, crit=crit, extend=extend, r_cap=r_cap)
-        results, sums = run.decide(mine, key, Sums(lead=lead, eig=eig), R0)
+        results, sums = run.decide(mine, key, Sums(lead=lead, ranked=ranked), R0)
         for v in mine:
             f = _frame(results[v.name])
             frames[v.name] = f[[c for c in f.columns if not c.endswith(("_tie_lo", "_tie_hi"))]]

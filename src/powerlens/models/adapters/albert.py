@@ -20,6 +20,7 @@ class AlbertAdapter(Adapter):
 
     #: C5 (c): albert-base-v2 and -large-v2 have a real leading eigenvalue, -xlarge-v2 and -xxlarge-v2 a complex one
     paper_leading_types = {"base": "real", "large": "real", "xlarge": "complex", "xxlarge": "complex"}
+    shares_layers = True
 
     def paper_size(self, meta, paper_models):
         """base / large / xlarge / xxlarge when (hidden size, heads, layers) is one of the four albert-*-v2

@@ -218,6 +218,8 @@ class Adapter:
 
     #: The leading eigenvalue's type the paper reports per size of this family (C5 (c)); empty: none.
     paper_leading_types: dict[str, str] = {}
+    #: One layer's weights shared by every depth (ALBERT): the family claim C5 is about.
+    shares_layers: bool = False
 
     def paper_size(self, meta: dict, paper_models: dict) -> str | None:
         """The paper's size name of a model of this family (C5 (c)), recognised from its configuration (hidden
