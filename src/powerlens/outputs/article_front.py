@@ -28,7 +28,9 @@ def _family(arch: str) -> str:
     """An architecture's family name (its adapter's), the architecture itself where no adapter has it."""
     from powerlens.models.adapters import ADAPTERS
 
-    return ADAPTERS[arch].family if arch in ADAPTERS else arch
+    adapter = ADAPTERS.get(arch)
+    return adapter.family if adapter is not None else arch
+
 
 WORD_RE = r"^(reproduced|not reproduced|inconclusive|underpowered|not judged)"
 P_RE = r"^p (\S+)"
@@ -257,7 +259,7 @@ def _shares_layers(arch: str | None) -> bool:
     """One layer shared by every depth (ALBERT's): the family C5 is about."""
     from powerlens.models.adapters import ADAPTERS
 
-    return arch in ADAPTERS and ADAPTERS[arch].shares_layers
+    return bool(getattr(ADAPTERS.get(arch or ""), "shares_layers", False))
 
 
 def _stand_in_row(run, paper_config: str, key: str, spec: dict, trained: dict, twins: dict, by_key: dict) -> list:
