@@ -29,8 +29,7 @@ class Part:
     powered: bool
     power: str
     conj: Conjunction | None = None
-    spec: Specificity | None = None  # against F's other eigen-directions (the claims' texts read it)
-    specs: dict = field(default_factory=dict)  # ranking null's key -> its specificity (``spec`` among them)
+    specs: dict = field(default_factory=dict)  # ranking null's key -> its specificity
     yes: int = 0  # fewer_than: layers significant (per-layer Holm), undecided, of
     undecided: int = 0
     of: int = 0
@@ -40,6 +39,11 @@ class Part:
     straddling: tuple[int, ...] = field(default_factory=tuple)
     need: int = 0
     tau: float | None = None  # at_least: the per-layer p below which a layer counts (alpha / (L - u + 1))
+
+    @property
+    def spec(self) -> Specificity | None:
+        """The specificity against F's other eigen-directions (the claims' texts read it)."""
+        return self.specs.get(EigenDirections.key)
 
     @property
     def attainable(self) -> float:
@@ -115,7 +119,7 @@ def _at_least(reading: Reading, lt: LayerTests, crit: dict, alpha: float, r_cap:
         straddling = tuple(int(i) for i in sorted(np.flatnonzero((lo < tau) & (hi >= tau)), key=lambda i: p[i]))
         need = max(0, u - int(np.sum(hi < tau)))
     return Part(reading, decision, all(can), f"needs p < {alpha}; " + "; ".join(power), conj=conj,
-                spec=specs.get(EigenDirections.key), specs=specs, straddling=straddling, need=need, tau=alpha / k)
+                specs=specs, straddling=straddling, need=need, tau=alpha / k)
 
 
 def claim_decision(parts: list[Part]) -> str:

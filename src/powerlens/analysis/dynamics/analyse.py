@@ -160,9 +160,11 @@ def control_table(ctrl, dirs, *, seed: int, alpha: float):
     depths = c["layer"].to_list()
     out = {"layer": depths}
     holm = {}
-    for spec in map(control_spec, _CONTROL_TESTS):
-        values = c[spec.value.removesuffix(CONTROL_SUFFIX)].to_numpy(dtype=float)
-        nulls = [lead_nulls(ctrl, i)[spec.stat] for i in range(len(depths))]
+    draws = [lead_nulls(ctrl, i) for i in range(len(depths))]  # per depth: each statistic's draws
+    for base in _CONTROL_TESTS:
+        spec = control_spec(base)
+        values = c[base.value].to_numpy(dtype=float)
+        nulls = [d[spec.stat] for d in draws]
         us = [tie_uniform(seed, t, spec.prefix) for t in depths]  # the main run's keys: the same tie-breaks
         cols = layer_columns(spec, values, nulls, None, us, us, alpha)
         out[spec.value] = values
