@@ -50,6 +50,39 @@ class Field:
     FAMILY = (P_HOLM, P_HOLM_LO, P_HOLM_HI, MC_SIG, TIE_BOUND, SIDE, SATURATED, SIG)
 
 
+class Sums:
+    """The per-depth values of a dynamics table that are not a test's (:func:`powerlens.analysis.dynamics.
+    layer_stats` writes them; figures, tables and claims read them by these names). ``layer`` and
+    ``unique_layer`` key every per-layer table of a run, spectra and steering too."""
+
+    LEADING_TYPE, LEADING_TYPE_M = "leading_type", "leading_type_M"  # F's and M = I + F's leading eigenvalue kind
+    N_TOKENS, N_PROMPTS = "n_tokens", "n_prompts"
+    # consensus and rotation (C5's figures): mean pairwise cos and |cos|, alignment with the lead planes of F and M
+    PAIRWISE_COS, PAIRWISE_ABS_COS = "pairwise_cos", "pairwise_abs_cos"
+    SPAN12, SPAN_M, SPAN_M_DIM = "span12_alignment", "span_M_alignment", "span_M_dim"
+    MEAN_DTHETA, ROTATION_PLANE, ARG_LAMBDA1, ARG_MU1 = "mean_dtheta", "rotation_plane", "arg_lambda1", "arg_mu1"
+    PREDICTED_DTHETA = "predicted_dtheta"
+    # the consensus subspace at the final step against random subspaces of its dimension (C5 (b))
+    SPAN_M_FINAL = "span_M_final"
+    SPAN_M_FINAL_Q99, SPAN_M_FINAL_SATURATED = "span_M_final_null_q99", "span_M_final_saturated"
+    # secondary token- and prompt-level tests of F's lead (named as such, never a verdict's basis)
+    RHO_TOKEN_SIGN, RHO_PROMPT_SIGN = "rho_p_token_sign", "rho_p_prompt_sign"
+    TILT_PROMPT_WILCOXON = "tilt_p_prompt_wilcoxon"
+    SECONDARY = (RHO_TOKEN_SIGN, RHO_PROMPT_SIGN, TILT_PROMPT_WILCOXON)
+    ATTN_ENTROPY, BIAS_RATIO = "attn_entropy_rel", "bias_ratio"  # the attention-only law's diagnostics
+
+    @staticmethod
+    def of(stat: str, direction: str) -> str:
+        """gamma, rho or the tilt against a named direction (F's ``lead``, ``lead_M``, ``lead_Ft``, ``null_eig``:
+        :data:`powerlens.analysis.dynamics.directions.NAMED`): ``gamma``, ``rho_M``, ``gamma_null_eig``..."""
+        return stat + ("" if direction == "lead" else "_" + direction.removeprefix("lead_"))
+
+    @staticmethod
+    def span_m_final(field: str) -> str:
+        """The final step's consensus test's column of one :class:`Field` (``span_M_final_p``...)."""
+        return f"{Sums.SPAN_M_FINAL}_{field}"
+
+
 @dataclass(frozen=True)
 class TestSpec:
     """One per-layer test: a probe, a statistic and a tail (``upper``: larger than the null; ``lower``: smaller).

@@ -114,10 +114,9 @@ def figure_names(cell: str) -> list[str]:
 
 
 def verdict_class(df: pd.DataFrame, claim: str, fam: str) -> str:
-    from powerlens.outputs.trace import verdict_word
-
-    v = df.loc[(df["claim"] == claim) & (df["family"] == fam), "verdict"]
-    return verdict_word(v.iloc[0]).replace(" ", "-") if len(v) else ""
+    """The CSS class of a table_claims row's verdict: its outcome (one word) with dashes for spaces."""
+    v = df.loc[(df["claim"] == claim) & (df["family"] == fam), "outcome"]
+    return v.iloc[0].replace(" ", "-") if len(v) else ""
 
 
 def claim_blocks(run: Run, claim: str, statement: Traced, figs: Figures) -> list:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from powerlens.analysis.claims.registry import gist
 from powerlens.outputs.trace import (
-    CONTROL_SUFFIX,
+    WORDS,
     Traced,
     count_word,
     csv_cell,
@@ -20,7 +20,6 @@ from powerlens.outputs.trace import (
     read_table,
     row_count,
     verdict_columns,
-    verdict_word,
 )
 
 
@@ -30,11 +29,6 @@ def _family(arch: str) -> str:
 
     adapter = ADAPTERS.get(arch)
     return adapter.family if adapter is not None else arch
-
-
-WORD_RE = r"^(reproduced|not reproduced|inconclusive|underpowered|not judged)"
-P_RE = r"^p (\S+)"
-CONTROL_P_RE = r"claim p ([^;)\s]+)"
 
 
 def _read(run, name: str) -> pd.DataFrame | None:
@@ -83,42 +77,40 @@ def _robust(run, claim: str, fam: str) -> list:
 
 
 def verdict_cell(run, claim: str, fam: str, vcol: str | None) -> tuple:
-    """One cell: the verdict word (coloured), claim p and attainable p (or the failed part where the claim has
-    no p), the robustness count where the variants could have differed, and the matched control's verdict."""
+    """One cell: the verdict word (coloured), claim p and attainable p (or the first failed part where the claim
+    has no p), the robustness count where the variants could have differed, and the matched control's verdict;
+    each read from table_claims' columns of one number or word (:data:`powerlens.analysis.claims.NUMBERS`)."""
     src = f"{run.tables}/table_claims.csv"
     df = _read(run, "table_claims.csv")
     hit = df[(df["claim"] == claim) & (df["family"] == fam)]
-    vsrc = f"{run.tables}/table_claim_verdicts.csv"
     if len(hit) != 1:
+        vsrc = f"{run.tables}/table_claim_verdicts.csv"
         return ([csv_cell(vsrc, run.root, {"claim": claim}, vcol)] if vcol else ["-"], "")
     r, key = hit.iloc[0], {"claim": claim, "family": fam}
-    word = verdict_word(r["verdict"])
-    cls = word.replace(" ", "-")
-    out: list = [("s", f"w-{cls}", [csv_cell(src, run.root, key, "verdict", WORD_RE)])]
+    cell = lambda col: csv_cell(src, run.root, key, col)  # noqa: E731
+    given = lambda col: r.get(col, "-") not in ("", "-")  # noqa: E731
+    word = r["outcome"]
+    out: list = [("s", f"w-{word.replace(' ', '-')}", [cell("outcome")])]
     if word == "underpowered":
-        out += [" \u00b7 no power"]
-        if r.get("attainable p", "-") not in ("", "-"):
-            out += [": attainable p ", csv_cell(src, run.root, key, "attainable p")]
-    elif r.get("claim p", "-").startswith("p "):
-        out += [" \u00b7 p ", csv_cell(src, run.root, key, "claim p", P_RE)]
-        if r.get("attainable p", "-") not in ("", "-"):
-            out += [", attainable ", csv_cell(src, run.root, key, "attainable p")]
-        if word == "not reproduced" and r.get("failed part", "-").startswith("("):
-            out += [" \u00b7 fails ", csv_cell(src, run.root, key, "failed part", r"^(\([a-z]\))")]
-    elif r.get("failed part", "-") not in ("", "-"):
-        out += [" \u00b7 ", csv_cell(src, run.root, key, "failed part", r"^([^;]+)")]
+        out += [" \u00b7 no power"] + ([": attainable p ", cell("attainable p value")] if given("attainable p value")
+                                        else [])
+    elif given("p value"):
+        out += [" \u00b7 p ", cell("p value")]
+        if given("attainable p value"):
+            out += [", attainable ", cell("attainable p value")]
+        if word == "not reproduced" and given("first failed part"):
+            out += [" \u00b7 fails ", cell("first failed part")]
+    elif given("first failed part"):
+        out += [" \u00b7 ", cell("first failed part")]
     elif word == "reproduced":
         out += [" \u00b7 decided by a residual, no p"]
     out += _robust(run, claim, fam)
-    ccol = (vcol or "") + CONTROL_SUFFIX
-    vdf = _read(run, "table_claim_verdicts.csv")
-    if vcol and ccol in vdf and verdict_word(vdf.loc[vdf["claim"] == claim, ccol].iloc[0]) not in ("-", "not judged"):
-        cell = vdf.loc[vdf["claim"] == claim, ccol].iloc[0]
-        line = ["matched control: ", csv_cell(vsrc, run.root, {"claim": claim}, ccol, WORD_RE)]
-        if "claim p " in cell:
-            line += [" (p ", csv_cell(vsrc, run.root, {"claim": claim}, ccol, CONTROL_P_RE), ")"]
+    if given("control outcome") and r["control outcome"] != "not judged":
+        line = ["matched control: ", cell("control outcome")]
+        if given("control p value"):
+            line += [" (p ", cell("control p value"), ")"]
         out.append(("s", "line", line))
-    return (out, cls)
+    return (out, word.replace(" ", "-"))
 
 
 def verdict_table(run) -> list:
@@ -135,9 +127,7 @@ def verdict_table(run) -> list:
     rows = []
     for claim in vdf["claim"]:
         first = ([csv_cell(vsrc, run.root, {"claim": claim}, "claim"), ("s", "line", [gist(claim)])], "")
-        judged = [c for c in vcols if verdict_word(vdf.loc[vdf["claim"] == claim, c].iloc[0]) not in ("-",
-                                                                                                       "not judged")]
-        if not judged:
+        if (claims.loc[claims["claim"] == claim, "outcome"] == "not judged").all():
             why = ["not judged in this run"]
             if "not judged in this run" in vdf and vdf.loc[vdf["claim"] == claim, "not judged in this run"].iloc[0] \
                     not in ("", "-"):
@@ -164,7 +154,7 @@ def summary(run) -> list:
     vsrc, csrc, msrc = (f"{run.tables}/table_claim_verdicts.csv", f"{run.tables}/table_claims.csv",
                         f"{run.tables}/table_models.csv")
     root = run.root
-    n = {w: count_word(vsrc, root, w) for w in ("reproduced", "not reproduced", "inconclusive", "underpowered")}
+    n = {w: count_word(csrc, root, w) for w in WORDS}
     models = _read(run, "table_models.csv")
     if models is not None and (models["weights"].str.startswith("trained")).any():
         trained = row_count(msrc, root, [["weights", "^trained"]])
@@ -175,12 +165,12 @@ def summary(run) -> list:
         s1 = ["This run has no trained model: it tested only the claims about synthetic layers, and its "
               "random-weight twins exercise the code without being evidence for or against any claim. "]
     s2 = ["Of the judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not"]
-    s2 += (["; in ", count_word(vsrc, root, "reproduced", "reproduced"), " of the reproduced cells the same test on "
+    s2 += (["; in ", count_word(csrc, root, "reproduced", "reproduced"), " of the reproduced cells the same test on "
             "random weights passes too, so those say nothing about training. "]
            if s1[0].startswith("This run tested") and has_controls(vsrc, root) else [". "])
     alpha = _alpha(run)
-    judged = [["verdict", "^(?!not judged)"]]
-    either = row_count(csrc, root, judged, ["attainable p", float(alpha.text)]) if alpha else None
+    judged = [["outcome", list(WORDS)]]
+    either = row_count(csrc, root, judged, ["attainable p value", float(alpha.text)]) if alpha else None
     s3 = ["How sure: ", either or "-", " cell" + ("" if either and either.text == "1" else "s") +
           " had a test that could have gone either way (attainable p below alpha ",
           *([alpha] if alpha else []), "), ", n["underpowered"], " were underpowered (could not have passed), ",

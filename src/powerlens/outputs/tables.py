@@ -196,7 +196,7 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
         g = vt.own_depth(g)
         row = {
             "model": labels.get(m, m), "weights": weights_text(g["weights"].iloc[0]), "mode": mode, "layers": len(g),
-            "tokens": int(g["n_tokens"].median()), "prompts": int(g["n_prompts"].median()),
+            "tokens": int(g[vt.Sums.N_TOKENS].median()), "prompts": int(g[vt.Sums.N_PROMPTS].median()),
             "mean gamma": float(g[G.value].mean()),
             "gamma null median": float(g[G.col(F.NULL_MEDIAN)].median()),
             "gamma null q95": float(g[G.col(F.NULL_Q95)].median()),
@@ -211,9 +211,9 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
                                                              for s in (vt.GAMMA, vt.RHO, vt.TILT)),
             "largest R (draws)": int(max(g.get(s.col(F.R), pd.Series([0])).max() for s in (vt.GAMMA, vt.RHO, vt.TILT))),
             "saturated layers (rho, tilt)": f"{n_saturated(g, vt.RHO)}, {n_saturated(g, vt.TILT)}",
-            f"secondary: token sign p < {alpha}": int((g["rho_p_token_sign"] < alpha).sum()),
-            f"secondary: prompt sign p < {alpha}": int((g["rho_p_prompt_sign"] < alpha).sum()),
-            "mean gamma, non-leading eigvec null": float(g["gamma_null_eig"].mean()),
+            f"secondary: token sign p < {alpha}": int((g[vt.Sums.RHO_TOKEN_SIGN] < alpha).sum()),
+            f"secondary: prompt sign p < {alpha}": int((g[vt.Sums.RHO_PROMPT_SIGN] < alpha).sum()),
+            "mean gamma, non-leading eigvec null": float(g[vt.Sums.of(vt.GAMMA.stat, "null_eig")].mean()),
             "mean gamma, M = I+F lead": float(g[vt.GAMMA_M.value].mean()),
             "M lead: layers rho sig.": sig(g, vt.RHO_M, 0.5),
         }
@@ -224,9 +224,9 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
             row["sublayer tilt layers: attention +, -; FFN +, -"] = ", ".join(
                 str(count(g, c, alpha=alpha).yes) for c in (vt.ATTN_TILT, vt.ATTN_TILT_NEG, vt.FFN_TILT,
                                                             vt.FFN_TILT_NEG))
-        if "attn_entropy_rel" in g and g["attn_entropy_rel"].notna().any():
-            row["attention entropy / log n"] = float(g["attn_entropy_rel"].mean())
-            row["median ||b_eff|| / ||F x_mean||"] = float(g["bias_ratio"].median())
+        if vt.Sums.ATTN_ENTROPY in g and g[vt.Sums.ATTN_ENTROPY].notna().any():
+            row["attention entropy / log n"] = float(g[vt.Sums.ATTN_ENTROPY].mean())
+            row["median ||b_eff|| / ||F x_mean||"] = float(g[vt.Sums.BIAS_RATIO].median())
         if ctrl_rho.value in g and g[ctrl_rho.value].notna().any():
             row["bias-free: mean gamma"] = float(g[vt.control_spec(vt.GAMMA).value].mean())
             row["bias-free: layers rho sig."] = sig(g, ctrl_rho, 0.5)

@@ -69,11 +69,12 @@ def describe(loc: dict) -> str:
     if "json" in loc:
         return " \u203a ".join(map(str, loc["json"])) + part
     if "count" in loc:
-        also = f" whose matched control reads {loc['control']!r}" if loc.get("control") else ""
-        return f"number of verdict cells reading {loc['count']!r}{also}"
+        also = f" and whose matched control's is {loc['control']!r}" if loc.get("control") else ""
+        return f"number of verdict cells (rows) whose outcome is {loc['count']!r}{also}"
     if "rows" in loc:
         r = loc["rows"]
-        cond = [f"{c} matches {p!r}" for c, p in r.get("where", [])]
+        cond = [f"{c} is one of {', '.join(p)}" if isinstance(p, list) else f"{c} matches {p!r}"
+                for c, p in r.get("where", [])]
         if r.get("below"):
             cond.append(f"{r['below'][0]} below {r['below'][1]}")
         return "number of rows" + (" where " + " and ".join(cond) if cond else "")
@@ -122,8 +123,8 @@ def row_count(src: str, root: Path, where: list | None = None, below: list | Non
     ``[column, x]``, hold a number below x in that column."""
     df = read_table(root / src)
     keep = pd.Series(True, index=df.index)
-    for c, p in where or []:
-        keep &= df[c].map(lambda v: re.search(p, v) is not None)
+    for c, p in where or []:  # a list: one of its values; a string: a regular expression (a label, never a verdict)
+        keep &= df[c].isin(p) if isinstance(p, list) else df[c].map(lambda v: re.search(p, v) is not None)
     if below:
         keep &= pd.to_numeric(df[below[0]], errors="coerce").lt(float(below[1])).fillna(False)
     return Traced(str(int(keep.sum())), src, {"rows": {"where": [list(w) for w in where or []],
@@ -156,14 +157,13 @@ def has_controls(src: str, root: Path) -> bool:
 
 
 def count_word(src: str, root: Path, word: str, control: str | None = None) -> Traced:
-    """How many verdict cells of table_claim_verdicts (family and synthetic columns, never a matched control's)
-    carry ``word`` (with ``control``: and whose matched control's cell carries that word)."""
+    """How many rows of table_claims (trained families and the synthetic layers: the verdict cells) have the
+    outcome ``word`` (with ``control``: and whose matched control's outcome is that word)."""
     df = read_table(root / src)
-    cols = verdict_columns(df)
-    n = sum(verdict_word(df.at[i, c]) == word and (control is None or verdict_word(
-        df.at[i, c + CONTROL_SUFFIX] if c + CONTROL_SUFFIX in df else "") == control)
-        for i in df.index for c in cols)
-    return Traced(str(n), src, {"count": word, **({"control": control} if control else {})})
+    keep = df["outcome"] == word
+    if control is not None:
+        keep &= df.get("control outcome", pd.Series("-", index=df.index)) == control
+    return Traced(str(int(keep.sum())), src, {"count": word, **({"control": control} if control else {})})
 
 
 def resolve(src: str, loc: dict, root: Path) -> str:

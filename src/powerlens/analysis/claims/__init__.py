@@ -19,6 +19,7 @@ robustness variants; ``view`` makes the verdict view a reader scans.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from powerlens.analysis.claims.criteria import (
@@ -67,17 +68,35 @@ TWINS_ONLY = "random weights only: twins are never evidence"
 CONTROL_LABEL = "random layer weights"  # what a matched control's weights are, everywhere a reader sees it
 
 
+#: table_claims' columns that hold one number or one word each, what every output reads instead of the words
+#: ("p value": the claim's p; a family's is its trained models' largest, as each must pass).
+NUMBERS = ("outcome", "p value", "attainable p value", "specificity p value", "first failed part",
+           "control outcome", "control p value")
+
+
 def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested: bool = True,
-        control: str = "-", control_word: str = "-") -> dict:
-    """One row of the claims table from a (possibly combined) verdict, with the matched controls' words."""
+        control: str = "-", cv: Verdict | None = None) -> dict:
+    """One row of the claims table from a (possibly combined) verdict, with the matched controls' words (``cv``:
+    the controls' combined verdict), then the same in numbers (:data:`NUMBERS`)."""
     verdict = v.word if tested else f"{NOT_JUDGED} ({TWINS_ONLY})"
+    nan = float("nan")
     return {"claim": claim, "statement": BY_ID[claim].statement, "family": family, "models": models,
             "criterion": criterion,
             "measured": v.measured, "null": v.null, "claim p": v.claim_p, "attainable p": v.attainable,
             "specificity p": v.specificity, "verdict": verdict,
             "failed part": (v.failed or "-") if tested and not v.ok else "-",
             "would flip if": (v.flip or "-") if tested else "-", "matched control": control,
-            "control verdict": control_word, "p": v.p_short, "figure": BY_ID[claim].figure}
+            "control verdict": "-" if cv is None else cell(cv.word, "-", cv.p_short, cv.attainable),
+            "p": v.p_short, "figure": BY_ID[claim].figure,
+            **dict(zip(NUMBERS, (v.word if tested else NOT_JUDGED, v.p, v.p_floor, v.p_spec,
+                                 (v.first_failed or None) if tested else None,
+                                 None if cv is None else cv.word, nan if cv is None else cv.p)))}
+
+
+def _largest(ps) -> float:
+    """A family's p from its models' (every model must pass: the largest; NaN where any has none)."""
+    ps = [float(p) for p in ps]
+    return float("nan") if not ps or any(np.isnan(ps)) else max(ps)
 
 
 def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
@@ -97,11 +116,14 @@ def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
             ("any one of: " if ok else "each of: ") + "; ".join(f"{name(m)}: {r.flip}" for m, r in movers.items()))
     each = lambda f: (getattr(next(iter(results.values())), f) if len(results) == 1 else  # noqa: E731
                       "; ".join(f"{name(m)}: {getattr(r, f)}" for m, r in results.items()))
+    own = {m: results[m].failed_parts or (results[m].failed,) for m, _ in bad}
+    parts = tuple(x if len(results) == 1 else f"{name(m)}: {x}" for m, xs in own.items() for x in xs)
     return Verdict(ok, each("measured"), each("null"), failed, inconclusive=bool(incon), flip=flip,
                    underpowered="; ".join(f"{name(m)}: {results[m].underpowered}" for m in weak)
                    if len(results) > 1 else (results[weak[0]].underpowered if weak else ""),
                    claim_p=each("claim_p"), p_short=each("p_short"), attainable=each("attainable"),
-                   specificity=each("specificity"))
+                   specificity=each("specificity"), failed_parts=parts,
+                   **{k: _largest(getattr(r, k) for r in results.values()) for k in ("p", "p_floor", "p_spec")})
 
 
 def control_text(results: dict[str, Verdict], labels: dict[str, str]) -> str:
@@ -161,8 +183,7 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
                     v = v._replace(measured=f"{v.measured}; {CONTROL_SENTENCE}")
                 cv = combine(judged, labels) if judged else None
                 rows.append(row(claim.id, name, shown, c.wording(criteria), v, fam.tested,
-                                control_text(judged, labels),
-                                "-" if cv is None else cell(cv.word, "-", cv.p_short, cv.attainable)))
+                                control_text(judged, labels), cv))
     for claim, (criterion, v) in theory_verdicts(theory, criteria["alpha"]).items():  # synthetic layers, no family
         rows.append(row(claim, "synthetic", "synthetic layers" + (" (softmax attention)" if claim == "C4" else ""),
                         criterion, v))
@@ -191,7 +212,8 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
                                                "null": "-", "claim p": "-", "attainable p": "-",
                                                "specificity p": "-", "verdict": NOT_JUDGED, "failed part": "-",
                                                "would flip if": "-", "matched control": "-",
-                                               "control verdict": "-", "p": "-", "figure": BY_ID[c].figure}])])
+                                               "control verdict": "-", "p": "-", "figure": BY_ID[c].figure,
+                                               "outcome": NOT_JUDGED}])])
     return df.reset_index(drop=True)
 
 
@@ -200,4 +222,4 @@ __all__ = ['Verdict', 'FIG', 'TEXT', 'CONTROL_SENTENCE', 'CONTROL_LABEL', 'share
            'c6', 'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'VIEW_MISSING',
            'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
            'Criterion', 'Claim', 'CLAIMS', 'BY_ID', 'evaluate', 'family_of', 'combine', 'families', 'row',
-           'controls_of', 'control_text']
+           'controls_of', 'control_text', 'NUMBERS']

@@ -10,6 +10,7 @@ import pandas as pd
 
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.claims import flip as fl
+from powerlens.analysis.verdict_tests import Field, Sums
 from powerlens.core.fmt import fmt_num
 from powerlens.models.archs import PAPER_MODELS
 
@@ -21,7 +22,9 @@ class Verdict(NamedTuple):
     rounding of its threshold (paper.md section 4c); ``underpowered``: why the criterion could not have passed,
     or why its pass rests on a clause that could not have failed (paper.md section 4d); ``ok`` is then False and
     ``failed`` says why. ``claim_p``, ``attainable``, ``specificity``: the claim's one p, the smallest p its rule
-    could produce at this resolution and the specificity p across the model (paper.md section 4d), in words."""
+    could produce at this resolution and the specificity p across the model (paper.md section 4d), in words;
+    ``p``, ``p_floor``, ``p_spec`` the same three as numbers (NaN where the rule has none) and ``failed_parts``
+    each failed part on its own: what a reader's output takes without reading the words back."""
 
     ok: bool
     measured: str
@@ -34,6 +37,15 @@ class Verdict(NamedTuple):
     p_short: str = "-"  # the claim's p alone (the verdict view's cells)
     attainable: str = "-"
     specificity: str = "-"
+    p: float = float("nan")
+    p_floor: float = float("nan")
+    p_spec: float = float("nan")
+    failed_parts: tuple[str, ...] = ()
+
+    @property
+    def first_failed(self) -> str:
+        """The first part that failed (or why it is inconclusive or underpowered); "" where it passed."""
+        return "" if self.ok else self.failed_parts[0] if self.failed_parts else self.failed
 
     @property
     def word(self) -> str:
@@ -51,13 +63,16 @@ REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_JUDGED = "reproduced", "not reprod
 UNDERPOWERED = "underpowered"
 
 
-def verdict(state: str, measured: str, null: str, failed: str, undecided: str = "", flip: str = "") -> Verdict:
-    """A Verdict from a criterion's tri-state (:func:`powerlens.analysis.decisions.both` of its parts)."""
+def verdict(state: str, measured: str, null: str, failed: list[str], undecided: list[str] = (), flip: str = ""
+            ) -> Verdict:
+    """A Verdict from a criterion's tri-state (:func:`powerlens.analysis.decisions.both` of its parts) and its
+    failed (and undecided) parts, each on its own."""
     if state == dc.YES:
         return Verdict(True, measured, null, flip=flip)
     if state == dc.NO:
-        return Verdict(False, measured, null, failed, flip=flip)
-    return Verdict(False, measured, null, undecided or failed, inconclusive=True, flip=flip)
+        return Verdict(False, measured, null, "; ".join(failed), flip=flip, failed_parts=tuple(failed))
+    why = list(undecided) or list(failed)
+    return Verdict(False, measured, null, "; ".join(why), inconclusive=True, flip=flip, failed_parts=tuple(why))
 
 
 FIG = {"C1": "fig_tilt, table_alignment", "C2": "fig_theory (a)", "C3": "fig_theory (b)", "C4": "fig_theory (d)",
@@ -90,29 +105,30 @@ def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict, types:
     """Consensus, its alignment with M's consensus subspace beyond the null's 99th percentile, leading type
     (``types``: the paper's leading type per size, the family adapter's ``paper_leading_types``; ``size`` from
     :func:`albert_size`). A quantity within 1e-6 (relative) of its threshold is undecided (section 4c)."""
-    cons = dc.compare(float(final["pairwise_abs_cos"]), crit["C5_consensus_abs_cos"], strict=False)
-    span = dc.compare(float(final["span_M_final"]), float(final["span_M_final_null_q99"]))
+    consensus, aligned, q99 = (float(final[c]) for c in (Sums.PAIRWISE_ABS_COS, Sums.SPAN_M_FINAL,
+                                                         Sums.SPAN_M_FINAL_Q99))
+    cons = dc.compare(consensus, crit["C5_consensus_abs_cos"], strict=False)
+    span = dc.compare(aligned, q99)
     expected = types.get(size or "")
     typ = dc.NO if expected is None else dc.YES if leading_type.startswith(expected) else dc.NO
     word = {dc.YES: "yes", dc.NO: "no", dc.UNDECIDED: "within 1e-6 of the threshold"}
-    measured = (f"(a) final mean pairwise |cos| {_f(final['pairwise_abs_cos'])}: {word[cons]}; "
-                f"(b) alignment with span of M ({int(final['span_M_dim'])}-D) {_f(final['span_M_final'])}: "
+    measured = (f"(a) final mean pairwise |cos| {_f(final[Sums.PAIRWISE_ABS_COS])}: {word[cons]}; "
+                f"(b) alignment with span of M ({int(final[Sums.SPAN_M_DIM])}-D) {_f(final[Sums.SPAN_M_FINAL])}: "
                 f"{word[span]}; (c) leading type {leading_type}"
                 + (f", expected {expected} for {size}: {word[typ]}" if expected else
                    ": not judged (the configuration is not one of the four albert-*-v2 sizes), so C5 is not "
                    "reproduced for this model"))
-    null = (f"random {int(final['span_M_dim'])}-D subspaces: q99 {_f(final['span_M_final_null_q99'])}, "
-            f"median {_f(final['span_M_final_null_median'])}")
+    null = (f"random {int(final[Sums.SPAN_M_DIM])}-D subspaces: q99 {_f(final[Sums.SPAN_M_FINAL_Q99])}, "
+            f"median {_f(final[Sums.span_m_final(Field.NULL_MEDIAN)])}")
     parts = (("(a) consensus", cons), ("(b) alignment with M's span", span),
              ("(c) leading type" if expected else "(c) not judged (size unknown)", typ))
-    failed = "; ".join(p for p, x in parts if x == dc.NO)
-    flip = fl.join([(fl.threshold(float(final["pairwise_abs_cos"]), crit["C5_consensus_abs_cos"], "(a) |cos|"), cons),
-                    (fl.threshold(float(final["span_M_final"]), float(final["span_M_final_null_q99"]),
-                                  "(b) alignment"), span),
+    failed = [p for p, x in parts if x == dc.NO]
+    flip = fl.join([(fl.threshold(consensus, crit["C5_consensus_abs_cos"], "(a) |cos|"), cons),
+                    (fl.threshold(aligned, q99, "(b) alignment"), span),
                     (f"(c) the leading type would have to {'change' if typ == dc.YES else 'be ' + str(expected)}"
                      if expected else "", typ)], dc.both(cons, span, typ))
     return verdict(dc.both(cons, span, typ), measured, null, failed,
-                   "; ".join(f"{p} within 1e-6 of its threshold" for p, x in parts if x == dc.UNDECIDED), flip)
+                   [f"{p} within 1e-6 of its threshold" for p, x in parts if x == dc.UNDECIDED], flip)
 
 
 def aa_at_kl(sweep: pd.DataFrame, kl: float) -> float:
@@ -173,9 +189,9 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
             measured += (f"; the largest mean |cos| any change of that size along p * u allows (the FFN's answer "
                          f"aside): {', '.join(f'{t} {_f(float(r.cos_ceiling))}' for t, r in top.iterrows())}")
     null = f"activation addition {how}: |cos| {rival_text}" + ("" if beats else " (above rank-1)")
-    failed = "; ".join([p for p, bad in ((f"min |cos| {_f(cos)} < {crit['C9_alignment']}", cos < crit["C9_alignment"]),
-                                         ("u not principal", not principal),
-                                         (f"below activation addition {how}", not beats)) if bad])
+    failed = [p for p, bad in ((f"min |cos| {_f(cos)} < {crit['C9_alignment']}", cos < crit["C9_alignment"]),
+                               ("u not principal", not principal),
+                               (f"below activation addition {how}", not beats)) if bad]
     state = lambda bad: dc.NO if bad else dc.YES  # noqa: E731
     flip = fl.threshold(cos, crit["C9_alignment"], "min |cos|") + _ceiling_note(r1, cos, ceiling, crit)
     flip = fl.join([(flip, state(cos < crit["C9_alignment"])),
@@ -184,7 +200,7 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
                     ("rank-1 would have to fall below activation addition" if beats else
                      f"rank-1 would have to reach activation addition {how}", state(not beats))],
                    dc.YES if ok else dc.NO)
-    return Verdict(ok, measured, null, failed, flip=flip)
+    return Verdict(ok, measured, null, "; ".join(failed), flip=flip, failed_parts=tuple(failed))
 
 
 def _ceiling_note(r1: pd.DataFrame, cos: float, ceiling: float | None, crit: dict) -> str:
@@ -215,12 +231,13 @@ def c4(theory: list[dict], alpha: float) -> Verdict | None:
     if v is None:
         return None
     flip = fl.threshold(v["p"], alpha, "stratified p", above=False)
-    out = verdict(v["state"], v["measured"], v["null"], v.get("failed", ""), v.get("failed", ""), flip)
+    failed = [v["failed"]] if v.get("failed") else []
+    out = verdict(v["state"], v["measured"], v["null"], failed, failed, flip)
     out = out._replace(claim_p=f"p {_f(v['p'])} (exact stratified, one-sided)", p_short=_f(v["p"]),
-                       attainable=_f(v["attainable"]))
+                       attainable=_f(v["attainable"]), p=float(v["p"]), p_floor=float(v["attainable"]))
     if not v["powered"]:
         why = f"the strata's cell counts allow no p below {_f(v['attainable'])}"
-        out = out._replace(ok=False, inconclusive=False, underpowered=why, failed=why)
+        out = out._replace(ok=False, inconclusive=False, underpowered=why, failed=why, failed_parts=(why,))
     return out
 
 
@@ -246,13 +263,13 @@ def c23(theory: list[dict], claim: str) -> Verdict | None:
         measured += "; isotropic starts reaching the plane: " + "; ".join(
             f"|score| {r['detail']['sharpness']:g}: {r['detail']['isotropic_reach_plane']} of {r['detail']['seeds']}"
             for r in v["sweep"])
-    failed = "; ".join(p for p, bad in (
+    failed = [p for p, bad in (
         (f"positive control off by {_f(v['control_rel_error'])}", not ctl["passed"]),
-        (f"a sharpness where only {v['weakest']:.0%} of the seeds reach {what}", v["weakest"] < C23_SHARE)) if bad)
+        (f"a sharpness where only {v['weakest']:.0%} of the seeds reach {what}", v["weakest"] < C23_SHARE)) if bad]
     flip = ("a sharpness would have to fall below " + f"{C23_SHARE:.0%} of the seeds" if v["ok"] else
             f"every sharpness would have to reach {C23_SHARE:.0%} of the seeds (and the control {_f(CONTROL_TOL)})")
     return Verdict(v["ok"], measured, "analytic prediction (the control); the claim's own end state (the sweep)",
-                   failed, flip=flip)
+                   "; ".join(failed), flip=flip, failed_parts=tuple(failed))
 
 
 def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Verdict]]:

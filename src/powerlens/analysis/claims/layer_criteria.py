@@ -143,10 +143,10 @@ def from_parts(ps: list[Part], crit: dict, measured: str, null: str, extra_faile
     alpha = crit["alpha"]
     states = [x.decision for x in ps] + [s for _, s in extra_failed]
     state = dc.both(*states)
-    failed = "; ".join([_part_failed(x, alpha) for x in ps if x.decision == dc.NO]
-                       + [t for t, s in extra_failed if s == dc.NO])
-    undecided = "; ".join([_part_failed(x, alpha) + ": undecided" for x in ps if x.decision == dc.UNDECIDED]
-                          + [t + ": undecided" for t, s in extra_failed if s == dc.UNDECIDED])
+    failed = ([_part_failed(x, alpha) for x in ps if x.decision == dc.NO]
+              + [t for t, s in extra_failed if s == dc.NO])
+    undecided = ([_part_failed(x, alpha) + ": undecided" for x in ps if x.decision == dc.UNDECIDED]
+                 + [t + ": undecided" for t, s in extra_failed if s == dc.UNDECIDED])
     flip = fl.join([(_part_flip(x, alpha), x.decision) for x in ps], state)
     cannot_pass = [x for x in ps if x.reading.rule == AT_LEAST and not x.powered]
     cannot_fail = [x for x in ps if x.reading.rule in (FEWER_THAN, NOT_LAST) and not x.powered]
@@ -164,9 +164,13 @@ def from_parts(ps: list[Part], crit: dict, measured: str, null: str, extra_faile
     spec = next((x.spec for x in ps if x.spec is not None), None)
     v = verdict(state, measured, null, failed, undecided, flip)
     if reason:
-        v = v._replace(ok=False, inconclusive=False, underpowered=reason, failed=reason)
+        v = v._replace(ok=False, inconclusive=False, underpowered=reason, failed=reason, failed_parts=(reason,))
+    nan = float("nan")
     return v._replace(claim_p=claim_p, p_short=p_short, attainable=attainable,
-                      specificity=spec.text() if spec is not None else "-")
+                      specificity=spec.text() if spec is not None else "-",
+                      p=float(main.conj.p) if main is not None and main.conj is not None else nan,
+                      p_floor=max((float(x.attainable) for x in conj_parts), default=nan),
+                      p_spec=float(spec.p) if spec is not None else nan)
 
 
 def c1(law: pd.DataFrame, model: pd.DataFrame | None, crit: dict) -> Verdict:
@@ -255,10 +259,10 @@ def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
     if floor >= alpha:
         why = f"{len(d)} layers: the smallest attainable p is 1/{len(d)}! = {_f(floor)} >= {alpha}"
         return Verdict(False, f"{len(d)} layers", "no correlation (one-sided Spearman test)", why,
-                       underpowered=why, attainable=_f(floor))
+                       underpowered=why, attainable=_f(floor), p_floor=floor)
     if len(d) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return Verdict(False, f"{len(d)} layers: correlation not defined", "-", "correlation not defined",
-                       attainable=_f(floor))
+                       attainable=_f(floor), p_floor=floor)
     r = spearmanr(x, y, alternative="greater")
     ok = bool(r.statistic > 0 and r.pvalue < alpha)
     flip = fl.threshold(float(r.pvalue), alpha, "p", above=False)
@@ -266,7 +270,7 @@ def c8(spec: pd.DataFrame, g: pd.DataFrame, alpha: float) -> Verdict:
                    f"the pair {_f(float(np.median(d['ratio_next'])))}", "no correlation (one-sided Spearman test)",
                    "" if ok else f"Spearman {_f(r.statistic)}, p {_f(r.pvalue)}", flip=flip,
                    claim_p=f"p {_f(r.pvalue)} (Spearman {_f(r.statistic)}, {len(d)} layers)", p_short=_f(r.pvalue),
-                   attainable=_f(floor))
+                   attainable=_f(floor), p=float(r.pvalue), p_floor=floor)
 
 
 

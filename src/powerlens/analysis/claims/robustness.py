@@ -82,6 +82,8 @@ def robustness(main: pd.DataFrame, evaluate_with: Callable[[pd.DataFrame], pd.Da
             moved = ", ".join(f"{k}: {rec[k]}" for k in seeds if rec[k] != r["verdict"])
             main.loc[i, "failed part"] = f"changes with the Monte Carlo seed (main: {r['verdict']}; {moved})"
             main.loc[i, "verdict"] = INCONCLUSIVE
+            main.loc[i, "first failed part"] = main.loc[i, "failed part"]
+            main.loc[i, "outcome"] = INCONCLUSIVE
             if "would flip if" in main:
                 main.loc[i, "would flip if"] = "every Monte Carlo seed would have to give one verdict"
         rec["agree"] = f"{same} of {len(shown)} agree" if shown else "-"

@@ -16,7 +16,7 @@ from powerlens.analysis.dynamics.directions import LayerDirections, layer_direct
 from powerlens.analysis.dynamics.per_depth import layer_stats, lead_nulls
 from powerlens.analysis.dynamics.runs import long_run_subset, null_sets, run_attention_only, run_model_mode
 from powerlens.analysis.nulls import counting_projections, tie_uniform
-from powerlens.analysis.verdict_tests import CONTROL_SUFFIX, GAMMA, RHO, TILT, Field, control_spec
+from powerlens.analysis.verdict_tests import CONTROL_SUFFIX, GAMMA, RHO, TILT, Field, Sums, control_spec
 from powerlens.core.corpus import Batch, prompt_batches
 from powerlens.core.errors import PowerlensError
 from powerlens.core.scratch import reusing_scratch
@@ -148,7 +148,7 @@ def verdict_table(arr, dirs, layer_of, *, mode: str, criteria: dict, seed: int, 
 #: with these fields; then its secondary tests and Holm's adjusted p
 _CONTROL_TESTS = (GAMMA, RHO, TILT)
 _CONTROL_FIELDS = (Field.NULL_MEDIAN, Field.NULL_Q95, Field.PCT, Field.P, Field.TIES, Field.SATURATED)
-_CONTROL_SECONDARY = ("rho_p_token_sign", "rho_p_prompt_sign", "tilt_p_prompt_wilcoxon")
+_CONTROL_SECONDARY = Sums.SECONDARY
 
 
 def control_table(ctrl, dirs, *, seed: int, alpha: float):

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from powerlens.analysis.verdict_tests import (ATTN_TILT, FFN_TILT, GAMMA, RHO, TILT, Field, TestSpec, layer_marks,
-                                              own_depth, saturated, tested)
+from powerlens.analysis.verdict_tests import (ATTN_TILT, FFN_TILT, GAMMA, RHO, TILT, Field, Sums, TestSpec,
+                                              layer_marks, own_depth, saturated, tested)
 from powerlens.core.io import read_json
 from powerlens.outputs.figures.style import _name
 from powerlens.outputs.plotting import (
@@ -160,8 +160,8 @@ def fig_albert_consensus(df: pd.DataFrame, labels: dict, weights: dict, stem, dp
     if not models:
         return placeholder(stem, _no_shared(stem), dpi)
     fig, axes = grid(len(models), ncols=2, size=2.4, extra=0.7)
-    qty = [("gamma", r"$|\cos(x, v_1)|$"), ("span_M_alignment", "alignment, lead subspace of I + F"),
-           ("pairwise_abs_cos", "mean pairwise |cos|")]
+    qty = [(GAMMA.value, r"$|\cos(x, v_1)|$"), (Sums.SPAN_M, "alignment, lead subspace of I + F"),
+           (Sums.PAIRWISE_ABS_COS, "mean pairwise |cos|")]
     for ax, m in zip(axes, models):
         for mode, g in df[df["model"] == m].groupby("mode", sort=True):
             model_mode = mode == "model"
@@ -202,11 +202,11 @@ def fig_albert_rotation(runs: list[dict], stem, dpi: int):
         pad = 0.08 * max(float((hi - lo).max()), 1e-9)
         ax.set_xlim(lo[0] - pad, hi[0] + pad)
         ax.set_ylim(lo[1] - pad, hi[1] + pad)
-        pred = r.get("predicted_dtheta", r["arg_mu1"])
-        ax.set_title(wrap_title(f"{panel_title(r['label'], r['weights'])}: {r['leading_type']}", 34))
-        ax.text(0.02, 0.98, f"rad per step\npredicted {pred:+.3f}\nmeasured {r['mean_dtheta']:+.3f}",
+        pred = r.get(Sums.PREDICTED_DTHETA, r[Sums.ARG_MU1])
+        ax.set_title(wrap_title(f"{panel_title(r['label'], r['weights'])}: {r[Sums.LEADING_TYPE]}", 34))
+        ax.text(0.02, 0.98, f"rad per step\npredicted {pred:+.3f}\nmeasured {r[Sums.MEAN_DTHETA]:+.3f}",
                 transform=ax.transAxes, va="top", fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
-        ax.set_xlabel(shorten(f"plane coordinate 1: {r['rotation_plane']}", 44))
+        ax.set_xlabel(shorten(f"plane coordinate 1: {r[Sums.ROTATION_PLANE]}", 44))
         ax.set_ylabel("coordinate 2")
     legend_below(fig, [Line2D([], [], color="C0", lw=0.8), Line2D([], [], ls="", marker="x", color="0.2"),
                        Line2D([], [], ls="", marker="o", color="C3")],
@@ -228,11 +228,11 @@ def rotation_runs(csvs: list, npzs: list, shared: dict, labels: dict, weights: d
         with np.load(npz, allow_pickle=False) as z:
             tr = z["trajectory"]  # (steps + 1, n_traj, 2)
         runs.append({"label": labels.get(m, m), "weights": weights[m], "trajectory": tr,
-                     "leading_type": g["leading_type"].iloc[0], "arg_mu1": float(g["arg_mu1"].iloc[0]),
-                     "predicted_dtheta": float(g["predicted_dtheta"].iloc[0]) if "predicted_dtheta" in g
-                     else float(g["arg_mu1"].iloc[0]),
-                     "rotation_plane": g["rotation_plane"].iloc[0],
-                     "mean_dtheta": float(g.iloc[-last_steps:]["mean_dtheta"].mean())})
+                     Sums.LEADING_TYPE: g[Sums.LEADING_TYPE].iloc[0], Sums.ARG_MU1: float(g[Sums.ARG_MU1].iloc[0]),
+                     Sums.PREDICTED_DTHETA: float(g[Sums.PREDICTED_DTHETA].iloc[0]) if Sums.PREDICTED_DTHETA in g
+                     else float(g[Sums.ARG_MU1].iloc[0]),
+                     Sums.ROTATION_PLANE: g[Sums.ROTATION_PLANE].iloc[0],
+                     Sums.MEAN_DTHETA: float(g.iloc[-last_steps:][Sums.MEAN_DTHETA].mean())})
     return runs
 
 

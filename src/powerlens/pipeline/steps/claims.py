@@ -203,21 +203,28 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, ca
                          **{c: "the matched control is judged on the dynamics claims only (C1, C6, C7, C8, C10)"
                             for c in controls}}, cell_class=verdict_class)
     judged = judged.drop(columns=["control verdict", "p"], errors="ignore")
-    twin_rows = twin_rows.drop(columns=["control verdict", "matched control", "p"], errors="ignore")
+    twin_rows = twin_rows.drop(columns=["control verdict", "matched control", "p", "control outcome",
+                                        "control p value"], errors="ignore")
+    numbers = {"p value": "the rule has no p (a residual or a threshold decides it)",
+               "attainable p value": "the rule has no p", "specificity p value": "the claim has no specificity test",
+               "first failed part": "nothing failed", "control outcome": "no matched control was judged",
+               "control p value": "no matched control, or its rule has no p"}
     write_table(judged, table, caption="Claims audit (paper.md sections 4b and 4d), models with trained weights and "
                 "synthetic layers: criterion fixed in the config before the run, measured value, the null it was "
                 "judged against, the claim's one p and the smallest p its rule could reach at this resolution "
                 "(attainable p: below alpha, or the verdict reads underpowered), the specificity p (the lead's ranks "
                 "among F's other eigen-directions of its kind summed across the model; the independence of the "
                 "layers' ranks is our modelling choice), verdict, the part of the criterion that failed, and the "
-                "matched random-layer control judged the same way. A family's verdict uses its trained models only.",
-                cell_class=verdict_column_class)
+                "matched random-layer control judged the same way. A family's verdict uses its trained models only. "
+                "The last columns hold the same in numbers, one value a cell, for a program to read (a family's p: "
+                "the largest of its trained models', as each must pass).",
+                missing=numbers, cell_class=verdict_column_class)
     if not len(twin_rows):
         twin_rows = pd.DataFrame([{"claim": "-", "family": "-", "measured": "no family in this run has random-weight "
                                    "twins only"}])
-    write_table(twin_rows, twins, caption="Random-weight twins: code exercise, not evidence. The same criteria run on "
-                "architecture twins (a paper model's exact config with seeded random weights) of families that "
-                "have no trained model in this run; nothing here is a verdict on a claim.")
+    write_table(twin_rows, twins, missing=numbers, caption="Random-weight twins: code exercise, not evidence. The "
+                "same criteria run on architecture twins (a paper model's exact config with seeded random weights) of "
+                "families that have no trained model in this run; nothing here is a verdict on a claim.")
 
 
 def _write_robustness(robust_table, robust: str) -> None:

@@ -165,9 +165,9 @@ def draws(run) -> dict:
 
 
 def show(result, kw: dict) -> None:
-    from powerlens.analysis.verdict_tests import GAMMA, RHO, TILT, Field
+    from powerlens.analysis.verdict_tests import GAMMA, RHO, TILT, Field, Sums
 
-    cols = ["layer", "leading_type"] + [c for s in (GAMMA, RHO) for c in (s.value, s.col(Field.NULL_Q95),
+    cols = ["layer", Sums.LEADING_TYPE] + [c for s in (GAMMA, RHO) for c in (s.value, s.col(Field.NULL_Q95),
                                                                            s.col(Field.P))]
     cols += [TILT.value, TILT.col(Field.P), TILT.col(Field.EIG_PCT)]
     print(result[cols].head(60).to_string(index=False))
