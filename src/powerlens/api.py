@@ -240,6 +240,7 @@ class Lens:
         same function (:func:`powerlens.analysis.dynamics.analyse`) computes both. Returns the per-layer
         DataFrame the pipeline's dynamics step writes, less its model, mode and weights label columns."""
         from powerlens.analysis.dynamics import MODES, DynamicsOptions, analyse
+        from powerlens.analysis.verdict_tests import decision_rule
 
         if self.tokenizer is None:
             raise PowerlensError("this Lens has no tokenizer (a folder without tokenizer files gives none)",
@@ -256,8 +257,9 @@ class Lens:
         check_options("", seed=seed)
         defaults = schema_defaults()
         opts = {k: defaults["dynamics"][k] if v is None else v for k, v in given.items()}
-        opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed,
-                               criteria=defaults["claims"], extend=not self.random_weights, **opts)
+        rule = decision_rule(defaults["claims"], opts.pop("alpha"), opts.pop("null_draws_cap"))
+        opts = DynamicsOptions(mode=mode, seed=defaults["seed"] if seed is None else seed, criteria=rule,
+                               extend=not self.random_weights, **opts)
         w = self.weights
         specs = self.spectra(seed=opts.seed)
         run = analyse(lambda: self.model, self.adapter, self.tokenizer, prompts,

@@ -73,8 +73,8 @@ def _decide(x, y, lead, seed=0, r0=2000):
     dirs = [LayerDirections(lead=D, lead_M=D, lead_Ft=None, null_eig=None, null_eig_index=-1, span12=D,
                             span_M=D, plane2=np.stack([lead, lead], 1), lam1=complex(1.0), mu1=complex(2.0),
                             eig_r1=members)]
-    frames, _ = decide_run(Pair(x, y), dirs, lambda t: 0, mode="attention-only", crit=CRIT, alpha=0.05, seed=seed,
-                           r0=r0, r_cap=CAP)
+    frames, _ = decide_run(Pair(x, y), dirs, lambda t: 0, mode="attention-only", crit=CRIT, seed=seed,
+                           r0=r0)
     return frames["main"].iloc[0]
 
 

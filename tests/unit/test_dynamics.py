@@ -32,7 +32,8 @@ from powerlens.models.weights import LayerWeights, ModelWeights
 from ..conftest import build_tiny
 
 CRIT = {"C1_share_layers": 0.5, "C7_share_layers": 0.5, "C6_weak_below": 0.5, "C10_ffn_negative_below": 0.25,
-        "C5_consensus_abs_cos": 0.99, "C5_null_quantile": 0.99, "C9_alignment": 0.9}
+        "C5_consensus_abs_cos": 0.99, "C5_null_quantile": 0.99, "C9_alignment": 0.9, "alpha": 0.05,
+        "null_draws_cap": 200_000}
 
 
 def direct_step(x, lw, H, causal, mask, norm):
@@ -104,8 +105,7 @@ def run(F, X0, tokens_per_prompt, steps, seed=0, R=2000):
     E = torch.tensor(X0)
     nulls = null_sets(F.shape[0], dirs, R, seed, "cpu")
     arr = run_attention_only(lambda idx: E[idx], w, dirs, bs, steps, len(ids), nulls, norm="l2", progress=False)
-    return verdict_table(arr, dirs, [0], mode="attention-only", criteria=CRIT, seed=seed, alpha=0.05, r0=R,
-                         r_cap=200_000)[0]
+    return verdict_table(arr, dirs, [0], mode="attention-only", criteria=CRIT, seed=seed, r0=R)[0]
 
 
 def test_large_real_gap_tilts_every_token():
@@ -171,8 +171,7 @@ def mc_significance_of_random_directions(x_in, x_out, K, R, seed, prompt_of_toke
     # every pseudo-layer is its own test of a random lead: no claim reads them together (u = L: R0 stays R) and
     # none is extended, so each p is the first R draws' (the calibration under test)
     frames, _ = decide_run(Pair(x_in, x_out, K, pid), dirs, lambda t: t, mode="attention-only",
-                           crit={**CRIT, "C1_share_layers": 1.0}, alpha=0.05, seed=seed + 1, r0=R, r_cap=200_000,
-                           extend=False)
+                           crit={**CRIT, "C1_share_layers": 1.0}, seed=seed + 1, r0=R, extend=False)
     main = frames["main"]
     return pd.concat([secondary.drop(columns=[c for c in secondary.columns if c in main.columns and c != "layer"]
                                      ).set_index("layer"), main.set_index("layer")], axis=1).reset_index()

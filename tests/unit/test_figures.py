@@ -77,7 +77,7 @@ def test_dynamics_figures_meet_the_size_and_font_contract(tmp_path, drawn):
     weights = {"a": "trained", "b": "trained, 4-bit (Q4_1)", "c": "trained, 4-bit (Q4_K_M)"}
     fig_gamma(df, labels, weights, tmp_path / "g", DPI, alpha=0.05)
     fig_rho(df, labels, weights, tmp_path / "r", DPI, alpha=0.05)
-    fig_tilt(df, labels, weights, tmp_path / "t", DPI, alpha=0.05, crit={})
+    fig_tilt(df, labels, weights, tmp_path / "t", DPI, alpha=0.05)
     pairs = []
     for m in "abc":
         g = df[df["model"] == m]

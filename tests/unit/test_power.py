@@ -64,8 +64,8 @@ def test_layers_needed_and_the_draws_a_rule_needs():
         assert k * zero_upper(R) < 0.05 <= k * zero_upper(R - 1)
     assert draws_to_reach(5000, 0.05, CAP) is None  # the cap cannot reach it
     # R0 from the rule: SmolLM2's model mode (30 layers, C6 and the FFN clause read L x) needs more than 2000
-    assert first_draws("model", 30, CRIT, 0.05, 2000, CAP) == draws_to_reach(30, 0.05, CAP) > 2000
-    assert first_draws("attention-only", 30, CRIT, 0.05, 2000, CAP) == 2000  # C1: 16 x the bound at 2000 draws
+    assert first_draws("model", 30, CRIT, 2000) == draws_to_reach(30, 0.05, CAP) > 2000
+    assert first_draws("attention-only", 30, CRIT, 2000) == 2000  # C1: 16 x the bound at 2000 draws
 
 
 def test_the_uniform_sum_tail_is_exact():
@@ -168,7 +168,7 @@ def planted(name: str, effects: dict, seed: int = 0, M=None, L=None) -> pd.DataF
     base = {"gamma": 0.05, "rho": 0.5, "tilt": 0.0}
     rows = [{"layer": t} for t in range(L)]
     for spec, eff in effects.items():
-        R = first_draws("model" if spec is not TILT else "attention-only", L, CRIT, 0.05, 2000, CAP)
+        R = first_draws("model" if spec is not TILT else "attention-only", L, CRIT, 2000)
         if spec is FIRST_GAMMA:
             cols = _test_rows(spec, 1, M, R, rng, eff, base["gamma"])
             rows[-1].update(cols[0])
@@ -276,11 +276,11 @@ def test_the_planner_extends_only_the_layers_that_decide_the_claim():
     cols = layer_columns(TILT, [x + 1.0 for x in leads], [n + 1.0 for n in nulls], {"eig": [np.zeros(5)] * 6},
                         rng.random(6), {"eig": rng.random(6)}, 0.05)
     g = pd.DataFrame([{"layer": t, **c} for t, c in enumerate(cols)])
-    part = pt.evaluate(reading("C1"), layer_tests(g, TILT), CRIT, 0.05, CAP)
+    part = pt.evaluate(reading("C1"), layer_tests(g, TILT), CRIT)
     assert part.conj.decision == dc.UNDECIDED
     assert pt.to_extend([part], lambda x, i: True) == [(part, 2)]
     side_no = g.assign(tilt_side=["no"] * 6)  # every layer's tilt on the wrong side: nothing to extend
-    assert pt.evaluate(reading("C1"), layer_tests(side_no, TILT), CRIT, 0.05, CAP).straddling == ()
+    assert pt.evaluate(reading("C1"), layer_tests(side_no, TILT), CRIT).straddling == ()
 
 
 def test_the_power_check_of_a_finished_run_can_fail(tmp_path):

@@ -88,6 +88,7 @@ def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twi
     import powerlens
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
     from powerlens.analysis.spectra import spectra_arrays
+    from powerlens.analysis.verdict_tests import decision_rule
     from powerlens.pipeline.speed import NULL_COUNT, step_flops
 
     d, rec = prepared_twin("tiny-gpt2")
@@ -96,12 +97,14 @@ def test_the_dynamics_bound_holds_every_projection_the_step_counted(prepared_twi
     prompts = ["The cat sat on the mat.", "Water boils at one hundred degrees.", "A b c d e f g h i j."]
     cfg = schema_defaults()
     dyn = {k: cfg["dynamics"][k] for k in ("norm", "steps", "long_run_prompts", "batch_size", "batch_tokens",
-                                           "max_tokens", "dtype", "alpha", "null_draws_cap")}
+                                           "max_tokens", "dtype")}
     R = 200
     counts = {}
     for robust, extend in ((False, False), (True, False), (False, True)):
         o = DynamicsOptions(mode="model", null_draws=R, bias_free_control=False, seed=0, robustness=robust,
-                            extend=extend, criteria=cfg["claims"], **dyn)
+                            extend=extend, **dyn,
+                            criteria=decision_rule(cfg["claims"], cfg["dynamics"]["alpha"],
+                                                   cfg["dynamics"]["null_draws_cap"]))
         run = analyse(lambda: lens.model, lens.adapter, lens.tokenizer, prompts,
                       spectra_arrays(specs.layers, list(w.layer_map)), lambda: w, depth=w.n_layers,
                       d_model=w.d_model, options=o, progress=False)

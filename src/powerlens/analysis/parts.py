@@ -58,9 +58,11 @@ def _fmt(x: float) -> str:
     return fmt_num(x)
 
 
-def evaluate(reading: Reading, lt: LayerTests | None, crit: dict, alpha: float, r_cap: int) -> Part:
-    """The part ``reading`` on the test columns ``lt`` (None: the run has no such test, the part fails); ``r_cap``:
-    the most draws a Monte Carlo test may get (config ``dynamics.null_draws_cap``)."""
+def evaluate(reading: Reading, lt: LayerTests | None, crit: dict) -> Part:
+    """The part ``reading`` on the test columns ``lt`` (None: the run has no such test, the part fails), by the
+    decision rule ``crit`` (:func:`powerlens.analysis.verdict_tests.decision_rule`: the claims' numbers, the
+    level ``alpha`` and ``null_draws_cap``, the most draws a Monte Carlo test may get)."""
+    alpha, r_cap = crit["alpha"], int(crit["null_draws_cap"])
     if lt is None or lt.L == 0:
         return Part(reading, dc.NO, False, "no such test in this run")
     L = lt.L

@@ -228,13 +228,22 @@ def read_tests(mode: str) -> set[TestSpec]:
     return {r.test for r in readings(mode) if r.needs_draws()}
 
 
-def first_draws(mode: str, L: int, crit: dict, alpha: float, configured: int, cap: int) -> int:
+def decision_rule(claims: dict, alpha: float, null_draws_cap: int) -> dict:
+    """What a verdict is decided by: the config's ``claims:`` numbers with the test level (``dynamics.alpha``)
+    and the draw cap (``dynamics.null_draws_cap``) beside them. The one path both take into the analysis: every
+    step that decides or draws a test builds it here, and every reader reads ``crit["alpha"]`` and
+    ``crit["null_draws_cap"]``."""
+    return {**claims, "alpha": float(alpha), "null_draws_cap": int(null_draws_cap)}
+
+
+def first_draws(mode: str, L: int, crit: dict, configured: int) -> int:
     """R0 from the rule (paper.md section 4d): the smallest count at which every rule read in this mode can reach
     significance (k times the 99% upper bound of zero exceedances out of R0 below alpha), at least the
-    configured ``null_draws``; a rule the ``cap`` cannot reach asks nothing (its part is underpowered)."""
+    configured ``null_draws``; a rule the cap cannot reach asks nothing (its part is underpowered)."""
     from powerlens.analysis.across_layers import draws_to_reach
 
-    need = [draws_to_reach(r.holm_k(L, crit), alpha, cap) for r in readings(mode) if r.needs_draws()]
+    need = [draws_to_reach(r.holm_k(L, crit), crit["alpha"], int(crit["null_draws_cap"])) for r in readings(mode)
+            if r.needs_draws()]
     return max([int(configured)] + [n for n in need if n is not None])
 
 

@@ -176,13 +176,13 @@ def spectra_table(per_model: list[pd.DataFrame], labels: dict[str, str] | None =
     return pd.DataFrame(rows)
 
 
-def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, alpha: float, crit: dict
-                    ) -> pd.DataFrame:
+def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, crit: dict) -> pd.DataFrame:
     """``table_alignment``: per model and mode, over the model's own depth: gamma, rho and the tilt against the
     Monte Carlo null of random subspaces (null median and 95th percentile; layers significant after Holm),
     the same against M = I + F's and F~'s leads, secondary token/prompt-level tests, the non-leading
-    eigenvector null, and the attention-only diagnostics."""
+    eigenvector null, and the attention-only diagnostics; ``crit``: the decision rule (its alpha, C1's share)."""
     labels = labels or {}
+    alpha = crit["alpha"]
     rows = []
 
     F, G, ctrl_rho = vt.Field, vt.GAMMA, vt.control_spec(vt.RHO)
@@ -206,7 +206,7 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, a
             "rho null median": float(g[vt.RHO.col(F.NULL_MEDIAN)].median()),
             f"layers rho > 0.5, random directions, Holm < {alpha}": sig(g, vt.RHO, 0.5),
             f"layers tilt > 0, random directions, Holm < {alpha}": sig(g, vt.TILT, 0.0),
-            **tilt_summary(g, {**crit, "alpha": alpha}),
+            **tilt_summary(g, crit),
             "layers undecided (gamma, rho, tilt)": ", ".join(str(count(g, s, alpha=alpha).undecided)
                                                              for s in (vt.GAMMA, vt.RHO, vt.TILT)),
             "largest R (draws)": int(max(g.get(s.col(F.R), pd.Series([0])).max() for s in (vt.GAMMA, vt.RHO, vt.TILT))),

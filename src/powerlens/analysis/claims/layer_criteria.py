@@ -89,9 +89,7 @@ def parts(g: pd.DataFrame | None, claim: str, crit: dict, mode: str | None = Non
     when given) on one model's dynamics table; ``crit["null_draws_cap"]``: the most draws a Monte Carlo test may
     get (the resolution the power is computed at)."""
     d = own_depth(g) if g is not None and len(g) else None
-    return [evaluate(r, layer_tests(d, r.test) if d is not None else None, crit, crit["alpha"],
-                     int(crit["null_draws_cap"]))
-            for r in readings(mode, claim)]
+    return [evaluate(r, layer_tests(d, r.test) if d is not None else None, crit) for r in readings(mode, claim)]
 
 
 def _label(x: Part) -> str:

@@ -43,11 +43,10 @@ class DynamicsOptions:
     max_tokens: int
     dtype: str
     null_draws: int
-    null_draws_cap: int
     bias_free_control: bool
     seed: int
-    alpha: float
-    criteria: dict  # the config's ``claims:`` numbers: which counts of layers the criteria read (R0, extension)
+    criteria: dict  # the decision rule (:func:`~powerlens.analysis.verdict_tests.decision_rule`): the claims'
+    # numbers (which counts of layers the criteria read: R0, extension), alpha and the draw cap
     robustness: bool = False
     extend: bool = True  # extend undecided Monte Carlo tests (off for random weights: never evidence)
     device: str = "cpu"
@@ -124,7 +123,7 @@ def analyse(load_model: Callable[[], torch.nn.Module], adapter, tokenizer, promp
                        long_run_subset=subset, null_flops=count.flops)
 
 
-def verdict_table(arr, dirs, layer_of, *, mode: str, criteria: dict, seed: int, alpha: float, r0: int, r_cap: int,
+def verdict_table(arr, dirs, layer_of, *, mode: str, criteria: dict, seed: int, r0: int,
                   variants: tuple[str, ...] = ("main",), extend: bool = True):
     """The per-depth table of one run: the values of its sums (:func:`layer_stats`: every depth, a long run's
     later steps included) with the decided tests of F's lead
@@ -136,7 +135,7 @@ def verdict_table(arr, dirs, layer_of, *, mode: str, criteria: dict, seed: int, 
 
     table = layer_stats(arr, dirs, seed=seed).set_index("layer")
     frames, mc = decide_run(arr.states, dirs, lambda t: layer_of[t % len(layer_of)], mode=mode, crit=criteria,
-                            alpha=alpha, seed=seed, r0=r0, r_cap=r_cap, variants=variants, extend=extend)
+                            seed=seed, r0=r0, variants=variants, extend=extend)
     tests = frames.pop("main").set_index("layer")
     values = [c for c in tests.columns if c in table.columns]  # the tested statistics' values
     table.loc[tests.index, values] = tests[values]
@@ -181,10 +180,10 @@ def _tables(arr, ctrl, dirs, layer_of, o: DynamicsOptions):
     import pandas as pd
 
     table, frames, mc = verdict_table(arr, dirs, layer_of, mode=o.mode, criteria=o.criteria, seed=o.seed,
-                                      alpha=o.alpha, r0=int(o.null_draws), r_cap=int(o.null_draws_cap),
-                                      variants=o.variants, extend=o.extend)
+                                      r0=int(o.null_draws), variants=o.variants, extend=o.extend)
     if ctrl is not None:
-        table = table.merge(control_table(ctrl, dirs, seed=o.seed, alpha=o.alpha), on="layer", how="left")
+        table = table.merge(control_table(ctrl, dirs, seed=o.seed, alpha=o.criteria["alpha"]), on="layer",
+                            how="left")
     robust = (pd.concat([f.assign(variant=v) for v, f in frames.items()], ignore_index=True) if frames else
               pd.DataFrame({"variant": [], "layer": []}))
     return table, robust, mc

@@ -158,12 +158,13 @@ def _frame(rows: list[dict]):
     return pd.DataFrame([{"layer": t, **r} for t, r in enumerate(rows)])
 
 
-def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_of: dict, r_cap: int) -> dict:
+def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, R_of: dict) -> dict:
     """Where more draws can change a verdict (paper.md section 4d): per criterion read in ``mode``, the layers
     :func:`powerlens.analysis.parts.to_extend` names that are below the cap and not decided by their ties.
     Returns (variant, test prefix, depth) -> the next draw count."""
     df = _frame(rows)
     lts = {r.test: layer_tests(df, r.test) for r in readings(mode)}
+    r_cap = int(crit["null_draws_cap"])
 
     def extendable(part: pt.Part, i: int) -> bool:
         spec, lt = part.reading.test, lts[part.reading.test]
@@ -177,7 +178,7 @@ def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, alpha: float, R_o
 
     need = {}
     for claim in dict.fromkeys(r.claim for r in readings(mode)):
-        parts = [pt.evaluate(r, lts[r.test], crit, alpha, r_cap) for r in readings(mode, claim)]
+        parts = [pt.evaluate(r, lts[r.test], crit) for r in readings(mode, claim)]
         for part, i in pt.to_extend(parts, extendable):
             spec = part.reading.test
             t = int(lts[spec].layers[i])
@@ -209,15 +210,15 @@ def _directions(dirs, layer_of, S: int, probes) -> tuple[dict, dict, dict]:
     return lead, ranked, dims
 
 
-def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, alpha: float, seed: int, r0: int,
-               r_cap: int, variants: tuple[str, ...] = ("main",), extend: bool = True
+def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, seed: int, r0: int,
+               variants: tuple[str, ...] = ("main",), extend: bool = True
                ) -> tuple[dict[str, "object"], dict[str, np.ndarray]]:
     """Every test of :data:`~powerlens.analysis.verdict_tests.TESTS` at every depth, for each variant: per variant
     a DataFrame (one row per depth), and the main variant's first R0 draws per depth (the .npz's
     ``null_<q>_lead``, so a reader can recompute each p) with R0 itself (``null_R0``). ``mode``: which criteria
-    read the run (:data:`~powerlens.analysis.verdict_tests.READINGS`); ``crit``: the config's ``claims:``
-    numbers; ``r0``: the configured ``null_draws`` (R0 is raised to what the rules need); ``r_cap``: the most draws
-    a test is extended to (``null_draws_cap``). ``extend`` False: no
+read the run (:data:`~powerlens.analysis.verdict_tests.READINGS`); ``crit``: the decision rule
+    (:func:`~powerlens.analysis.verdict_tests.decision_rule`: the claims' numbers, alpha and the most draws a test
+    is extended to); ``r0``: the configured ``null_draws`` (R0 is raised to what the rules need). ``extend`` False: no
     test goes past R0 draws (random weights of the paper's architectures, never evidence)."""
     fixed_mmap_threshold()  # the null's (tokens, draws) blocks otherwise fragment glibc's heap (API callers too)
     S, probes = states.depths, states.probes()
@@ -231,12 +232,12 @@ def decide_run(states: States, dirs, layer_of, *, mode: str, crit: dict, alpha: 
     ranked = {k: {t: probe_sums(states, t, tuple(b[t]), b[t], W) if any(b[t].values()) else
                   {(p, q): np.zeros((len(subsets), 0)) for p in b[t] for q in ("out", "tilt", "inc", "dec")}
                   for t in range(S)} for k, b in ranked_b.items()}
-    R0 = first_draws(mode, S, crit, alpha, r0, r_cap)
+    R0 = first_draws(mode, S, crit, r0)
     frames, arrays = {}, {}
     for key in sorted({v.stream for v in vs}):
         mine = [v for v in vs if v.stream == key]
-        run = _Stream(states=states, dims=dims, W=W, n_row=n_row, probes=probes, seed=seed, alpha=alpha,
-                      mode=mode, crit=crit, extend=extend, r_cap=r_cap)
+        run = _Stream(states=states, dims=dims, W=W, n_row=n_row, probes=probes, seed=seed, mode=mode, crit=crit,
+                      extend=extend)
         results, sums = run.decide(mine, key, Sums(lead=lead, ranked=ranked), R0)
         for v in mine:
             f = _frame(results[v.name])
@@ -259,11 +260,9 @@ class _Stream:
     n_row: np.ndarray
     probes: tuple
     seed: int
-    alpha: float
     mode: str
     crit: dict
     extend: bool
-    r_cap: int
 
     def decide(self, mine: list[Variant], key: int, sums: Sums, R0: int) -> tuple[dict, Sums]:
         S = self.states.depths
@@ -281,12 +280,12 @@ class _Stream:
                 for k, x in part.items():
                     old[k] = x if k not in old else np.concatenate([old[k], x], axis=1)
             results = {v.name: _evaluate(v, sums, float(self.n_row[v.row]), S, self.probes, R_of, self.seed,
-                                         self.alpha) for v in mine}
+                                         self.crit["alpha"]) for v in mine}
             need = {}
             if self.extend:
                 for v in mine:
-                    need.update({k: R for k, R in _plan(v, results[v.name], self.mode, self.crit, self.alpha,
-                                                        R_of, self.r_cap).items() if k[1] in read})
+                    need.update({k: R for k, R in _plan(v, results[v.name], self.mode, self.crit, R_of).items()
+                                 if k[1] in read})
             if not need:
                 return results, sums
             R_of.update(need)  # every key strictly grows towards the cap: the loop ends

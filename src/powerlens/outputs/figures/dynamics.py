@@ -236,14 +236,14 @@ def rotation_runs(csvs: list, npzs: list, shared: dict, labels: dict, weights: d
     return runs
 
 
-def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float, crit: dict,
+def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, alpha: float,
              full: pd.DataFrame | None = None, controls: dict[str, str] | None = None):
     """The tilt a(t+1) - a(t) towards each layer's v_1 (C1 in the attention-only law; C10 in the real forward
     pass split at the sublayers), one panel per model: the law's tilt and the real pass's attention and FFN
     sublayer tilts, each with the random-direction null's 95th percentile as a thin line in its colour; marks are
     the per-layer Holm decisions of the random-direction null; the model's matched random-layer control
     (``controls``, its rows in ``full``) drawn beside the law in grey. The claims' own p's (one p across the
-    layers and the specificity p) are table_alignment's and table_claims' (``crit`` is kept for callers)."""
+    layers and the specificity p) are table_alignment's and table_claims'."""
     style()
     full = df if full is None else full
     controls = controls or {}
@@ -296,12 +296,12 @@ def gamma_gap_pairs(df: pd.DataFrame, spectra: list, shared: dict, controls: dic
             for m, p in pts.items()]
 
 
-def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha: float, crit: dict, dpi: int,
+def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, crit: dict, dpi: int,
                      stems: dict, spectra: list = ()) -> pd.DataFrame:
     """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation, fig_gamma_gap (with the spectra
     step's CSVs ``spectra``, where ``stems`` names it) and table_alignment from the dynamics step's CSVs and
-    arrays and each model's weights.json; ``stems`` maps each output's name to its path without suffix.
-    Returns the alignment table."""
+    arrays and each model's weights.json; ``stems`` maps each output's name to its path without suffix; ``crit``
+    the decision rule (:func:`~powerlens.analysis.verdict_tests.decision_rule`). Returns the alignment table."""
     from powerlens.outputs.figures.spectra import fig_gamma_gap
 
     meta = {m["model"]: m for m in map(read_json, metas)}
@@ -310,11 +310,12 @@ def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha
     df = pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True)
     df["shared"] = df["model"].map(shared)
     weights = dict(zip(df["model"], df["weights"]))
+    alpha = crit["alpha"]
     draw_split(lambda d, s: fig_gamma(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_gamma"], dpi,
                "fig_gamma")
     draw_split(lambda d, s: fig_rho(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_rho"], dpi,
                "fig_rho")
-    draw_split(lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha, crit=crit, full=df, controls=controls),
+    draw_split(lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha, full=df, controls=controls),
                df, weights, stems["fig_tilt"], dpi, "fig_tilt")
     draw_split(lambda d, s: fig_albert_consensus(d, labels, weights, s, dpi), df, weights,
                stems["fig_albert_consensus"], dpi, "fig_albert_consensus")
@@ -323,7 +324,7 @@ def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, alpha
     if stems.get("fig_gamma_gap"):
         pairs = gamma_gap_pairs(df, spectra, shared, controls, labels, weights)
         draw_split(lambda d, s: fig_gamma_gap(d, s, dpi), pairs, weights, stems["fig_gamma_gap"], dpi, "fig_gamma_gap")
-    t = alignment_table(df, labels, alpha=alpha, crit=crit)
+    t = alignment_table(df, labels, crit=crit)
     write_table(t, stems["table_alignment"], caption="Alignment of tokens with each layer's leading eigenvector: "
                 "gamma vs null models; rho > 0.5 and the tilt decided against the Monte Carlo null of random "
                 "directions after Holm (sign tests only as secondary columns).",

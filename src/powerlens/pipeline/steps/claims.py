@@ -46,13 +46,14 @@ def claims(*, meta: list[str], spectra: list[str], dynamics: list[str], theory: 
            verdicts: str, twins: str, robust: str, record: str):
     """Judge every claim and write the four tables and the record of what was written, all replaced together
     (:func:`powerlens.outputs.staging.staged`) after the inputs were checked (:func:`read_dynamics`)."""
+    from powerlens.analysis.verdict_tests import decision_rule
     from powerlens.outputs.staging import staged
 
     metas = {m["model"]: m for m in (read_generated_json(p, "extract") for p in meta)}
     dyn = read_dynamics(dynamics, metas)
     with staged({"table": table, "verdicts": verdicts, "twins": twins, "robust": robust, "record": record}) as s:
         view = _claims(metas, dyn, spectra, theory, steering, robustness, quantized,
-                       {**criteria, "alpha": alpha, "null_draws_cap": null_draws_cap}, labels,
+                       decision_rule(criteria, alpha, null_draws_cap), labels,
                        s["table"], s["verdicts"], s["twins"], s["robust"])
         write_record(s["record"], [s[k] for k in ("table", "verdicts", "twins", "robust")])
     return view

@@ -63,6 +63,7 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     import torch
 
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
+    from powerlens.analysis.verdict_tests import decision_rule
     from powerlens.models.weights import ModelWeights
 
     if mode not in ("model", "attention-only"):
@@ -76,9 +77,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
     tok = load_tokenizer(man)
     opts = DynamicsOptions(mode=mode, norm=norm, steps=steps, long_run_prompts=long_run_prompts,
                            batch_size=batch_size, batch_tokens=batch_tokens, max_tokens=max_tokens, dtype=dtype,
-                           null_draws=null_draws, null_draws_cap=null_draws_cap, bias_free_control=control,
-                           seed=seed, device=device,
-                           alpha=alpha, criteria=criteria,
+                           null_draws=null_draws, bias_free_control=control, seed=seed, device=device,
+                           criteria=decision_rule(criteria, alpha, null_draws_cap),
                            robustness=bool(robustness and not man["random_weights"]),
                            # a matched control is judged exactly like its trained model (paper.md section 4d)
                            extend=bool(not man["random_weights"] or man.get("control_of")))
@@ -130,12 +130,13 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
             "(<test>_sig). A claim reads one p: the partial conjunction of the layers' p (powerlens.analysis."
             "across_layers). R0 is the smallest count at which every rule read in this mode can reach "
             "significance, at least `draws`; a test whose criterion can still move is extended where it decides "
-            f"(R0, 10 R0, 100 R0, at most {o.null_draws_cap}; R per test in the CSV, column <test>_R). The lead's "
+            f"(R0, 10 R0, 100 R0, at most {o.criteria['null_draws_cap']}; R per test in the CSV, column <test>_R). "
+            "The lead's "
             "rank among F's other eigen-directions of its kind (|lambda| > 1e-9 |lambda_1|; columns <test>_eig_*) is "
             "summed across the model by the claims (the specificity p)"),
-            "alpha": float(o.alpha), "variants": list(o.variants),
+            "alpha": float(o.criteria["alpha"]), "variants": list(o.variants),
             "extension": (f"where a criterion read in this mode can still move: R0, 10 R0, 100 R0 (at most "
-                          f"{o.null_draws_cap})"
+                          f"{o.criteria['null_draws_cap']})"
                           if o.extend else "off: random weights of a paper architecture are never evidence, so no "
                           "test is extended past R0 draws (an undecided layer stays undecided)"),
             "depths_tested": int(min(n_steps, int(meta["n_layers"])))},

@@ -29,6 +29,7 @@ def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: di
                   fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str,
                   alpha: float, null_draws_cap: int, criteria: dict, dpi: int, spectra: list[str] = (),
                   fig_gamma_gap: str = ""):
+    from powerlens.analysis.verdict_tests import decision_rule
     from powerlens.outputs.figures import dynamics_figures
     from powerlens.outputs.staging import staged
 
@@ -38,9 +39,8 @@ def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: di
     if fig_gamma_gap:
         stems["fig_gamma_gap"] = fig_gamma_gap
     with staged(stems) as tmp:  # all files replaced together, or none (an interrupt half-way)
-        return dynamics_figures(csv, npz, meta, labels, alpha=alpha,
-                                crit={**criteria, "null_draws_cap": null_draws_cap}, dpi=dpi, stems=tmp,
-                                spectra=list(spectra))
+        return dynamics_figures(csv, npz, meta, labels, crit=decision_rule(criteria, alpha, null_draws_cap), dpi=dpi,
+                                stems=tmp, spectra=list(spectra))
 
 
 show = show_table

@@ -54,6 +54,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
     from powerlens.analysis import quantization as qz
     from powerlens.analysis.dynamics import DynamicsOptions, analyse
     from powerlens.analysis.spectra import layer_matrices, model_spectra, spectra_arrays
+    from powerlens.analysis.verdict_tests import decision_rule
 
     threads = set_threads(threads)
     torch.manual_seed(seed)
@@ -73,8 +74,7 @@ def quantization(manifest_path, spectra_npz, dynamics_csv, *, prompts_path, out_
     # are unused in model mode
     opts = DynamicsOptions(mode="model", norm="l2", steps=1, long_run_prompts=1, batch_size=batch_size,
                            batch_tokens=None, max_tokens=max_tokens, dtype="float32", null_draws=null_draws,
-                           null_draws_cap=null_draws_cap, bias_free_control=False, seed=seed, alpha=alpha,
-                           criteria=criteria)
+                           bias_free_control=False, seed=seed, criteria=decision_rule(criteria, alpha, null_draws_cap))
     tables = []
     for qtype in qtypes:
         model = load_model(man, dtype=torch.float32)
