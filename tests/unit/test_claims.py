@@ -18,8 +18,8 @@ from ..conftest import REPO
 TYPES = {"base": "real", "large": "real", "xlarge": "complex", "xxlarge": "complex"}  # the ALBERT adapter's
 CAP = 200_000  # the schema's default dynamics.null_draws_cap
 CRIT = {"C1_share_layers": 0.5, "C5_consensus_abs_cos": 0.99, "C5_null_quantile": 0.99, "C6_weak_below": 0.5,
-        "C7_share_layers": 0.5, "C9_alignment": 0.9, "C10_ffn_negative_below": 0.25, "alpha": 0.05,
-        "null_draws_cap": CAP}
+        "C7_share_layers": 0.5, "C9_alignment": 0.9, "C10_ffn_negative_below": 0.25, "C4_rare_share": 0.1,
+        "alpha": 0.05, "null_draws_cap": CAP}
 
 
 def shared_layer(F: np.ndarray, b_O: np.ndarray) -> ModelWeights:
@@ -114,7 +114,7 @@ def test_config_claims_block_holds_the_section_4b_criteria():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     props = schema["properties"]["claims"]["properties"]
     assert set(props) == {"C1_share_layers", "C5_consensus_abs_cos", "C5_null_quantile", "C6_weak_below",
-                          "C7_share_layers", "C9_alignment", "C10_ffn_negative_below"}
+                          "C7_share_layers", "C9_alignment", "C10_ffn_negative_below", "C4_rare_share"}
     assert {k: v["default"] for k, v in props.items()} == {k: v for k, v in CRIT.items()
                                                                   if k not in ("alpha", "null_draws_cap")}
     assert schema["properties"]["dynamics"]["properties"]["null_draws"]["minimum"] >= 2000
@@ -129,7 +129,8 @@ PREFIXES = {"gamma": SIG, "rho": SIG, "tilt": SIG, "attn_tilt": SIG, "attn_tilt_
 
 def _layers(L=12, **cols):
     """A constructed per-layer table of the model's own depth as the dynamics step writes it: per test its
-    random-direction p with its 99% interval (``<test>_p``, ``_p_lo``, ``_p_hi``), side condition, per-layer Holm
+    random-direction p with its 99% interval (``<test>_p``, ``_p_lo``, ``_p_hi``) and the counts behind it at
+    R = 2000 (``_above``, ``_ties``: a claim's simultaneous interval), side condition, per-layer Holm
     mark and the lead's rank among M = 100 eigen-directions of its kind (top unless the caller says otherwise).
     ``<test>_p`` given alone sets the interval to [p, p]."""
     base = {"layer": np.arange(L), "gamma": 0.2, "gamma_null_median": 0.05, "gamma_null_q95": 0.1, "rho": 0.8,
@@ -145,6 +146,8 @@ def _layers(L=12, **cols):
                      f"{pre}_eig_beaten": 100 if p == SIG else 50, f"{pre}_eig_tied": 0,
                      f"{pre}_eig_rank": 100 if p == SIG else 50})
         base[f"{pre}_p_lo"], base[f"{pre}_p_hi"] = cols.get(f"{pre}_p_lo", given), cols.get(f"{pre}_p_hi", given)
+        # the counts behind p at R = 2000 (no ties): what a claim's simultaneous interval is built from
+        base[f"{pre}_above"], base[f"{pre}_ties"] = np.round(np.asarray(given, dtype=float) * 2000), 0.0
     base.update(cols)
     return pd.DataFrame({k: (np.broadcast_to(np.asarray(v, dtype=object if isinstance(v, str) else None), L).copy()
                              if np.ndim(v) == 0 else v) for k, v in base.items()})
@@ -194,17 +197,34 @@ def test_saturated_layers_are_no_evidence():
 
 
 def test_c7_undecided_layers_make_it_inconclusive_only_when_they_decide_it():
-    """u = 6 of 12: the claim's interval is 7 x [6th smallest lower end, 6th smallest upper end]."""
-    near = 0.05 / 7
-    g = _layers(rho_p=[1e-5] * 5 + [near] * 2 + [0.5] * 5, rho_p_lo=[1e-5] * 5 + [near / 2] * 2 + [0.5] * 5,
-                rho_p_hi=[1e-5] * 5 + [near * 2] * 2 + [0.5] * 5)
+    """u = 6 of 12: the claim's interval is 7 x [6th smallest lower end, 6th smallest upper end] of the layers'
+    intervals at level 1 - 0.01/12 (simultaneous, paper.md section 4e)."""
+    near = 0.007  # 14 of 2000 draws beyond the lead: its interval at 1 - 0.01/12 straddles alpha / 7 = 0.0071
+    g = _layers(rho_p=[1e-5] * 5 + [near] * 2 + [0.5] * 5)
     v = claims.c7(g, CRIT)  # 5 clear, the 6th and 7th straddle alpha / 7: inconclusive
     assert v.word == "inconclusive" and "random directions" in v.failed
-    g["rho_p_hi"] = [1e-5] * 7 + [near * 2] * 2 + [0.5] * 3  # 7 clear: passes either way
-    g["rho_p"] = g["rho_p_lo"] = g["rho_p_hi"].where(g["rho_p_hi"] != near * 2, near)
-    assert claims.c7(g, CRIT).word == "reproduced"
+    assert claims.c7(_layers(rho_p=[1e-5] * 7 + [near] * 2 + [0.5] * 3), CRIT).word == "reproduced"  # 7 clear
     g = _layers(rho_p=[1e-5] * 2 + [near] * 2 + [0.5] * 8)  # fails either way
     assert claims.c7(g, CRIT).word == "not reproduced"
+
+
+def test_the_claims_interval_is_simultaneous_over_its_layers():
+    """Each layer's Clopper-Pearson interval at 1 - 0.01/L (scipy's exact interval on the counts), so all L cover
+    at once with 99% probability; revision 5's per-layer 99% intervals (narrower) are not it."""
+    from scipy.stats import binomtest
+
+    from powerlens.analysis.verdict_tests import RHO, layer_tests
+
+    g = _layers(rho_p=[1e-5, 0.007, 0.02, 0.5] * 3)
+    g.loc[1, "rho_ties"] = 3 / 2000  # three draws tie with the lead in one layer
+    lo, hi = layer_tests(g, RHO).simultaneous()
+    level = 1 - 0.01 / 12
+    for i, (a, t) in enumerate(zip(g["rho_above"].astype(int), np.round(g["rho_ties"] * 2000).astype(int))):
+        want_lo = binomtest(a, 2000).proportion_ci(confidence_level=level, method="exact").low
+        want_hi = binomtest(a + t, 2000).proportion_ci(confidence_level=level, method="exact").high
+        assert lo[i] == pytest.approx(want_lo, abs=1e-12) and hi[i] == pytest.approx(want_hi, abs=1e-12)
+        narrow = binomtest(a + t, 2000).proportion_ci(confidence_level=0.99, method="exact").high
+        assert hi[i] > narrow
 
 
 def test_c1_beating_random_directions_but_not_fs_other_eigen_directions_fails():
@@ -284,14 +304,15 @@ def test_each_trained_model_has_its_matched_control_beside_it():
     assert view.set_index("claim").loc["C1", col].startswith("not reproduced (claim p 1;")
     dyn2 = dyn.copy()
     dyn2.loc[(dyn2["model"] == "m-control") & (dyn2["mode"] == "attention-only"),
-             ["tilt_p", "tilt_p_lo", "tilt_p_hi"]] = 1e-5
+             ["tilt_p", "tilt_p_lo", "tilt_p_hi", "tilt_above"]] = [1e-5, 1e-5, 1e-5, 0]
     df2 = claims.evaluate(CRIT, meta, spectra, dyn2, [], pd.DataFrame({"model": []}))
     assert claims.CONTROL_SENTENCE in df2.set_index("claim").loc["C1", "measured"]
 
 
 def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
     """table_robustness (paper.md section 4c): the same criteria on each variant's statistics; the view shows
-    "k of n agree", and a verdict one of the other seeds does not share becomes "inconclusive"."""
+    seeds and corpus thirds counted apart (paper.md section 4e), a reproduced verdict failing on a third is
+    "fragile", and a verdict one of the other seeds does not share becomes "inconclusive"."""
     from powerlens.analysis.claims.robustness import robustness
 
     meta = _meta(False)
@@ -304,19 +325,22 @@ def test_a_verdict_that_changes_with_the_monte_carlo_seed_is_inconclusive():
     dyn = pd.concat([law, model])
     judge = lambda d: claims.evaluate(CRIT, meta, spectra, d, [], pd.DataFrame({"model": []}))  # noqa: E731
     keys = {"model": "m", "mode": "model"}
-    same = [pd.DataFrame({"layer": range(12), "rho_p": SIG, "rho_p_hi": SIG, "variant": v, **keys})
+    same = [pd.DataFrame({"layer": range(12), "rho_p": SIG, "rho_p_hi": SIG, "rho_above": 0, "variant": v, **keys})
             for v in ("seed1", "third0")]
-    other = pd.DataFrame({"layer": range(12), "rho_p": NOT, "rho_p_lo": NOT, "rho_p_hi": NOT, "variant": "seed2",
-                          **keys})
+    other = pd.DataFrame({"layer": range(12), "rho_p": NOT, "rho_p_lo": NOT, "rho_p_hi": NOT, "rho_above": 1000,
+                          "variant": "seed2", **keys})
     main = judge(dyn)
     assert main.set_index("claim").loc["C7", "verdict"] == "reproduced"
     out, table, agree = robustness(main, judge, dyn, pd.concat(same), pd.DataFrame(), {"BERT (trained)": ["m"]})
-    assert agree[("C7", "BERT (trained)")] == "2 of 2 agree"
+    assert agree[("C7", "BERT (trained)")] == "seeds 1 of 1; thirds 1 of 1"
     assert out.set_index("claim").loc["C7", "verdict"] == "reproduced"
+    fails = same[1].assign(rho_p=NOT, rho_p_lo=NOT, rho_p_hi=NOT, rho_above=1000, variant="third1")  # other data
+    _, _, agree = robustness(main, judge, dyn, pd.concat(same + [fails]), pd.DataFrame(), {"BERT (trained)": ["m"]})
+    assert agree[("C7", "BERT (trained)")] == "seeds 1 of 1; thirds 1 of 2; fragile: fails on a corpus third"
     fams = {"BERT (trained)": ["m"]}
     out, table, agree = robustness(main, judge, dyn, pd.concat(same + [other]), pd.DataFrame(), fams)
     row = out.set_index("claim").loc["C7"]
-    assert agree[("C7", "BERT (trained)")] == "2 of 3 agree" and row["verdict"] == "inconclusive"
+    assert agree[("C7", "BERT (trained)")] == "seeds 1 of 2; thirds 1 of 1" and row["verdict"] == "inconclusive"
     assert "changes with the Monte Carlo seed" in row["failed part"] and "seed 2: not reproduced" in row["failed part"]
     assert pd.isna(table.set_index("claim").loc["C1", "seed 2"])  # the law's claim: a model-mode variant is no evidence
 
@@ -357,3 +381,22 @@ def test_a_claim_added_by_its_registration_alone_reaches_every_claims_table():
     finally:
         unregister("C11")
     assert "C11" not in _evaluate(_meta(False), _layers(), _layers()).index
+
+
+def test_holm_across_families_meets_statsmodels_and_needs_two_trained_families():
+    """paper.md section 4e: a claim judged on several trained families gets Holm's adjustment across them (one
+    column; the per-family verdicts stay unadjusted); the synthetic layers, twins and a lone family get none."""
+    from statsmodels.stats.multitest import multipletests
+
+    from powerlens.analysis.claims import HOLM_ACROSS, across_families
+
+    p = [0.0063, 0.0078, 0.0454]  # revision 5's C1 claim p on the three offline families (spec section 4e)
+    df = pd.DataFrame({"claim": ["C1"] * 4 + ["C7", "C4", "C6"], "family": ["A", "B", "C", "D", "A", "synthetic", "A"],
+                       "outcome": ["reproduced"] * 3 + ["not judged", "not reproduced", "reproduced", "reproduced"],
+                       "p value": p + [0.001, 0.01, 0.001, 0.02]})
+    df.loc[len(df)] = {"claim": "C6", "family": "B", "outcome": "not reproduced", "p value": float("nan")}
+    got = across_families(df)
+    want = multipletests(p, method="holm")[1]
+    assert np.allclose(got[HOLM_ACROSS].iloc[:3], want, rtol=0, atol=1e-15) and (want < 0.05).all()
+    assert got[HOLM_ACROSS].iloc[3:].isna().all()  # twins, one family, synthetic, a family without a p
+    assert not np.allclose(want, np.minimum(1, 3 * np.array(p)))  # not Bonferroni: MiniLM's 0.136 would fail

@@ -14,6 +14,7 @@ import pytest
 from powerlens.analysis import claims
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.across_layers import (
+    claim_level,
     draws_to_reach,
     layers_needed,
     partial_conjunction,
@@ -64,8 +65,10 @@ def test_layers_needed_and_the_draws_a_rule_needs():
         assert k * zero_upper(R) < 0.05 <= k * zero_upper(R - 1)
     assert draws_to_reach(5000, 0.05, CAP) is None  # the cap cannot reach it
     # R0 from the rule: SmolLM2's model mode (30 layers, C6 and the FFN clause read L x) needs more than 2000
-    assert first_draws("model", 30, CRIT, 2000) == draws_to_reach(30, 0.05, CAP) > 2000
-    assert first_draws("attention-only", 30, CRIT, 2000) == 2000  # C1: 16 x the bound at 2000 draws
+    assert first_draws("model", 30, CRIT, 2000) == draws_to_reach(30, 0.05, CAP, claim_level(30)) > 2000
+    # C1 (16 of 30): 16 x the bound at 2000 draws is 0.07 at the claim's level 1 - 0.01/30 (0.035 at 99%)
+    assert first_draws("attention-only", 30, CRIT, 2000) == draws_to_reach(16, 0.05, CAP, claim_level(30)) > 2000
+    assert first_draws("attention-only", 6, CRIT, 2000) == 2000  # MiniLM: 4 x 0.0035 at 1 - 0.01/6
 
 
 def test_the_uniform_sum_tail_is_exact():
@@ -202,10 +205,11 @@ def test_c7_planted_passes_absent_fails_low_resolution_underpowered(name):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_c6_planted_passes_absent_fails_low_resolution_underpowered(name):
-    ok = planted(name, {GAMMA: 0.2, FIRST_GAMMA: 0.0})
+    # (c) planted as clear absence (the last output far below the null: p near 1), never left to one seed's luck
+    ok = planted(name, {GAMMA: 0.2, FIRST_GAMMA: -0.04})
     assert claims.c6(ok, CRIT).word == "reproduced"
-    assert claims.c6(planted(name, {GAMMA: 0.0, FIRST_GAMMA: 0.0}), CRIT).word == "not reproduced"
-    # at most 20 draws a test: L x the 99% upper bound of zero exceedances never reaches 0.05
+    assert claims.c6(planted(name, {GAMMA: -0.04, FIRST_GAMMA: -0.04}), CRIT).word == "not reproduced"
+    # at most 20 draws a test: L x the upper bound of zero exceedances never reaches 0.05
     v = claims.c6(ok, {**CRIT, "null_draws_cap": 20})
     assert v.word == "underpowered" and "(a)" in v.underpowered
 

@@ -10,6 +10,8 @@ import pytest
 from powerlens.analysis import theory as th
 from powerlens.outputs.tables import theory_table
 
+CRIT4 = {"alpha": 0.05, "C4_rare_share": 0.1}  # the decision rule's keys the synthetic claims read (schema defaults)
+
 SHARP = [0.1, 1.0, 10.0]
 
 
@@ -48,7 +50,7 @@ def test_a_constructed_layer_without_consensus_fails_c2():
     res, _ = th.experiment_real(d=16, n_heads=2, n_tokens=8, steps=120, seed=0, residual=True, sharpness=[1.0],
                                 seeds=8, gap=2.5 + 1.0j)
     assert next(r for r in res if r.id == "C2.sweep").measured == 0.0
-    v = claims.theory_verdicts(_dicts(res), 0.05)["C2"][1]
+    v = claims.theory_verdicts(_dicts(res), CRIT4)["C2"][1]
     assert v.word == "not reproduced" and "only 0% of the seeds reach consensus" in v.failed
 
 
@@ -61,17 +63,17 @@ def test_a_layer_whose_clustered_starts_do_not_reach_consensus_fails_c2():
     res, _ = th.experiment_real(d=16, n_heads=2, n_tokens=8, steps=120, seed=0, residual=True, sharpness=[1.0],
                                 seeds=8)
     dicts = _dicts(res)
-    assert claims.theory_verdicts(dicts, 0.05)["C2"][1].word == "reproduced"
+    assert claims.theory_verdicts(dicts, CRIT4)["C2"][1].word == "reproduced"
     bad = [dict(r) for r in dicts]
     for r in bad:
         if r["id"] == "C2.sweep":
             r["detail"] = {**r["detail"], "final_line_distance": [0.3] * 7 + [1e-15]}
             r["measured"], r["passed"] = 1 / 8, False
-    v = claims.theory_verdicts(bad, 0.05)["C2"][1]
+    v = claims.theory_verdicts(bad, CRIT4)["C2"][1]
     assert v.word == "not reproduced" and "only 12% of the seeds" in v.failed
     broken = [dict(r, measured=r["measured"] * (1 + 1e-6), passed=False) if r["id"] == "C2.control" else r
               for r in dicts]
-    assert claims.theory_verdicts(broken, 0.05)["C2"][1].word == "not reproduced"
+    assert claims.theory_verdicts(broken, CRIT4)["C2"][1].word == "not reproduced"
 
 
 def test_a_multi_head_bipartite_state_is_not_an_equilibrium_but_newton_finds_one_nearby():
@@ -118,10 +120,9 @@ def test_linearisation_matches_the_analytic_spectral_radius_of_the_power_method(
 def _classes(res):
     """Every cell-seed's class and stratum: what must not move with the budget, the threads or the BLAS branch."""
     cells = [r for r in res if r.id == "C4.cell"]
-    edges = th.strata_edges([r.detail["sharpness"] for r in cells])
     return {(r.detail["d"], r.detail["heads"], r.detail["sharpness"], r.detail["seed"]):
-            (r.detail["equilibrium_found"], r.detail["stability"], r.detail["degenerate"],
-             th.stratum(r.detail["score_at_equilibrium"], r.detail["degenerate"], edges)) for r in cells}
+            (r.detail["equilibrium_found"], r.detail["stability"], r.detail["degenerate"], th.stratum(r.detail))
+            for r in cells}
 
 
 def _positions(res):
@@ -158,7 +159,7 @@ def test_c4_classes_and_verdict_do_not_move_with_the_budget_or_the_threads():
     got, pos = {}, {}
     for budget, threads in ((200, 1), (2000, 1), (200, 2)):
         res = _run_c4(budget, threads)
-        v = th.c4_verdict(_dicts(res), 0.05)
+        v = th.c4_verdict(_dicts(res), 0.05, 0.1)
         got[budget, threads] = (_classes(res), v["state"], v["strata"], v["p"])
         pos[budget, threads] = _positions(res)
         assert res[-1].detail["stability"] == "unstable" and res[-1].passed
@@ -209,20 +210,20 @@ def test_c4_sweep_verdict_is_one_function():
     res, arr = th.experiment_c4_sweep([16], [1, 4], [0.3, 3.0], n_tokens=12, steps=60, seed=0, runs=4,
                                       epsilon=1e-3, residual=True, seeds=8, rare_runs=1, max_eq_steps=100)
     dicts = _dicts(res)
-    v = th.c4_verdict(dicts, 0.05)
-    t = theory_table(dicts, alpha=0.05)
+    v = th.c4_verdict(dicts, 0.05, 0.1)
+    t = theory_table(dicts, crit=CRIT4)
     row = t[t["case"] == "C4 verdict"].iloc[0]
-    c4 = claims.c4(dicts, 0.05)
+    c4 = claims.c4(dicts, CRIT4)
     assert row["notes"] == v["measured"] == c4.measured and c4.ok == v["ok"]
     assert t["notes"].str.contains("; stratum ").sum() == 32 and len(arr["cell_radius"]) == 32
 
 
-def _cell(s, H, stability, found=True, degenerate=False, score=None):
+def _cell(s, H, stability, found=True, degenerate=False, score=None, seed=0, bipartite=0):
     return {"id": "C4.cell", "case": "c: bipartite", "passed": found,
-            "detail": {"sweep": True, "d": 16, "sharpness": s, "heads": H, "stability": stability,
+            "detail": {"sweep": True, "d": 16, "seed": seed, "sharpness": s, "heads": H, "stability": stability,
                        "score_at_equilibrium": s if score is None else score, "degenerate": degenerate,
                        "equilibrium_found": found, "check": "agrees", "runs": 8, "broke": 0, "random_starts": 4,
-                       "random_starts_bipartite": 0}}
+                       "random_starts_bipartite": bipartite}}
 
 
 def _positive(stability):
@@ -239,16 +240,63 @@ def test_c4_stratified_test_has_power_and_fails_equal_rates():
     strata = (0.1, 1.0, 10.0)
     planted = [_cell(s, 1, "stable") for s in strata for _ in range(8)]
     planted += [_cell(s, H, "unstable") for s in strata for H in (2, 4, 8) for _ in range(8)]
-    v = th.c4_verdict(planted + [_positive("unstable")], 0.05)
+    v = th.c4_verdict(planted + [_positive("unstable")], 0.05, 0.1)
     assert v["ok"] and v["p"] < 1e-6 and v["attainable"] <= v["p"]
     equal = [_cell(s, H, "unstable" if k % 2 else "stable") for s in strata for H in (1, 2, 4, 8) for k in range(8)]
-    v = th.c4_verdict(equal + [_positive("unstable")], 0.05)
+    v = th.c4_verdict(equal + [_positive("unstable")], 0.05, 0.1)
     assert not v["ok"] and v["p"] > 0.3
-    assert not th.c4_verdict(planted + [_positive("stable")], 0.05)["ok"]
+    assert not th.c4_verdict(planted + [_positive("stable")], 0.05, 0.1)["ok"]
     # a difference confined to one stratum where one head is absent carries no information
     onlymany = [_cell(0.1, 2, "unstable", degenerate=True, score=1e-12)] + [_cell(1.0, 1, "stable")]
-    c4 = claims.c4(onlymany + [_positive("unstable")], 0.05)
+    c4 = claims.c4(onlymany + [_positive("unstable")], CRIT4)
     assert c4.word == "underpowered" and "allow no p below" in c4.underpowered
+
+
+def test_c4_strata_are_never_a_variable_the_heads_move():
+    """paper.md section 4e: several heads move the sharpness measured at the equilibrium (here every multi-head
+    equilibrium lands at a measured score no one-head cell has), so strata of that measurement leave the
+    multi-head cells without a one-head comparison (weight 0: no information). Strata of the configured
+    sharpness x (size, seed) block keep the comparison and find the planted effect; a sign test over the blocks
+    stands beside it."""
+    from powerlens.analysis.theory.verdicts import stratified_exact
+
+    cells = []
+    for seed in range(6):
+        for s in (0.3, 3.0):
+            cells += [_cell(s, 1, "unstable" if k == 0 else "stable", seed=seed) for k in range(4)]
+            cells += [_cell(s, 4, "unstable" if k < 3 else "stable", seed=seed, score=50.0 * s) for k in range(4)]
+    v = th.c4_verdict(cells + [_positive("unstable")], 0.05, 0.1)
+    assert v["ok"] and v["p"] < 1e-3 and len(v["strata"]) == 12 and v["p_sign"] == pytest.approx(1 / 64)
+    by_score: dict = {}  # revision 5's strata: bands of the measured score
+    for c in cells:
+        key = c["detail"]["score_at_equilibrium"]
+        t = by_score.setdefault(key, [0, 0, 0, 0])
+        many = c["detail"]["heads"] > 1
+        t[0 if many else 2] += c["detail"]["stability"] == "unstable"
+        t[1 if many else 3] += 1
+    p_old, attainable_old, _ = stratified_exact([tuple(t) for t in by_score.values()])
+    assert p_old == pytest.approx(1.0) and attainable_old == pytest.approx(1.0)  # no comparison left at all
+
+
+def test_c4_rare_is_a_clause_with_a_block_bootstrap_bound():
+    """"Rare" (paper.md section 4e): with several heads, the pooled share of random starts ending bipartite has a
+    block-bootstrap 95% upper bound below C4_rare_share; a sweep where a quarter of them end bipartite fails (ii)
+    whatever (i) says. The bound meets the exact bootstrap distribution, enumerated over every resample of three
+    blocks (27 equally likely), within its own Monte Carlo interval."""
+    import itertools
+
+    strata = [_cell(s, 1, "stable", seed=k) for s in (0.1, 1.0) for k in range(4)]
+    rare = strata + [_cell(s, 4, "unstable", seed=k) for s in (0.1, 1.0) for k in range(4)]
+    assert th.c4_verdict(rare + [_positive("unstable")], 0.05, 0.1)["ok"]
+    common = strata + [_cell(s, 4, "unstable", seed=k, bipartite=1) for s in (0.1, 1.0) for k in range(4)]
+    v = th.c4_verdict(common + [_positive("unstable")], 0.05, 0.1)
+    assert not v["ok"] and any("not rare" in f for f in v["failed"]) and v["rare"] == (8, 32)
+    k, n = np.array([0, 2, 9]), np.array([20, 20, 20])
+    share, bound, (lo, hi) = th.rare_bound(k, n)
+    exact = sorted(k[list(i)].sum() / n[list(i)].sum() for i in itertools.product(range(3), repeat=3))
+    cdf = np.arange(1, 28) / 27
+    q95 = exact[int(np.searchsorted(cdf, 0.95 - 1e-12))]  # the exact distribution's 95% quantile
+    assert share == pytest.approx(11 / 60) and lo <= q95 <= hi and bound == pytest.approx(q95, abs=0.02)
 
 
 def test_the_stratified_exact_test_is_the_hypergeometric_tail():

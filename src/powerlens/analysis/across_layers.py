@@ -8,9 +8,11 @@ A claim "in at least u of the L layers" is judged by one p, not by a count of Ho
 
       p_claim = min(1, (L - u + 1) p_(u)).
 
-  It is a non-decreasing function of every p_t, so each layer's 99% interval (Monte Carlo error and tie-break,
-  :mod:`powerlens.analysis.nulls`) carries through endpoint by endpoint: the claim's interval is
-  (L - u + 1) times [the u-th smallest lower end, the u-th smallest upper end].
+  It is a non-decreasing function of every p_t, so the layers' intervals (Monte Carlo error and tie-break,
+  :mod:`powerlens.analysis.nulls`) carry through endpoint by endpoint: the claim's interval is
+  (L - u + 1) times [the u-th smallest lower end, the u-th smallest upper end]. Each layer's interval is taken
+  at level 1 - 0.01 / L, so that all L cover at once with 99% probability and the claim's interval is a 99%
+  statement about the claim (revision 6, paper.md section 4e; revision 5 took each layer's at 99%).
 * **Specificity across the model**: beating random directions is not enough (a drift inside F's range lifts
   every direction there, and every eigen-direction with a positive eigenvalue is reinforced by its own step).
   In each layer the lead's rank r_t among the M_t other eigen-directions of its own kind (the members it beats)
@@ -22,7 +24,8 @@ A claim "in at least u of the L layers" is judged by one p, not by a count of Ho
   a convolution of discrete uniforms. Ties between the lead and a member are broken by a seeded U (point p) and
   bounded both ways (interval).
 * **Power first**: the smallest p each rule could produce with perfect data, from the test's resolution alone:
-  (L - u + 1) times the 99% upper bound of zero exceedances in R_cap draws for the partial conjunction,
+  (L - u + 1) times the upper bound of zero exceedances in R_cap draws at level 1 - 0.01 / L for the partial
+  conjunction,
   prod_t 1 / (M_t + 1) for the specificity. A criterion whose attainable p is not below alpha cannot pass: its
   verdict is "underpowered", never "not reproduced".
 """
@@ -42,28 +45,36 @@ def layers_needed(share: float, L: int) -> int:
     return max(1, math.ceil(share * L - 1e-12))
 
 
+def claim_level(L: int) -> float:
+    """Each layer's interval level in a claim over L layers, 1 - 0.01 / L: all L cover at once with 99%
+    probability (Bonferroni), so the claim's interval is a 99% statement (paper.md section 4e)."""
+    return 1.0 - (1.0 - dc.LEVEL) / max(int(L), 1)
+
+
 def zero_upper(R: int, level: float = dc.LEVEL) -> float:
     """The 99% upper bound of a p from zero exceedances in R draws (Clopper-Pearson, two-sided level):
     the smallest upper end a Monte Carlo test of R draws can have."""
     return dc.mc_interval(0, 0, int(R), level)[1]
 
 
-def draws_to_reach(k: int, alpha: float, cap: int) -> int | None:
-    """The smallest R with k * zero_upper(R) < alpha (k = L - u + 1 for a partial conjunction, L for a Holm count,
-    1 for a single test), or None when even the cap cannot reach it."""
-    a = (1.0 - dc.LEVEL) / 2
-    if k * zero_upper(cap) >= alpha:
+def draws_to_reach(k: int, alpha: float, cap: int, level: float = dc.LEVEL) -> int | None:
+    """The smallest R with k * zero_upper(R, level) < alpha (k = L - u + 1 for a partial conjunction, whose
+    layers' intervals are at :func:`claim_level`; L for a Holm count; 1 for a single test), or None when even the
+    cap cannot reach it."""
+    a = (1.0 - level) / 2
+    if k * zero_upper(cap, level) >= alpha:
         return None
     # zero_upper(R) = 1 - a^(1/R): solve 1 - a^(1/R) < alpha / k
     R = max(1, math.floor(math.log(a) / math.log(1.0 - alpha / k)))
-    while k * zero_upper(R) >= alpha:
+    while k * zero_upper(R, level) >= alpha:
         R += 1
     return R
 
 
 @dataclass(frozen=True)
 class Conjunction:
-    """The partial-conjunction p of "at least u of L layers", its 99% interval and what it could reach."""
+    """The partial-conjunction p of "at least u of L layers", its simultaneous 99% interval and what it could
+    reach."""
 
     p: float
     lo: float
@@ -76,8 +87,8 @@ class Conjunction:
     def text(self) -> str:
         from powerlens.core.fmt import fmt_num
 
-        return (f"p {fmt_num(self.p)} (99% interval {fmt_num(self.lo)} to {fmt_num(self.hi)}; at least {self.u} of "
-                f"{self.L} layers)")
+        return (f"p {fmt_num(self.p)} (simultaneous 99% interval {fmt_num(self.lo)} to {fmt_num(self.hi)}; at least "
+                f"{self.u} of {self.L} layers)")
 
 
 def partial_conjunction(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, u: int, alpha: float,
@@ -90,7 +101,8 @@ def partial_conjunction(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, u: int, a
     k = L - u + 1
     at = lambda a: float(min(1.0, k * np.sort(a)[u - 1]))  # noqa: E731
     c_lo, c_hi = at(lo), at(hi)
-    return Conjunction(at(p), c_lo, c_hi, u, L, dc.decide(c_lo, c_hi, alpha), min(1.0, k * zero_upper(r_cap)))
+    return Conjunction(at(p), c_lo, c_hi, u, L, dc.decide(c_lo, c_hi, alpha),
+                       min(1.0, k * zero_upper(r_cap, claim_level(L))))
 
 
 def uniform_sum_tail(M: np.ndarray) -> np.ndarray:

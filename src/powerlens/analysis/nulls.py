@@ -177,8 +177,9 @@ class RandomDirections(Null):
     # its fields in a dynamics table, in order (:func:`random_direction_test`): p and its 99% interval, R, the
     # share of draws tied with the lead, the null's median and 95th percentile, the lead's percentile in it
     P, R, TIES, P_LO, P_HI = "p", "R", "ties", "p_lo", "p_hi"
+    ABOVE = "above"  # the draws beyond the lead: with R and the ties, any level's interval (a claim's, 1 - 0.01/L)
     NULL_MEDIAN, NULL_Q95, PCT = "null_median", "null_q95", "pct"
-    FIELDS = (P, R, TIES, P_LO, P_HI, NULL_MEDIAN, NULL_Q95, PCT)
+    FIELDS = (P, R, TIES, ABOVE, P_LO, P_HI, NULL_MEDIAN, NULL_Q95, PCT)
 
     @staticmethod
     def interval(above: int, tied: int, n: int) -> tuple[float, float]:
@@ -265,7 +266,8 @@ register(EigenDirections())
 def random_direction_test(lead: float, null: np.ndarray, u: float, tail: str = "upper") -> dict:
     """The lead value against the Monte Carlo null's draws (NaN draws dropped), tie-break ``u``: the fields of
     one depth's random-direction test (:attr:`RandomDirections.FIELDS`): p
-    (:meth:`RandomDirections.test`), R, the share of draws tied with the lead, the 99% interval, the range the
+    (:meth:`RandomDirections.test`), R, the share of draws tied with the lead, the draws beyond it, the 99%
+    interval, the range the
     tie-break alone spans (``tie_lo``, ``tie_hi``: no Monte Carlo error, more draws cannot narrow it), the null's
     median and 95th percentile and the lead's percentile in it. For a lead exchangeable with the draws,
     P(p <= a) = a exactly, ties or not. The one test of a lead against random directions: the verdict tests, the
@@ -276,7 +278,8 @@ def random_direction_test(lead: float, null: np.ndarray, u: float, tail: str = "
     t = F.test(lead, null, u, tail)
     R = t.n
     ok = R and not np.isnan(lead)
-    return {F.P: t.p, F.R: R, F.TIES: t.tied / R if R else np.nan, F.P_LO: t.lo, F.P_HI: t.hi,
+    return {F.P: t.p, F.R: R, F.TIES: t.tied / R if R else np.nan, F.ABOVE: t.above if ok else np.nan,
+            F.P_LO: t.lo, F.P_HI: t.hi,
             "tie_lo": t.above / R if ok else np.nan, "tie_hi": (t.above + t.tied) / R if ok else np.nan,
             F.NULL_MEDIAN: float(np.median(null)) if R else np.nan,
             F.NULL_Q95: float(np.quantile(null, 0.95)) if R else np.nan,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from powerlens.analysis import decisions as dc
-from powerlens.analysis.across_layers import Conjunction, Specificity, partial_conjunction, zero_upper
+from powerlens.analysis.across_layers import Conjunction, Specificity, claim_level, partial_conjunction, zero_upper
 from powerlens.analysis.nulls import RANKING, EigenDirections
 from powerlens.analysis.verdict_tests import AT_LEAST, BELOW_ALL, FEWER_THAN, NOT_LAST, LayerTests, Reading
 
@@ -109,7 +109,8 @@ def _at_least(reading: Reading, lt: LayerTests, crit: dict, alpha: float, r_cap:
     can = [conj.attainable < alpha] + [s.attainable < alpha for s in specs.values()]
     k = L - u + 1
     power = [f"random directions: at least {u} of {L} layers, smallest attainable p {k} x "
-             f"{_fmt(zero_upper(r_cap))} = {_fmt(conj.attainable)} at {r_cap} draws"]
+             f"{_fmt(zero_upper(r_cap, claim_level(L)))} = {_fmt(conj.attainable)} at {r_cap} draws (each layer's "
+             f"bound at 1 - 0.01/{L})"]
     for key, spec in specs.items():
         n = RANKING[key]
         power.append(f"{n.label}: " + (f"{n.nobody} in any layer: no power" if not spec.layers else

@@ -35,6 +35,7 @@ class Field:
     # 99% interval (unadjusted), R, the share of draws tied with the lead, the null's median, q95, the percentile
     P, P_LO, P_HI, R, TIES = (RandomDirections.P, RandomDirections.P_LO, RandomDirections.P_HI, RandomDirections.R,
                               RandomDirections.TIES)
+    ABOVE = RandomDirections.ABOVE
     NULL_MEDIAN, NULL_Q95, PCT = RandomDirections.NULL_MEDIAN, RandomDirections.NULL_Q95, RandomDirections.PCT
     SATURATED, TIE_BOUND = "saturated", "tie_bound"
     P_HOLM, P_HOLM_LO, P_HOLM_HI = "p_holm", "p_holm_lo", "p_holm_hi"  # Holm across the depth (the figures' marks)
@@ -194,6 +195,13 @@ class Reading:
         first step, for a Holm count), 1 (one test)."""
         return {AT_LEAST: L - self.u(L, crit) + 1, FEWER_THAN: L, NOT_LAST: 1}.get(self.rule, 1)
 
+    def level(self, L: int) -> float:
+        """Each layer's interval level in this part's decision: 1 - 0.01 / L for a claim over the layers (the
+        partial conjunction's simultaneous interval), 99% for a Holm count or one test."""
+        from powerlens.analysis.across_layers import claim_level
+
+        return claim_level(L) if self.rule == AT_LEAST else dc.LEVEL
+
     def needs_draws(self) -> bool:
         return self.rule in (AT_LEAST, FEWER_THAN, NOT_LAST)
 
@@ -238,12 +246,13 @@ def decision_rule(claims: dict, alpha: float, null_draws_cap: int) -> dict:
 
 def first_draws(mode: str, L: int, crit: dict, configured: int) -> int:
     """R0 from the rule (paper.md section 4d): the smallest count at which every rule read in this mode can reach
-    significance (k times the 99% upper bound of zero exceedances out of R0 below alpha), at least the
+    significance (k times the upper bound of zero exceedances out of R0 below alpha, at the part's level), at
+    least the
     configured ``null_draws``; a rule the cap cannot reach asks nothing (its part is underpowered)."""
     from powerlens.analysis.across_layers import draws_to_reach
 
-    need = [draws_to_reach(r.holm_k(L, crit), crit["alpha"], int(crit["null_draws_cap"])) for r in readings(mode)
-            if r.needs_draws()]
+    need = [draws_to_reach(r.holm_k(L, crit), crit["alpha"], int(crit["null_draws_cap"]), r.level(L))
+            for r in readings(mode) if r.needs_draws()]
     return max([int(configured)] + [n for n in need if n is not None])
 
 
@@ -300,6 +309,8 @@ class LayerTests:
     sig: np.ndarray  # object: the per-layer Holm mark (yes / no / undecided)
     mc_sig: np.ndarray
     R: np.ndarray
+    ties: np.ndarray  # the share of the draws tied with the lead
+    above: np.ndarray  # the draws beyond the lead
     tie_bound: np.ndarray
     ranks: dict  # ranking null's key -> its fields' columns (the lead's rank among its members per layer)
     layers: np.ndarray
@@ -308,14 +319,28 @@ class LayerTests:
     def L(self) -> int:
         return len(self.value)
 
+    def simultaneous(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each layer's Clopper-Pearson interval at level 1 - 0.01 / L (paper.md section 4e): together they
+        cover all L layers' p at once with 99% probability (Bonferroni), so the claim's interval built from them
+        is a 99% statement about the claim."""
+        from powerlens.analysis.across_layers import claim_level
+
+        level = claim_level(self.L)
+        ends = [dc.mc_interval(int(a), int(round(s * r)), int(r), level) if r > 0 and not np.isnan(a) else
+                (np.nan, np.nan) for a, s, r in zip(self.above, self.ties, self.R)]
+        return (np.array([e[0] for e in ends], dtype=float).reshape(-1),
+                np.array([e[1] for e in ends], dtype=float).reshape(-1))
+
     def claim_p(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-layer (p, lo, hi) for a claim "at least u layers": 1 where the side condition fails or the layer
-        is saturated (no evidence), the upper end 1 where the side condition is undecided (within rounding)."""
+        """Per-layer (p, lo, hi) for a claim "at least u layers", the interval simultaneous over the layers
+        (:meth:`simultaneous`): 1 where the side condition fails or the layer is saturated (no evidence), the
+        upper end 1 where the side condition is undecided (within rounding)."""
         no = (self.side == dc.NO) | self.saturated | np.isnan(self.value)
         und = self.side == dc.UNDECIDED
+        s_lo, s_hi = self.simultaneous()
         p = np.where(no, 1.0, self.p)
-        lo = np.where(no, 1.0, self.lo)
-        hi = np.where(no | und, 1.0, self.hi)
+        lo = np.where(no, 1.0, s_lo)
+        hi = np.where(no | und, 1.0, s_hi)
         return p, lo, hi
 
 
@@ -342,5 +367,6 @@ def layer_tests(df, spec: TestSpec) -> LayerTests | None:
     side = word(Field.SIDE) if spec.col(Field.SIDE) in d else np.full(len(d), dc.YES, dtype=object)
     return LayerTests(spec=spec, value=d[spec.value].to_numpy(dtype=float), p=num(Field.P), lo=num(Field.P_LO),
                       hi=num(Field.P_HI), side=side, saturated=sat, sig=word(Field.SIG), mc_sig=word(Field.MC_SIG),
-                      R=num(Field.R, 0), tie_bound=tb, layers=d["layer"].to_numpy(dtype=int),
+                      R=num(Field.R, 0), ties=num(Field.TIES, 0), above=num(Field.ABOVE),
+                      tie_bound=tb, layers=d["layer"].to_numpy(dtype=int),
                       ranks={k: {f: num(f, 0) for f in n.fields} for k, n in RANKING.items()})

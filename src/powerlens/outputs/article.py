@@ -119,6 +119,23 @@ def verdict_class(df: pd.DataFrame, claim: str, fam: str) -> str:
     return v.iloc[0].replace(" ", "-") if len(v) else ""
 
 
+def _across_families(run: Run, df: pd.DataFrame, claim: str, src: str) -> list:
+    """One line: the claim's p with Holm's adjustment across the trained families that judged it (paper.md
+    section 4e), each traced; nothing where fewer than two did."""
+    from powerlens.analysis.claims import HOLM_ACROSS
+
+    if HOLM_ACROSS not in df:
+        return []
+    mine = df[(df["claim"] == claim) & ~df[HOLM_ACROSS].isin(["", "-"])]
+    if len(mine) < 2:
+        return []
+    cells = [x for i, f in enumerate(mine["family"]) for x in [", "] * (i > 0) + [
+        csv_cell(src, run.root, {"claim": claim, "family": f}, "family"), " ",
+        csv_cell(src, run.root, {"claim": claim, "family": f}, HOLM_ACROSS)]]
+    return [("p", ["Across the trained families, with Holm's adjustment (the verdicts above stay unadjusted): ",
+                   *cells, "."], "small")]
+
+
 def claim_blocks(run: Run, claim: str, statement: Traced, figs: Figures) -> list:
     """One claim: its statement, then per trained family the criterion, the measurement, the null, the
     verdict and what failed (table_claims), the robustness count (table_robustness), and its figures."""
@@ -142,7 +159,8 @@ def claim_blocks(run: Run, claim: str, statement: Traced, figs: Figures) -> list
                     ([csv_cell(rob, run.root, {"claim": claim, "family": f}, "agree")] if len(a) == 1 else ["-"], "")
                     for f, a in zip(fams, agree)])
         out.append(("table", head, rows, "compact"))
-    judged = df[(df["claim"] == claim) & ~df["verdict"].str.startswith("not judged")]
+        out += _across_families(run, df, claim, src)
+    judged = df[(df["claim"] == claim) & (df["outcome"] != "not judged")]
     for name in dict.fromkeys(n for f in judged["figure"] for n in figure_names(f)):
         if name not in figs.paths:  # a judged claim's figure: never left out silently
             raise PowerlensError(f"{run.figures}/{name}.png, the figure of claim {claim}, does not exist",

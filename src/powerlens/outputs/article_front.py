@@ -10,6 +10,7 @@ import json
 import pandas as pd
 
 from powerlens.analysis.claims.registry import gist
+from powerlens.analysis.claims.robustness import NOT_VARIED
 from powerlens.outputs.trace import (
     WORDS,
     Traced,
@@ -70,7 +71,7 @@ def _robust(run, claim: str, fam: str) -> list:
     if rob is None or "agree" not in rob:
         return []
     hit = rob[(rob["claim"] == claim) & (rob["family"] == fam)]
-    if len(hit) != 1 or not hit.iloc[0]["agree"].endswith(" agree") or "not varied" in hit.iloc[0]["agree"]:
+    if len(hit) != 1 or hit.iloc[0]["agree"] in ("-", NOT_VARIED):
         return []  # not varied: the variants could not have differed
     return [" [", csv_cell(f"{run.tables}/table_robustness.csv", run.root, {"claim": claim, "family": fam},
                            "agree"), "]"]
@@ -144,7 +145,9 @@ def verdict_table(run) -> list:
         rows.append(row)
     return [("table", header, rows, "verdicts"),
             ("p", ["Each cell: the verdict, the claim p and the attainable p (the smallest p the test could reach), "
-                   "[how many robustness reruns agree] where reruns could differ; second line: the matched random "
+                   "[how many robustness reruns agree: other Monte Carlo seeds and disjoint corpus thirds counted "
+                   "apart, 'fragile' where a reproduced verdict fails on a third] where reruns could differ; second "
+                   "line: the matched random "
                    "control, never evidence. Hover a value for its file and field; click it for its source entry."],
              "small")]
 

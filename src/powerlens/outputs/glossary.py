@@ -85,9 +85,10 @@ TERMS: list[tuple[str, str, list[str], str]] = [
     ("g-inconc", "inconclusive", ["inconclusive"],
      "The decision rests on Monte Carlo error or rounding: its interval straddles alpha at the cap of draws, "
      "or it changes with the Monte Carlo seed."),
-    ("g-robust", "robustness (k of n agree)", ["agree"],
-     "The verdict rerun with other Monte Carlo seeds, on disjoint thirds of the prompt corpus and, for MiniLM, "
-     "at other quantizations: how many of these reruns give the same verdict."),
+    ("g-robust", "robustness (seeds k of n; thirds k of n)", ["agree"],
+     "The verdict rerun with other Monte Carlo seeds (the same corpus), on disjoint thirds of the prompt corpus "
+     "(other data) and, for MiniLM, at other quantizations: how many reruns of each kind give the same verdict, "
+     "counted apart. A reproduced verdict that fails on a corpus third is fragile."),
 ]
 
 

@@ -9,14 +9,14 @@ from powerlens.analysis.claims import theory_verdicts
 from powerlens.core.fmt import fmt_num
 
 
-def _theory_notes(r: dict, edges) -> tuple[str, str]:
+def _theory_notes(r: dict) -> tuple[str, str]:
     """(check, notes) of one theory record for table_theory."""
     from powerlens.analysis.theory.verdicts import stratum
 
     det = r["detail"]
     if det.get("sweep"):  # a C4 cell and seed
         status = f"{det['stability']} equilibrium" if det.get("equilibrium_found") else "no equilibrium"
-        notes = (f"{status}; stratum {stratum(det['score_at_equilibrium'], det['degenerate'], edges)}; residual "
+        notes = (f"{status}; stratum {stratum(det)}; residual "
                  f"{fmt_num(det['fixed_point_residual'])} after {det['newton_iterations']} Newton iterations"
                  f"{' (groups swap each step)' if det.get('swap') else ''}; |score| at the equilibrium mean "
                  f"{fmt_num(det['score_at_equilibrium'])}, max {fmt_num(det['max_score_at_equilibrium'])}; check: "
@@ -39,21 +39,18 @@ def _theory_notes(r: dict, edges) -> tuple[str, str]:
     return ("pass" if r["passed"] else "fail"), "-"
 
 
-def theory_table(results: list[dict], *, alpha: float) -> pd.DataFrame:
+def theory_table(results: list[dict], *, crit: dict) -> pd.DataFrame:
     """``table_theory``: case, attention, quantity, predicted, measured, relative error, criterion, the row's
     own check, notes; then one row per claim (C2, C3, C4) with its verdict from
     :func:`powerlens.analysis.claims.theory_verdicts`, the function table_claims takes it from (so they cannot
-    disagree)."""
-    from powerlens.analysis.theory.verdicts import strata_edges
-
-    edges = strata_edges([r["detail"]["sharpness"] for r in results if r["id"] == "C4.cell"] or [1.0])
+    disagree); ``crit``: alpha and ``C4_rare_share``."""
     rows = []
     for r in results:
-        check, notes = _theory_notes(r, edges)
+        check, notes = _theory_notes(r)
         rows.append({"case": r["case"], "attention": r["attention"], "quantity": r["quantity"],
                      "predicted": r["predicted"], "measured": r["measured"], "relative error": r["rel_error"],
                      "criterion": r["criterion"], "check": check, "notes": notes})
-    for claim, (criterion, v) in theory_verdicts(results, alpha).items():
+    for claim, (criterion, v) in theory_verdicts(results, crit).items():
         rows.append({"case": f"{claim} verdict", "attention": "softmax",
                      "quantity": "-", "predicted": None, "measured": None, "relative error": None,
                      "criterion": criterion, "check": v.word + ("" if v.ok else f": {v.failed}"),

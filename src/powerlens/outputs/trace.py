@@ -19,7 +19,6 @@ import pandas as pd
 
 #: The verdict words (paper.md section 4c) in the order the abstract counts them.
 WORDS = ("reproduced", "not reproduced", "inconclusive", "underpowered")
-DASH = "-"
 
 
 def read_table(path, nrows: int | None = None) -> pd.DataFrame:
@@ -130,13 +129,6 @@ def row_count(src: str, root: Path, where: list | None = None, below: list | Non
     return Traced(str(int(keep.sum())), src, {"rows": {"where": [list(w) for w in where or []],
                                                        **({"below": list(below)} if below else {})}})
 
-
-def verdict_word(cell: str) -> str:
-    """The verdict word a cell of table_claim_verdicts starts with ("-" where the claim is not judged)."""
-    for w in sorted(WORDS + ("not judged",), key=len, reverse=True):
-        if cell.startswith(w):
-            return w
-    return DASH
 
 
 CONTROL_SUFFIX = ": matched control (random layer weights)"  # a matched control's column in table_claim_verdicts

@@ -60,6 +60,7 @@ GLOSSARY = {
     "--dtype": "floating-point type of the attention-only dynamics (statistics are float64 either way)",
     "--null-draws": "R random subspaces of the Monte Carlo null (per model, shared by all layers)",
     "--null-draws-cap": "the most draws a Monte Carlo test is extended to where a verdict can still move",
+    "--c4-rare-share": "C4's rare clause: the bound below which the share of random starts ending bipartite must stay",
     "--control": "attention-only: also run the bias-free control (attention biases removed)",
     "--theory": "theory result JSON files (real, complex, bipartite cases)",
     "--steering": "steering.csv files of every model (from the steering step)",
@@ -191,6 +192,7 @@ def _criteria() -> Option:
 #: The significance level and the draw cap: options of every step that decides or draws a verdict's tests.
 ALPHA = Option("alpha", "config:dynamics.alpha", kind="float")
 NULL_DRAWS_CAP = Option("null-draws-cap", "config:dynamics.null_draws_cap", kind="int")
+C4_RARE_SHARE = Option("c4-rare-share", "config:claims.C4_rare_share", kind="float")
 
 #: The claims criteria a dynamics run reads (the dynamics and quantization steps): only the keys its readings
 #: read, so a rule's params change, and the job reruns, only when one of them does.

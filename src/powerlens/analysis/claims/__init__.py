@@ -93,6 +93,28 @@ def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested
                                  None if cv is None else cv.word, nan if cv is None else cv.p)))}
 
 
+#: Each claim's p with Holm's adjustment across the trained families that judged it (two or more; paper.md
+#: section 4e): one line beside the per-family verdicts, which stay unadjusted.
+HOLM_ACROSS = "p value, Holm across families"
+
+
+def across_families(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (table_claims' rows) with :data:`HOLM_ACROSS`: per claim, Holm's adjusted p over the trained
+    families' claim p (:func:`powerlens.analysis.stats.holm`) where two or more have one; NaN elsewhere (the
+    synthetic layers, twins, one family)."""
+    from powerlens.analysis.stats import holm
+
+    df = df.copy()
+    df[HOLM_ACROSS] = np.nan
+    if not len(df):
+        return df
+    own = (df["outcome"] != NOT_JUDGED) & ~df["family"].isin(["synthetic", "-"]) & df["p value"].notna()
+    for _, idx in df[own].groupby("claim").groups.items():
+        if len(idx) >= 2:
+            df.loc[idx, HOLM_ACROSS] = holm(df.loc[idx, "p value"].to_numpy(dtype=float))
+    return df
+
+
 def _largest(ps) -> float:
     """A family's p from its models' (every model must pass: the largest; NaN where any has none)."""
     ps = [float(p) for p in ps]
@@ -184,10 +206,10 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
                 cv = combine(judged, labels) if judged else None
                 rows.append(row(claim.id, name, shown, c.wording(criteria), v, fam.tested,
                                 control_text(judged, labels), cv))
-    for claim, (criterion, v) in theory_verdicts(theory, criteria["alpha"]).items():  # synthetic layers, no family
+    for claim, (criterion, v) in theory_verdicts(theory, criteria).items():  # synthetic layers, no family
         rows.append(row(claim, "synthetic", "synthetic layers" + (" (softmax attention)" if claim == "C4" else ""),
                         criterion, v))
-    return _with_untested(pd.DataFrame(rows))
+    return _with_untested(across_families(pd.DataFrame(rows)))
 
 
 def _as_models(fam: Family, models: list[str]) -> Family:
@@ -222,4 +244,4 @@ __all__ = ['Verdict', 'FIG', 'TEXT', 'CONTROL_SENTENCE', 'CONTROL_LABEL', 'share
            'c6', 'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'VIEW_MISSING',
            'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
            'Criterion', 'Claim', 'CLAIMS', 'BY_ID', 'evaluate', 'family_of', 'combine', 'families', 'row',
-           'controls_of', 'control_text', 'NUMBERS']
+           'controls_of', 'control_text', 'NUMBERS', 'HOLM_ACROSS', 'across_families']

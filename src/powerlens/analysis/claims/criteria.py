@@ -220,19 +220,21 @@ def _ceiling_note(r1: pd.DataFrame, cos: float, ceiling: float | None, crit: dic
     return ""
 
 
-def c4(theory: list[dict], alpha: float) -> Verdict | None:
-    """Unstable bipartite equilibria (by linearisation) more frequent with several heads than with one, stratum
-    by stratum of the sharpness at the equilibrium (one-sided exact stratified test), and a positive control
-    classified unstable: :func:`powerlens.analysis.theory.verdicts.c4_verdict`, the one place table_theory takes
-    it from too. Underpowered where these cell counts could not reach alpha."""
+def c4(theory: list[dict], crit: dict) -> Verdict | None:
+    """(i) Unstable bipartite equilibria (by linearisation) more frequent with several heads than with one,
+    stratum by stratum of the configured sharpness x (size, seed) block (one-sided exact conditional test), with a
+    positive control classified unstable, and (ii) "rare": with several heads, random starts end bipartite in a
+    share whose block-bootstrap 95% upper bound is below ``crit["C4_rare_share"]``:
+    :func:`powerlens.analysis.theory.verdicts.c4_verdict`, the one place table_theory takes it from too.
+    Underpowered where these cell counts could not reach alpha."""
     from powerlens.analysis.theory.verdicts import c4_verdict
 
-    v = c4_verdict(theory, alpha)
+    alpha = crit["alpha"]
+    v = c4_verdict(theory, alpha, crit["C4_rare_share"])
     if v is None:
         return None
     flip = fl.threshold(v["p"], alpha, "stratified p", above=False)
-    failed = [v["failed"]] if v.get("failed") else []
-    out = verdict(v["state"], v["measured"], v["null"], failed, failed, flip)
+    out = verdict(v["state"], v["measured"], v["null"], v["failed"], v["failed"], flip)
     out = out._replace(claim_p=f"p {_f(v['p'])} (exact stratified, one-sided)", p_short=_f(v["p"]),
                        attainable=_f(v["attainable"]), p=float(v["p"]), p_floor=float(v["attainable"]))
     if not v["powered"]:
@@ -272,9 +274,10 @@ def c23(theory: list[dict], claim: str) -> Verdict | None:
                    "; ".join(failed), flip=flip, failed_parts=tuple(failed))
 
 
-def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Verdict]]:
-    """C2, C3 and C4 from the synthetic-layer checks: claim -> (criterion, verdict). The one place both
-    table_claims and table_theory take these verdicts from, so the two tables cannot disagree."""
+def theory_verdicts(theory: list[dict], crit: dict) -> dict[str, tuple[str, Verdict]]:
+    """C2, C3 and C4 from the synthetic-layer checks: claim -> (criterion, verdict), by the decision rule ``crit``
+    (alpha, ``C4_rare_share``). The one place both table_claims and table_theory take these verdicts from, so the
+    two tables cannot disagree."""
     from powerlens.analysis.theory.verdicts import C2_LINE_TOL, C3_DIST_TOL, C23_SHARE, CONTROL_TOL, RESIDUAL
 
     out: dict[str, tuple[str, Verdict]] = {}
@@ -286,16 +289,18 @@ def theory_verdicts(theory: list[dict], alpha: float) -> dict[str, tuple[str, Ve
                           f"{C23_SHARE:.0%} of the weight seeds (a residual at the last step); uniform attention, "
                           f"the power method, as positive control: the analytic "
                           f"{'rate' if claim == 'C2' else 'angle'} to {CONTROL_TOL:g}", v)
-    r = c4(theory, alpha)
+    r = c4(theory, crit)
     if r:
         out["C4"] = ("over a sweep of sizes, head counts, attention sharpness and weight seeds: the bipartite "
                      "equilibrium continued from +-v_1 along the sharpness by Newton's method (residual < "
                      f"{RESIDUAL:g}, our deviation from 1e-12: rounding), classified by the spectral radius of one law "
-                     "step's Jacobian on the tangent space (unstable > 1 + 1e-6); unstable more often with several "
-                     "heads than with one, stratum by stratum of the sharpness at the equilibrium (uniform attention: "
-                     f"its own stratum), one-sided exact stratified test < {alpha}; a positive control (a known "
-                     "unstable equilibrium) classified unstable; rare: the share of random starts ending bipartite",
-                     r)
+                     "step's Jacobian on the tangent space (unstable > 1 + 1e-6); (i) unstable more often with "
+                     "several heads than with one, stratum by stratum of the configured sharpness x (size, seed) "
+                     f"block, one-sided exact conditional test < {crit['alpha']} (a sign test over the blocks "
+                     "beside it), with a positive control (a known unstable equilibrium) classified unstable; AND "
+                     "(ii) rare: with several heads, the share of isotropic random starts ending in two antipodal "
+                     "groups, pooled over the sweep, has a block-bootstrap 95% upper bound below "
+                     f"{crit['C4_rare_share']:g}", r)
     return out
 
 

@@ -85,8 +85,8 @@ def _c5(f: Family, m: str) -> Verdict:
     return c5(f.dynamics(m, "attention-only").iloc[-1], lead, albert_size(f.meta[m]), f.criteria, types)
 
 
-CONJUNCTION_POWER = ("partial conjunction: (L - u + 1) x the 99% upper bound of zero exceedances at the draw cap "
-                     "(dynamics.null_draws_cap); "
+CONJUNCTION_POWER = ("partial conjunction: (L - u + 1) x the upper bound of zero exceedances at the draw cap "
+                     "(dynamics.null_draws_cap), each layer's at level 1 - 0.01/L; "
                      "specificity: prod_t 1 / (M_t + 1) over the layers' eigen-directions of the lead's kind")
 
 CLAIMS: list[Claim] = [
@@ -101,9 +101,9 @@ CLAIMS: list[Claim] = [
               judge=lambda f, m: c1(f.dynamics(m, "attention-only"), f.dynamics(m, "model"), f.criteria),
               wording=lambda c: f"attention-only law (the claim drops the FFN): the tilt a(t+1) - a(t) against v_1 "
               f"> 0 and beating random directions in at least {c['C1_share_layers']:.0%} of the layers (one p: the "
-              f"partial conjunction over layers, 99% interval, < {c['alpha']}) AND the lead beating F's other "
-              f"eigen-directions across the model (specificity p < {c['alpha']}, layers taken as independent: our "
-              "choice); shown beside it: the real forward pass, same test")),
+              f"partial conjunction over layers, simultaneous 99% interval, < {c['alpha']}) AND the lead beating F's "
+              f"other eigen-directions across the model (specificity p < {c['alpha']}, layers taken as independent: "
+              "our choice); shown beside it: the real forward pass, same test")),
     Claim(id="C2", statement=TEXT["C2"], figure=FIG["C2"],
           gist="shared weights: consensus on v_1",
           where=" [synthetic layers, softmax attention over a sweep of sharpness and weight seeds]",
@@ -135,7 +135,8 @@ CLAIMS: list[Claim] = [
               "(c) leading type: base/large real, xlarge/xxlarge complex (size from the configuration)")),
     Claim(id="C6", statement=TEXT["C6"], figure=FIG["C6"], where=" [real forward pass]",
           gist="gamma positive but weak", robust_mode="model",
-          power="(a) L x the 99% upper bound of zero exceedances at the draw cap (dynamics.null_draws_cap); (c) "
+          power="(a) L x the upper bound of zero exceedances at the draw cap (dynamics.null_draws_cap) at level "
+                "1 - 0.01/L; (c) "
                 "whether one test could be significant",
           prose="Tokens should be aligned with each layer's leading eigenvector beyond chance, but weakly, and "
                 "not accumulate towards one global direction.",

@@ -1,7 +1,9 @@
 """table_robustness (paper.md section 4c): each trained (claim, family) verdict again under three
 other Monte Carlo seeds, on three disjoint thirds of the prompt corpus (each with its own Holm) and, for models
-the config quantizes, at each quantization; the verdict view shows "k of n agree" beside each verdict, and a
-verdict that changes with the Monte Carlo seed becomes "inconclusive".
+the config quantizes, at each quantization; the verdict view shows beside each verdict how many of each kind
+agree, apart ("seeds 3 of 3; thirds 1 of 3": seeds reuse the corpus, thirds vary the data; paper.md section 4e),
+a reproduced verdict that fails on a corpus third is "fragile", and a verdict that changes with the Monte Carlo
+seed becomes "inconclusive".
 
 The variants replace the verdict statistics of the dynamics tables (the dynamics step's
 ``dynamics-<mode>-robustness.csv``, the quantization step's ``quantization-dynamics.csv``) and the same
@@ -14,12 +16,24 @@ from typing import Callable
 
 import pandas as pd
 
-from powerlens.analysis.claims.criteria import INCONCLUSIVE, NOT_JUDGED
+from powerlens.analysis.claims.criteria import INCONCLUSIVE, NOT_JUDGED, REPRODUCED
 from powerlens.analysis.claims.registry import BY_ID
 
 KEYS = ["model", "mode", "layer"]
 MAIN = "main run (seed of the config, whole corpus)"
 NOT_VARIED = "not varied: no Monte Carlo test"
+#: The kinds of variant, counted apart (paper.md section 4e): the label and the prefix of a variant's name
+KINDS = (("seeds", "seed"), ("thirds", "third"), ("quantized", "quantized"))
+FRAGILE = "fragile: fails on a corpus third"
+
+
+def agreement(main: str, got: dict[str, str]) -> str:
+    """"seeds 3 of 3; thirds 1 of 3" (with "; quantized k of n" where quantized copies ran): how many variants of
+    each kind give the main verdict ``main``; "fragile" follows where a reproduced verdict fails on a third."""
+    counts = [f"{label} {sum(got[k] == main for k in ks)} of {len(ks)}" for label, pre in KINDS
+              if (ks := [k for k in got if k.startswith(pre)])]
+    fragile = main == REPRODUCED and any(v != REPRODUCED for k, v in got.items() if k.startswith("third"))
+    return "; ".join(counts + [FRAGILE] * fragile) or "-"
 
 
 def _overlay(dyn: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
@@ -76,7 +90,6 @@ def robustness(main: pd.DataFrame, evaluate_with: Callable[[pd.DataFrame], pd.Da
             hit = got[(got["claim"] == r["claim"]) & (got["family"] == r["family"])]
             rec[name] = hit["verdict"].iloc[0] if len(hit) else "-"
         shown = [k for k in rec if k not in ("claim", "family", MAIN)]
-        same = sum(rec[k] == r["verdict"] for k in shown)
         seeds = [k for k in shown if k.startswith("seed")]
         if any(rec[k] != r["verdict"] for k in seeds) and r["verdict"] != INCONCLUSIVE:
             moved = ", ".join(f"{k}: {rec[k]}" for k in seeds if rec[k] != r["verdict"])
@@ -86,7 +99,7 @@ def robustness(main: pd.DataFrame, evaluate_with: Callable[[pd.DataFrame], pd.Da
             main.loc[i, "outcome"] = INCONCLUSIVE
             if "would flip if" in main:
                 main.loc[i, "would flip if"] = "every Monte Carlo seed would have to give one verdict"
-        rec["agree"] = f"{same} of {len(shown)} agree" if shown else "-"
+        rec["agree"] = agreement(r["verdict"], {k: rec[k] for k in shown})
         if shown:
             agree[(r["claim"], r["family"])] = rec["agree"]
         rows.append(rec)

@@ -31,7 +31,7 @@ _WHERE = {
                      "experiment_complex", "typical_score", "sharpened", "ending", "ENDINGS"], "synthetic"),
     **dict.fromkeys(["bipartite_state", "plain_iteration", "newton_equilibrium", "antipodal", "broken_runs",
                      "experiment_c4_sweep"], "bipartite"),
-    **dict.fromkeys(["c4_verdict", "c23_verdict", "stratified_exact", "strata_edges", "stratum", "C2_LINE_TOL",
+    **dict.fromkeys(["c4_verdict", "c23_verdict", "stratified_exact", "block", "stratum", "rare_bound", "C2_LINE_TOL",
                      "C3_DIST_TOL", "C23_SHARE", "CONTROL_TOL"], "verdicts"),
 }
 

@@ -31,21 +31,17 @@ def record_id(r: dict) -> str:
     return r["id"]
 
 
-def strata_edges(targets: list[float]) -> np.ndarray:
-    """The sharpness strata's edges: the geometric midpoints between the sweep's target sharpness values."""
-    t = np.sort(np.unique(np.asarray(targets, dtype=float)))
-    return np.sqrt(t[1:] * t[:-1])
+def block(detail: dict) -> tuple[int, int]:
+    """A C4 cell's weight draw: (size d, seed). Cells of one block share their weights' draw, so they are not
+    independent of each other (paper.md section 4e)."""
+    return int(detail["d"]), int(detail["seed"])
 
 
-def stratum(score: float, degenerate: bool, edges: np.ndarray) -> str:
-    """The stratum of an equilibrium: its own for uniform attention there (degenerate), else the band of the
-    sweep's sharpness its measured mean |score| falls in."""
-    if degenerate:
-        return "uniform attention (degenerate)"
-    i = int(np.searchsorted(edges, score))
-    lo = "0" if i == 0 else f"{edges[i - 1]:.3g}"
-    hi = "inf" if i == len(edges) else f"{edges[i]:.3g}"
-    return f"|score| {lo} to {hi}"
+def stratum(detail: dict) -> str:
+    """C4's stratum of a cell (paper.md section 4e, revision 6): the configured sharpness crossed with the
+    (size, seed) block. Never the sharpness measured at the equilibrium: the number of heads moves that."""
+    d, seed = block(detail)
+    return f"sharpness {detail['sharpness']:g}, d {d}, seed {seed}"
 
 
 def stratified_exact(tables: list[tuple[int, int, int, int]]) -> tuple[float, float, float]:
@@ -76,57 +72,112 @@ def stratified_exact(tables: list[tuple[int, int, int, int]]) -> tuple[float, fl
     return min(1.0, p), attainable, (num / den if den > 0 else float("inf") if num > 0 else float("nan"))
 
 
-def c4_verdict(results: list[dict], alpha: float) -> dict | None:
-    """C4's verdict from the sweep's records (paper.md section 4d, revision 5), the one place table_theory and
-    table_claims take it from. Every equilibrium found, degenerate ones included, falls in a stratum of the
-    sharpness measured at it (:func:`stratum`); within each, unstable with several heads against one head; the
-    one-sided exact stratified test over the strata (:func:`stratified_exact`), with its attainable p; and the
-    positive control must be unstable. "Rare": the share of random starts that end bipartite. A p within 1e-6
-    (relative) of alpha is inconclusive. None when the results hold no sweep."""
+#: C4's "rare": the block bootstrap's draws and quantile (a seeded stream; the bound's own Monte Carlo error is
+#: decided by its order-statistic interval, so no verdict rests on it)
+RARE_DRAWS, RARE_QUANTILE = 20_000, 0.95
+
+
+def rare_bound(k: np.ndarray, n: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """The pooled share sum k / sum n of random starts ending bipartite and its one-sided 95% upper bound from a
+    bootstrap over the blocks (``k``, ``n`` per (size, seed) block): (share, bound, the bound's 99% interval from
+    the order statistics of :data:`RARE_DRAWS` resamples)."""
+    from scipy.stats import binom
+
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    if not len(k) or n.sum() == 0:
+        return float("nan"), float("nan"), (float("nan"), float("nan"))
+    rng = np.random.default_rng([seed, 4, 95])
+    idx = rng.integers(0, len(k), (RARE_DRAWS, len(k)))
+    tot = n[idx].sum(1)
+    shares = np.sort(np.where(tot > 0, k[idx].sum(1) / np.maximum(tot, 1), 0.0))
+    lo_i, hi_i = (int(binom.ppf(q, RARE_DRAWS, RARE_QUANTILE)) for q in (0.005, 0.995))
+    at = lambda i: float(shares[min(max(i, 0), RARE_DRAWS - 1)])  # noqa: E731
+    return float(k.sum() / n.sum()), float(np.quantile(shares, RARE_QUANTILE)), (at(lo_i - 1), at(hi_i))
+
+
+def _tables(found: list[dict], key) -> dict:
+    """Per ``key(detail)`` (a stratum or a block): [unstable with several heads, cells with several heads,
+    unstable with one head, cells with one head] over the equilibria found."""
+    out: dict = {}
+    for r in found:
+        det = r["detail"]
+        c = out.setdefault(key(det), [0, 0, 0, 0])
+        c[0 if det["heads"] > 1 else 2] += det["stability"] == UNSTABLE
+        c[1 if det["heads"] > 1 else 3] += 1
+    return out
+
+
+def _starts(cells: list[dict], many: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per (size, seed) block, with several heads (``many``) or one: random starts ending bipartite, and all."""
+    out: dict = {}
+    for r in cells:
+        if (r["detail"]["heads"] > 1) == many:
+            c = out.setdefault(block(r["detail"]), [0, 0])
+            c[0] += r["detail"].get("random_starts_bipartite", 0)
+            c[1] += r["detail"].get("random_starts", 0)
+    return np.array([c[0] for c in out.values()]), np.array([c[1] for c in out.values()])
+
+
+def c4_verdict(results: list[dict], alpha: float, rare_share: float) -> dict | None:
+    """C4's verdict from the sweep's records (paper.md sections 4d and 4e, revision 6), the one place
+    table_theory and table_claims take it from. (i) Unstable more often with several heads than with one: every
+    equilibrium found falls in its stratum (:func:`stratum`: configured sharpness x (size, seed) block), the
+    one-sided exact conditional test over the strata (:func:`stratified_exact`) with its attainable p, and a sign
+    test over the blocks beside it; the positive control must be unstable. (ii) "Rare": with several heads, the
+    pooled share of random starts ending in two antipodal groups has a block-bootstrap 95% upper bound below
+    ``rare_share`` (config ``claims.C4_rare_share``). C4 holds when both do. A p within 1e-6 (relative) of alpha,
+    or a bound whose own Monte Carlo interval straddles the share, is inconclusive. None without a sweep."""
     from powerlens.analysis import decisions as dc
+    from powerlens.analysis.stats import sign_test
 
     cells = [r for r in results if record_id(r) == "C4.cell"]
     pos = next((r for r in results if record_id(r) == "C4.positive_control"), None)
     if not cells:
         return None
-    edges = strata_edges([r["detail"]["sharpness"] for r in cells])
     found = [r for r in cells if r["detail"]["equilibrium_found"]]
-    counts: dict[str, list[int]] = {}
-    for r in found:
-        key = stratum(r["detail"]["score_at_equilibrium"], r["detail"]["degenerate"], edges)
-        c = counts.setdefault(key, [0, 0, 0, 0])
-        unstable = r["detail"]["stability"] == UNSTABLE
-        if r["detail"]["heads"] > 1:
-            c[0] += unstable
-            c[1] += 1
-        else:
-            c[2] += unstable
-            c[3] += 1
+    counts, blocks = _tables(found, stratum), _tables(found, block)
     p, attainable, odds = stratified_exact([tuple(c) for c in counts.values()])
+    diff = [np.sign(a / n1 - b / n0) for a, n1, b, n0 in blocks.values() if n1 and n0]
+    up, down = int(sum(x > 0 for x in diff)), int(sum(x < 0 for x in diff))
+    p_sign = sign_test(up, up + down)
     sig = dc.compare(p, alpha, above=False)
     power = dc.YES if pos is not None and pos["passed"] else dc.NO
     powered = attainable < alpha
     none = len(cells) - len(found)
-    rare_n = sum(r["detail"].get("random_starts", 0) for r in cells)
-    rare_k = sum(r["detail"].get("random_starts_bipartite", 0) for r in cells)
+    ks, ns = _starts(cells, many=True)
+    share, bound, (b_lo, b_hi) = rare_bound(ks, ns)
+    rare = (dc.NO if not np.isfinite(bound) else dc.YES if b_hi < rare_share else
+            dc.NO if b_lo >= rare_share else dc.UNDECIDED)
+    one_k, one_n = (int(x.sum()) for x in _starts(cells, many=False))
     checks = [r["detail"]["check"] for r in found]
-    per = "; ".join(f"{k}: several heads {c[0]}/{c[1]}, one head {c[2]}/{c[3]}" for k, c in sorted(counts.items()))
-    measured = (f"unstable equilibria per stratum of the sharpness at the equilibrium: {per} (exact stratified "
-                f"one-sided p {p:.3g}, Mantel-Haenszel odds ratio {odds:.3g}; attainable p {attainable:.3g}); "
-                f"{len(found)} of {len(cells)} cell-seeds with an equilibrium ({none} without, residual >= "
-                f"{sci(RESIDUAL)}); rare: {rare_k} of {rare_n} random starts end in two antipodal groups; perturbation "
-                f"check: {checks.count('agrees')} agree, {checks.count('disagrees')} disagree, "
+    measured = (f"(i) unstable equilibria, several heads {sum(c[0] for c in counts.values())} of "
+                f"{sum(c[1] for c in counts.values())}, one head {sum(c[2] for c in counts.values())} of "
+                f"{sum(c[3] for c in counts.values())}, over {len(counts)} strata (configured sharpness x (size, "
+                f"seed) block): exact conditional one-sided p {p:.3g}, Mantel-Haenszel odds ratio {odds:.3g}, "
+                f"attainable p {attainable:.3g}; sign test over {len(blocks)} blocks: several heads more often "
+                f"unstable in {up}, less in {down} (one-sided p {p_sign:.3g}); {len(found)} of {len(cells)} "
+                f"cell-seeds with an equilibrium ({none} without, residual >= {sci(RESIDUAL)}); (ii) rare: with "
+                f"several heads {int(ks.sum())} of {int(ns.sum())} random starts end in two antipodal groups "
+                f"({share:.3g}; block-bootstrap 95% upper bound {bound:.3g}, its 99% Monte Carlo interval "
+                f"{b_lo:.3g} to {b_hi:.3g}; must stay below {rare_share:g}); one head {one_k} of {one_n}; "
+                f"perturbation check: {checks.count('agrees')} agree, {checks.count('disagrees')} disagree, "
                 f"{checks.count('too slow to see')} too slow to see")
     measured += (f"; positive control: spectral radius {pos['measured']:.4g} ({pos['detail']['stability']}), broke "
                  f"{pos['detail']['broke']}/{pos['detail']['runs']}" if pos else "; no positive control")
-    failed = "; ".join(x for x, bad in ((f"stratified p {p:.3g} >= {alpha}", sig == dc.NO),
-                                         ("positive control not unstable (no power)", power == dc.NO)) if bad)
-    return {"state": dc.both(sig, power), "ok": dc.both(sig, power) == dc.YES, "measured": measured,
+    state = dc.both(sig, power, rare)
+    failed = [x for x, bad in ((f"(i) stratified p {p:.3g} >= {alpha}", sig == dc.NO),
+                               ("positive control not unstable (no power)", power == dc.NO),
+                               (f"(ii) not rare: the share's 95% upper bound {bound:.3g} >= {rare_share:g}",
+                                rare == dc.NO)) if bad]
+    undecided = [x for x, st in ((f"(i) stratified p {p:.3g} within 1e-6 of {alpha}", sig),
+                                 (f"(ii) the bound's Monte Carlo interval {b_lo:.3g} to {b_hi:.3g} straddles "
+                                  f"{rare_share:g}", rare)) if st == dc.UNDECIDED]
+    return {"state": state, "ok": state == dc.YES, "measured": measured,
             "p": p, "attainable": attainable, "powered": powered, "power": power == dc.YES,
-            "failed": failed or f"stratified p {p:.3g} within 1e-6 of {alpha}", "strata": counts,
-            "rare": (rare_k, rare_n),
-            "null": "one head, stratum by stratum of the sharpness at the equilibrium (one-sided exact stratified "
-                    "test, the conditional Cochran-Mantel-Haenszel)"}
+            "failed": failed if state == dc.NO else undecided, "strata": counts, "p_sign": p_sign,
+            "rare": (int(ks.sum()), int(ns.sum())), "rare_bound": bound,
+            "null": "one head, stratum by stratum of the configured sharpness x (size, seed) block (one-sided exact "
+                    "conditional test); the rare clause against its bound"}
 
 
 def c23_verdict(results: list[dict], claim: str) -> dict | None:

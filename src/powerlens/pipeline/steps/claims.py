@@ -173,10 +173,25 @@ def _claims(metas, dyn, spectra, theory, steering, robustness, quantized, criter
     return view
 
 
+#: Why a dash stands in table_claims' columns of numbers
+NUMBERS_MISSING = {"p value": "the rule has no p (a residual or a threshold decides it)",
+                   "attainable p value": "the rule has no p",
+                   "specificity p value": "the claim has no specificity test", "first failed part": "nothing failed",
+                   "control outcome": "no matched control was judged",
+                   "control p value": "no matched control, or its rule has no p",
+                   "p value, Holm across families": "fewer than two trained families judged the claim with a p"}
+
+
 def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, cap: int) -> None:
     import pandas as pd
 
-    from powerlens.analysis.claims import VIEW_MISSING, VIEW_NOT_APPLICABLE, verdict_class, verdict_column_class
+    from powerlens.analysis.claims import (
+        HOLM_ACROSS,
+        VIEW_MISSING,
+        VIEW_NOT_APPLICABLE,
+        verdict_class,
+        verdict_column_class,
+    )
     from powerlens.analysis.claims.view import CONTROL_COLUMN
     from powerlens.outputs.tables import write_table
 
@@ -188,10 +203,13 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, ca
              "Carlo seed); underpowered (the criterion could not have passed at this resolution, or its pass rests "
              "on a clause that could not have failed: the reason follows in numbers); not judged (no trained model "
              "of the family ran). Each cell gives the claim's one p (the partial conjunction over layers for 'at "
-             "least u of L layers', with its 99% interval) beside the smallest p its rule could reach at this "
-             "resolution (attainable p). [k of n agree]: how many of the verdict's robustness variants (3 other "
-             "Monte Carlo seeds, 3 disjoint thirds of the corpus, each quantization of a quantized model) give the "
-             "same word (table_robustness). A matched-control column: each trained model's own configuration and "
+             "least u of L layers', with its simultaneous 99% interval: each layer's at 1 - 0.01/L) beside the "
+             "smallest p its rule could reach at this resolution (attainable p). [seeds k of 3; thirds k of 3]: "
+             "how many of the verdict's robustness variants "
+             "of each kind (3 other Monte Carlo seeds on the same corpus, 3 disjoint thirds of the corpus, each "
+             "quantization of a quantized model) give the same word, counted apart (table_robustness); 'fragile': "
+             "a reproduced verdict that fails on a corpus third. A matched-control column: each trained model's "
+             "own configuration and "
              "embeddings with seeded random layer weights, rescaled to the trained |lambda_1| per layer, judged "
              "by the same criterion (random weights are never evidence: a control that also passes means the "
              "test does not need training).")
@@ -205,11 +223,7 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, ca
                             for c in controls}}, cell_class=verdict_class)
     judged = judged.drop(columns=["control verdict", "p"], errors="ignore")
     twin_rows = twin_rows.drop(columns=["control verdict", "matched control", "p", "control outcome",
-                                        "control p value"], errors="ignore")
-    numbers = {"p value": "the rule has no p (a residual or a threshold decides it)",
-               "attainable p value": "the rule has no p", "specificity p value": "the claim has no specificity test",
-               "first failed part": "nothing failed", "control outcome": "no matched control was judged",
-               "control p value": "no matched control, or its rule has no p"}
+                                        "control p value", HOLM_ACROSS], errors="ignore")
     write_table(judged, table, caption="Claims audit (paper.md sections 4b and 4d), models with trained weights and "
                 "synthetic layers: criterion fixed in the config before the run, measured value, the null it was "
                 "judged against, the claim's one p and the smallest p its rule could reach at this resolution "
@@ -218,14 +232,16 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, ca
                 "layers' ranks is our modelling choice), verdict, the part of the criterion that failed, and the "
                 "matched random-layer control judged the same way. A family's verdict uses its trained models only. "
                 "The last columns hold the same in numbers, one value a cell, for a program to read (a family's p: "
-                "the largest of its trained models', as each must pass).",
-                missing=numbers, cell_class=verdict_column_class)
+                "the largest of its trained models', as each must pass), and the claim's p with Holm's adjustment "
+                "across the trained families that judged it (the per-family verdicts stay unadjusted).",
+                missing=NUMBERS_MISSING, cell_class=verdict_column_class)
     if not len(twin_rows):
         twin_rows = pd.DataFrame([{"claim": "-", "family": "-", "measured": "no family in this run has random-weight "
                                    "twins only"}])
-    write_table(twin_rows, twins, missing=numbers, caption="Random-weight twins: code exercise, not evidence. The "
-                "same criteria run on architecture twins (a paper model's exact config with seeded random weights) of "
-                "families that have no trained model in this run; nothing here is a verdict on a claim.")
+    write_table(twin_rows, twins, missing=NUMBERS_MISSING, caption="Random-weight twins: code exercise, not "
+                "evidence. The same criteria run on architecture twins (a paper model's exact config with seeded "
+                "random weights) of families that have no trained model in this run; nothing here is a verdict on a "
+                "claim.")
 
 
 def _write_robustness(robust_table, robust: str) -> None:

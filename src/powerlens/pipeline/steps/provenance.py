@@ -98,7 +98,8 @@ MODELLING_CHOICES = [
     "(C1, C7, C10's attention clause; C6 (a) with u = 1) reads one p, the partial conjunction (Benjamini and "
     "Heller, Bonferroni form) min(1, (L - u + 1) p_(u)) over the layers' p (1 where the side condition tilt > 0 "
     "or rho > 0.5 fails, or where the layer is 'saturated': half or more of the draws tie with the lead), with "
-    "its interval from the layers' intervals. Specificity across the model: the lead's rank among F_t's other "
+    "its simultaneous 99% interval from the layers' intervals at level 1 - 0.01/L (revision 6). Specificity "
+    "across the model: the lead's rank among F_t's other "
     "eigen-directions of its kind (|lambda| > 1e-9 |lambda_1|; real eigenvectors for a real lead, planes of "
     "complex pairs for a complex one), summed over the layers and compared with its exact distribution under "
     "independent uniform ranks. Taking the layers' ranks as independent is our modelling choice (the layers "
@@ -133,9 +134,14 @@ MODELLING_CHOICES = [
     "radius of the Jacobian of one law step there, on the tangent space of the token spheres (the swap symmetry "
     "folded in: our choice): unstable above 1 + 1e-6, stable below 1 - 1e-6, else neutral. "
     "Cells whose attention at the equilibrium is "
-    "uniform (max |score| < 1e-8) are degenerate: reported, not tested. Perturbation runs are a check whose "
-    "agreement is reported. One-sided Fisher test over cells: unstable more often with several heads than one; "
-    "a positive control (self-only attention on +-v_2 of M, a known unstable equilibrium) must be unstable.",
+    "uniform (max |score| < 1e-8) are degenerate. Perturbation runs are a check whose agreement is reported. "
+    "Revision 6 (paper.md section 4e): unstable more often with several heads than one, by the one-sided exact "
+    "conditional test over strata of the configured sharpness x (size, seed) block (never the sharpness measured "
+    "at the equilibrium, which the heads move; cells of one block share a weight draw), a sign test over blocks "
+    "beside it; a positive control (self-only attention on +-v_2 of M, a known unstable equilibrium) must be "
+    "unstable; and 'rare': with several heads, the block-bootstrap 95% upper bound (20000 seeded resamples, the "
+    "bound's own 99% Monte Carlo interval deciding) of the share of random starts ending bipartite is below "
+    "claims.C4_rare_share.",
     "The statistics exclude the tokenizer's special tokens, which the forward pass keeps: BOS/CLS/SEP are not "
     "prompt text (paper.md section 4). Prompts are truncated to max_tokens (our choice).",
     "Attention-only law: x(0) is the embedding output; N is L2 normalisation (default) or, with norm: "
