@@ -133,10 +133,11 @@ def c5(final: pd.Series, leading_type: str, size: str | None, crit: dict, types:
 
 def aa_at_kl(sweep: pd.DataFrame, kl: float) -> float:
     """The most alignment activation addition reaches within a KL budget: the largest mean |cos| over its beta
-    sweep at KL <= ``kl`` (on unrelated prompts), the curve interpolated linearly at ``kl`` itself; NaN without
-    a sweep point."""
+    sweep at KL <= ``kl`` (on unrelated prompts), the curve interpolated linearly at ``kl`` itself. Never
+    extrapolated: NaN where the sweep does not reach down to ``kl`` (its first point lies above it; crediting
+    that point would credit alignment reached at a larger KL, paper.md section 4e) or has no point."""
     g = sweep[["kl_unrelated", "cos_after_layer_model"]].dropna().sort_values("kl_unrelated")
-    if not len(g):
+    if not len(g) or kl < g["kl_unrelated"].iloc[0]:
         return float("nan")
     x, y = g["kl_unrelated"].to_numpy(), g["cos_after_layer_model"].to_numpy()
     inside = y[x <= kl]
@@ -144,13 +145,19 @@ def aa_at_kl(sweep: pd.DataFrame, kl: float) -> float:
     return float(max([at, *inside]))
 
 
+#: C9's "still rising" (paper.md section 4e): the real pass's min |cos| gains at least this much per doubling of
+#: kappa over the sweep's last step (revision 6 stops doubling below 0.01 over two doublings)
+RISING_PER_DOUBLING = 0.005
+
+
 def c9(st: pd.DataFrame, crit: dict) -> Verdict:
-    """C9, judged in the real forward pass with the law beside it (paper.md section 4d, revision 5): at the
-    largest kappa, min over targets of mean |cos(x, u)| >= the bound, u principal, and not below activation
-    addition: at matched KL on unrelated prompts where the model has an LM head (the most alignment
-    activation addition's beta sweep reaches within the edit's KL), else at matched norm of change. Where a norm
-    caps the change (Gemma 3) the row states how saturated the edit is along p * u and the largest |cos| the cap
-    allows; "would flip if" states any ceiling that makes the flip impossible."""
+    """C9, judged in the real forward pass with the law beside it (paper.md sections 4d and 4e, revision 6): at
+    the largest kappa, min over targets of mean |cos(x, u)| >= the bound and u principal. Where a norm after the
+    edit caps the change below the bound at any kappa (Gemma 3), "underpowered" with the ceiling in numbers;
+    where the sweep stopped while the alignment still rose (:data:`RISING_PER_DOUBLING`), "inconclusive" (a
+    step budget, never evidence: revision 6's doubling of kappa is not run here). Activation addition is beyond
+    the paper: reported beside the verdict, never part of it, at matched KL on unrelated prompts where the model
+    has an LM head (:func:`aa_at_kl`), else at matched norm of change."""
     r1 = st[st["method"].str.startswith("rank-1") & (st["kappa"] >= 0)]
     aa = st[st["method"].str.contains("matched norm") & (st["kappa"] >= 0)]
     sweep = st[st["method"] == "activation addition (beta sweep)"] if "method" in st else st.iloc[:0]
@@ -165,42 +172,72 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
         rival = pd.Series({t: aa_at_kl(sweep[sweep["target"] == t], float(top.loc[t, "kl_unrelated"]))
                            for t in top.index})
         how = "at matched KL on unrelated prompts"
-        rival_text = ", ".join(f"{t}: {_f(rival[t])} at KL {_f(float(top.loc[t, 'kl_unrelated']))}" for t in top.index)
+        rival_text = ", ".join(f"{t}: {_f(rival[t])} at KL {_f(float(top.loc[t, 'kl_unrelated']))}"
+                               + (" (its sweep does not reach down to this KL)" if np.isnan(rival[t]) else "")
+                               for t in top.index)
     else:
         rival = base["cos_after_layer_model"].reindex(top.index)
         how = "at matched norm of change"
         rival_text = ", ".join(f"{t}: {_f(float(rival[t]))}" for t in top.index)
-    beats = bool((top["cos_after_layer_model"] >= rival).all())
     smallest = r1[r1["u_principal"].astype(bool) & (r1["kappa"] > 0)].groupby("target")["kappa"].min()
-    ok = cos >= crit["C9_alignment"] and principal and beats
+    bound = crit["C9_alignment"]
+    ok = cos >= bound and principal
     measured = (f"real forward pass, kappa {_f(kmax)}: min |cos| {_f(cos)}; the law beside it (attention-only, same "
                 f"kappa): min |cos| {_f(law)}; u principal {'yes' if principal else 'no'}; smallest kappa with u "
                 f"principal: " + (", ".join(f"{t} {_f(k)}" for t, k in smallest.items()) or "none"))
     ceiling = float(top["cos_ceiling"].max()) if "cos_ceiling" in top and top["cos_ceiling"].notna().any() else None
-    if "post_norm_cap" in top and top["post_norm_cap"].notna().any():
-        measured += (f"; a post-attention norm follows W_O: the change the residual stream receives is capped "
-                     f"(cap {_f(float(top['post_norm_cap'].iloc[0]))}) and points along p * u (min |cos| with p * u "
-                     f"{_f(float(top['cos_pu_after_layer_model'].min()))})")
-        if "saturation_share" in top and top["saturation_share"].notna().any():
-            measured += "; the edit's output along p * u against its saturation value sqrt(d) ||p * u||: " + ", ".join(
-                f"{t} {_f(float(r['saturation_share']) * 100)}% of {_f(float(r['post_norm_saturation_u']))}"
-                for t, r in top.iterrows())
-        if ceiling is not None:
-            measured += (f"; the largest mean |cos| any change of that size along p * u allows (the FFN's answer "
-                         f"aside): {', '.join(f'{t} {_f(float(r.cos_ceiling))}' for t, r in top.iterrows())}")
-    null = f"activation addition {how}: |cos| {rival_text}" + ("" if beats else " (above rank-1)")
-    failed = [p for p, bad in ((f"min |cos| {_f(cos)} < {crit['C9_alignment']}", cos < crit["C9_alignment"]),
-                               ("u not principal", not principal),
-                               (f"below activation addition {how}", not beats)) if bad]
+    measured += _cap_text(top, ceiling)
+    measured += (f"; beside the verdict, not part of it (beyond the paper): rank-1 minus activation addition {how}: "
+                 + ", ".join(f"{t} {_f(float(top.loc[t, 'cos_after_layer_model'] - rival[t]))}" for t in top.index))
+    null = f"activation addition {how} (reported, not judged): |cos| {rival_text}"
+    failed = [p for p, bad in ((f"min |cos| {_f(cos)} < {bound}", cos < bound), ("u not principal", not principal))
+              if bad]
     state = lambda bad: dc.NO if bad else dc.YES  # noqa: E731
-    flip = fl.threshold(cos, crit["C9_alignment"], "min |cos|") + _ceiling_note(r1, cos, ceiling, crit)
-    flip = fl.join([(flip, state(cos < crit["C9_alignment"])),
+    flip = fl.threshold(cos, bound, "min |cos|") + _ceiling_note(r1, cos, ceiling, crit)
+    flip = fl.join([(flip, state(cos < bound)),
                     ("u would have to " + ("stop being" if principal else "become") + " principal",
-                     state(not principal)),
-                    ("rank-1 would have to fall below activation addition" if beats else
-                     f"rank-1 would have to reach activation addition {how}", state(not beats))],
-                   dc.YES if ok else dc.NO)
-    return Verdict(ok, measured, null, "; ".join(failed), flip=flip, failed_parts=tuple(failed))
+                     state(not principal))], dc.YES if ok else dc.NO)
+    v = Verdict(ok, measured, null, "; ".join(failed), flip=flip, failed_parts=tuple(failed))
+    if not ok and ceiling is not None and ceiling < bound:
+        why = (f"a norm after the edit caps the change: the largest mean |cos| any kappa allows is {_f(ceiling)} "
+               f"< {bound}")
+        return v._replace(underpowered=why, failed=why, failed_parts=(why,))
+    rise = _still_rising(r1)
+    if not ok and rise:
+        why = (f"the sweep stopped at kappa {_f(kmax)} while the real pass's min |cos| still rose ({rise}); "
+               "revision 6's doubling of kappa until the criterion, a flat curve or C9_kappa_cap is not run here")
+        return v._replace(inconclusive=True, failed=why, failed_parts=(why,))
+    return v
+
+
+def _cap_text(top: pd.DataFrame, ceiling: float | None) -> str:
+    """Where a post-attention norm follows W_O: the cap on the change, how saturated the edit is along p * u and
+    the largest |cos| the cap allows."""
+    if "post_norm_cap" not in top or not top["post_norm_cap"].notna().any():
+        return ""
+    out = (f"; a post-attention norm follows W_O: the change the residual stream receives is capped "
+           f"(cap {_f(float(top['post_norm_cap'].iloc[0]))}) and points along p * u (min |cos| with p * u "
+           f"{_f(float(top['cos_pu_after_layer_model'].min()))})")
+    if "saturation_share" in top and top["saturation_share"].notna().any():
+        out += "; the edit's output along p * u against its saturation value sqrt(d) ||p * u||: " + ", ".join(
+            f"{t} {_f(float(r['saturation_share']) * 100)}% of {_f(float(r['post_norm_saturation_u']))}"
+            for t, r in top.iterrows())
+    if ceiling is not None:
+        out += (f"; the largest mean |cos| any change of that size along p * u allows (the FFN's answer aside): "
+                f"{', '.join(f'{t} {_f(float(r.cos_ceiling))}' for t, r in top.iterrows())}")
+    return out
+
+
+def _still_rising(r1: pd.DataFrame) -> str:
+    """"0.0683 -> 0.432 from kappa 32 to 256" where the min over targets of the real pass's |cos| gained at least
+    :data:`RISING_PER_DOUBLING` per doubling of kappa over the sweep's last step; "" where it flattened."""
+    ks = sorted(k for k in r1["kappa"].unique() if k > 0)
+    if len(ks) < 2:
+        return ""
+    a, b = (float(r1[r1["kappa"] == k]["cos_after_layer_model"].min()) for k in ks[-2:])
+    doublings = float(np.log2(ks[-1] / ks[-2]))
+    return f"{_f(a)} -> {_f(b)} from kappa {_f(ks[-2])} to {_f(ks[-1])}" if b - a >= RISING_PER_DOUBLING * doublings \
+        else ""
 
 
 def _ceiling_note(r1: pd.DataFrame, cos: float, ceiling: float | None, crit: dict) -> str:

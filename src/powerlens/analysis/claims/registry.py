@@ -175,10 +175,10 @@ CLAIMS: list[Claim] = [
               applies=lambda f: [m for m in f.models if len(f.steer[f.steer["model"] == m])],
               judge=lambda f, m: c9(f.steer[f.steer["model"] == m], f.criteria),  # its beta sweep included
               wording=lambda c: f"real forward pass (the law beside it), largest kappa: min over targets of mean "
-              f"|cos(x, u)| >= {c['C9_alignment']}, u principal, and not below activation addition: at matched KL on "
-              "unrelated prompts where the model has an LM head (the most alignment its beta sweep reaches within "
-              "the edit's KL), else at matched norm of change; where a norm caps the change, the baseline acts "
-              "along p * u and the row states the saturation and the largest |cos| the cap allows")),
+              f"|cos(x, u)| >= {c['C9_alignment']} and u principal (revision 6); underpowered where a norm after the "
+              "edit caps |cos| below the bound at any kappa, inconclusive where the sweep stopped while the "
+              "alignment still rose; activation addition (at matched KL on unrelated prompts where the model has an "
+              "LM head, else at matched norm of change) reported beside the verdict, not part of it")),
     Claim(id="C10", statement=TEXT["C10"], figure=FIG["C10"],
           gist="FFN can be disregarded", robust_mode="model",
           where=" [real forward pass, split at the attention and FFN sublayers]",
