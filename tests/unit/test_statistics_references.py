@@ -16,6 +16,8 @@ formula gives another answer, so that the reference can tell the two apart.
 | ``theory.stratified_exact`` | enumerated strata tables (math.comb); statsmodels' MH odds ratio | pooled Fisher |
 | ``stats.sign_test`` | enumeration with math.comb | the two-sided test |
 | ``across_layers.spearman_attainable`` | enumeration of all orderings | - |
+| ``layer_criteria.spearman_p`` (C8) | enumeration of all orderings, ties included | scipy's t approximation |
+| ``across_layers.claim_level`` intervals | scipy's exact binomial interval at 1 - 0.01/L | the per-layer 99% |
 """
 
 from __future__ import annotations
@@ -287,3 +289,25 @@ def test_spearman_attainable_is_one_ordering_in_all(L):
     x = np.arange(L)
     best = sum(spearmanr(x, np.array(perm)).statistic >= 1 - 1e-12 for perm in itertools.permutations(range(L)))
     assert al.spearman_attainable(L) == pytest.approx(best / math.factorial(L))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_c8s_spearman_p_is_the_exact_permutation_p(seed):
+    """C8 at L = 6 (MiniLM): the one-sided p counts every ordering of the layers whose rank correlation reaches
+    the observed one (ties averaged); scipy's t approximation is not it (it gives 0 where one ordering in 720
+    reaches rho = 1, below what six layers can give)."""
+    from scipy.stats import rankdata
+
+    from powerlens.analysis.claims.layer_criteria import spearman_p
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(6)
+    y = np.round(x + rng.standard_normal(6), 0 if seed == 3 else 6)  # seed 3: ties in y
+    rho, p, how = spearman_p(x, y)
+    rx, ry = rankdata(x), rankdata(y)
+    obs = np.corrcoef(rx, ry)[0, 1]
+    hits = sum(np.corrcoef(rx, ry[list(o)])[0, 1] >= obs - 1e-12 for o in itertools.permutations(range(6)))
+    assert how.startswith("exact") and rho == pytest.approx(obs) and p == pytest.approx(hits / 720, abs=1e-12)
+    _, p_perfect, _ = spearman_p(np.arange(6.0), np.arange(6.0))
+    assert p_perfect == pytest.approx(1 / 720) and spearmanr(np.arange(6), np.arange(6),
+                                                             alternative="greater").pvalue < 1 / 720
