@@ -272,7 +272,7 @@ def c4(theory: list[dict], crit: dict) -> Verdict | None:
         return None
     flip = fl.threshold(v["p"], alpha, "stratified p", above=False)
     out = verdict(v["state"], v["measured"], v["null"], v["failed"], v["failed"], flip)
-    out = out._replace(claim_p=f"p {_f(v['p'])} (exact stratified, one-sided)", p_short=_f(v["p"]),
+    out = out._replace(claim_p=f"p {_f(v['p'])} (exact conditional over the strata, one-sided)", p_short=_f(v["p"]),
                        attainable=_f(v["attainable"]), p=float(v["p"]), p_floor=float(v["attainable"]))
     if not v["powered"]:
         why = f"the strata's cell counts allow no p below {_f(v['attainable'])}"

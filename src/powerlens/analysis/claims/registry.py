@@ -117,7 +117,7 @@ CLAIMS: list[Claim] = [
           prose="With a complex dominant pair, tokens should settle on a closed orbit in its plane."),
     Claim(id="C4", statement=TEXT["C4"], figure=FIG["C4"],
           gist="bipartite consensus unstable",
-          where=" [synthetic layers, linearised, stratified by the sharpness at the equilibrium]",
+          where=" [synthetic layers, linearised, stratified by configured sharpness x (size, seed) block]",
           power="one-sided exact stratified test: its smallest p from the strata's cell counts",
           prose="Two antipodal groups of tokens can be an equilibrium, but with several heads it should be "
                 "unstable more often than with one, and random starts should rarely end there."),
