@@ -10,7 +10,7 @@ import pytest
 from ..conftest import REPO
 
 CHECK = REPO / "tests" / "determinism" / "compare_verdicts.py"
-WORDS = {"reproduced", "not reproduced", "inconclusive", "not judged", "-"}
+WORDS = {"reproduced", "not reproduced", "inconclusive", "underpowered", "not judged", "-"}
 
 
 def _table_from(expected, path, change=None):
