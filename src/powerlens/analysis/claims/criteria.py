@@ -42,6 +42,10 @@ class Verdict(NamedTuple):
     p_spec: float = float("nan")
     failed_parts: tuple[str, ...] = ()
 
+    def cannot_pass(self, why: str) -> "Verdict":
+        """This verdict made "underpowered": ``why`` (in numbers) is the reason and the one failed part."""
+        return self._replace(ok=False, inconclusive=False, underpowered=why, failed=why, failed_parts=(why,))
+
     @property
     def first_failed(self) -> str:
         """The first part that failed (or why it is inconclusive or underpowered); "" where it passed."""
@@ -201,7 +205,7 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
     if not ok and ceiling is not None and ceiling < bound:
         why = (f"a norm after the edit caps the change: the largest mean |cos| any kappa allows is {_f(ceiling)} "
                f"< {bound}")
-        return v._replace(underpowered=why, failed=why, failed_parts=(why,))
+        return v.cannot_pass(why)
     rise = _still_rising(r1)
     if not ok and rise:
         why = (f"the sweep stopped at kappa {_f(kmax)} while the real pass's min |cos| still rose ({rise}); "
@@ -228,16 +232,29 @@ def _cap_text(top: pd.DataFrame, ceiling: float | None) -> str:
     return out
 
 
-def _still_rising(r1: pd.DataFrame) -> str:
-    """"0.0683 -> 0.432 from kappa 32 to 256" where the min over targets of the real pass's |cos| gained at least
-    :data:`RISING_PER_DOUBLING` per doubling of kappa over the sweep's last step; "" where it flattened."""
+def _last_step(r1: pd.DataFrame) -> tuple[float, float, float, float] | None:
+    """The sweep's last step over positive kappas: (kappa before, kappa after, the real pass's min |cos| over
+    targets at each); None with fewer than two positive kappas."""
     ks = sorted(k for k in r1["kappa"].unique() if k > 0)
     if len(ks) < 2:
-        return ""
+        return None
     a, b = (float(r1[r1["kappa"] == k]["cos_after_layer_model"].min()) for k in ks[-2:])
-    doublings = float(np.log2(ks[-1] / ks[-2]))
-    return f"{_f(a)} -> {_f(b)} from kappa {_f(ks[-2])} to {_f(ks[-1])}" if b - a >= RISING_PER_DOUBLING * doublings \
-        else ""
+    return float(ks[-2]), float(ks[-1]), a, b
+
+
+def _rising(k1: float, k2: float, a: float, b: float) -> bool:
+    """The alignment gained at least :data:`RISING_PER_DOUBLING` per doubling of kappa from k1 to k2."""
+    return b - a >= RISING_PER_DOUBLING * float(np.log2(k2 / k1))
+
+
+def _still_rising(r1: pd.DataFrame) -> str:
+    """"0.0683 -> 0.432 from kappa 32 to 256" where the sweep's last step still rose (:func:`_rising`); "" where
+    it flattened."""
+    step = _last_step(r1)
+    if step is None or not _rising(*step):
+        return ""
+    k1, k2, a, b = step
+    return f"{_f(a)} -> {_f(b)} from kappa {_f(k1)} to {_f(k2)}"
 
 
 def _ceiling_note(r1: pd.DataFrame, cos: float, ceiling: float | None, crit: dict) -> str:
@@ -248,12 +265,11 @@ def _ceiling_note(r1: pd.DataFrame, cos: float, ceiling: float | None, crit: dic
         return ""
     if ceiling is not None and ceiling < bound:
         return f" (it cannot: the cap allows at most {_f(ceiling)} at any kappa)"
-    ks = sorted(r1["kappa"].unique())
-    if len(ks) >= 2:
-        a, b = (float(r1[r1["kappa"] == k]["cos_after_layer_model"].min()) for k in ks[-2:])
-        if b - a < 0.02:  # nearly flat: the sweep's last step (8x the kappa in the default sweep) barely moved it
-            return (f" (from kappa {_f(ks[-2])} to {_f(ks[-1])} the real pass moved only from {_f(a)} to {_f(b)}: "
-                    "the curve flattens below the bound, so a larger kappa would not raise it)")
+    step = _last_step(r1)
+    if step is not None and not _rising(*step):  # flat by the rule the verdict uses (:data:`RISING_PER_DOUBLING`)
+        k1, k2, a, b = step
+        return (f" (from kappa {_f(k1)} to {_f(k2)} the real pass moved only from {_f(a)} to {_f(b)}: "
+                "the curve flattens below the bound, so a larger kappa would not raise it)")
     return ""
 
 
@@ -276,7 +292,7 @@ def c4(theory: list[dict], crit: dict) -> Verdict | None:
                        attainable=_f(v["attainable"]), p=float(v["p"]), p_floor=float(v["attainable"]))
     if not v["powered"]:
         why = f"the strata's cell counts allow no p below {_f(v['attainable'])}"
-        out = out._replace(ok=False, inconclusive=False, underpowered=why, failed=why, failed_parts=(why,))
+        out = out.cannot_pass(why)
     return out
 
 

@@ -162,7 +162,7 @@ def from_parts(ps: list[Part], crit: dict, measured: str, null: str, extra_faile
     spec = next((x.spec for x in ps if x.spec is not None), None)
     v = verdict(state, measured, null, failed, undecided, flip)
     if reason:
-        v = v._replace(ok=False, inconclusive=False, underpowered=reason, failed=reason, failed_parts=(reason,))
+        v = v.cannot_pass(reason)
     nan = float("nan")
     return v._replace(claim_p=claim_p, p_short=p_short, attainable=attainable,
                       specificity=spec.text() if spec is not None else "-",

@@ -77,7 +77,7 @@ def stratified_exact(tables: list[tuple[int, int, int, int]]) -> tuple[float, fl
 RARE_DRAWS, RARE_QUANTILE = 20_000, 0.95
 
 
-def rare_bound(k: np.ndarray, n: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+def rare_bound(k: np.ndarray, n: np.ndarray, seed: int = 0) -> tuple[float, float, tuple[float, float]]:
     """The pooled share sum k / sum n of random starts ending bipartite and its one-sided 95% upper bound from a
     bootstrap over the blocks (``k``, ``n`` per (size, seed) block): (share, bound, the bound's 99% interval from
     the order statistics of :data:`RARE_DRAWS` resamples)."""
