@@ -2,14 +2,15 @@
 """Compare a run's table_claim_verdicts.csv with the expected verdicts committed under tests/expected_verdicts/
 (paper.md section 4c, revision 4: the offline configs' verdicts are part of the regression tests, on any
 machine). Only the verdict word of each (claim, column) cell is compared: "reproduced", "not reproduced",
-"inconclusive", "not judged", or "-" (the claim does not concern the column). Exits 1 naming every cell that
-differs.
+"inconclusive", "underpowered", "not judged", "-" (the claim does not concern the column), or in a matched
+control's column "passes in k of n seeds" (revision 6). Exits 1 naming every cell that differs.
 
 Usage: compare_verdicts.py RUN/table_claim_verdicts.csv tests/expected_verdicts/<config>.csv
        compare_verdicts.py --write RUN/table_claim_verdicts.csv tests/expected_verdicts/<config>.csv
 """
 
 import csv
+import re
 import sys
 
 WORDS = ("not reproduced", "reproduced", "inconclusive", "underpowered", "not judged")
@@ -18,6 +19,9 @@ SKIP = ("claim", "statement", "not judged in this run")
 
 def word(cell: str) -> str:
     cell = (cell or "").strip()
+    seeds = re.match(r"passes in \d+ of \d+ seeds?", cell)
+    if seeds:
+        return seeds.group(0)
     for w in WORDS:
         if cell.startswith(w):
             return w

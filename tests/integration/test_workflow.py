@@ -505,15 +505,23 @@ def test_new_steering_targets_rerun_steering_only(test_run, tmp_path):
 
 
 def test_a_claims_threshold_reruns_only_the_steps_that_read_it(test_run, tmp_path):
-    """C9's threshold is read by the claims step alone: no dynamics, quantization, steering or plot job reruns
-    (each step receives only the config keys it reads; the dynamics step, the per-layer readings' shares)."""
-    cfg = patched_config(tmp_path, lambda c: c.setdefault("claims", {}).update(C9_alignment=0.8))
+    """C5's threshold is read by the claims step alone: no dynamics, quantization, steering or plot job reruns
+    (each step receives only the config keys it reads; the dynamics step, the per-layer readings' shares). C9's
+    threshold is read by the steering step too (revision 6: kappa doubles until a target reaches it), and by no
+    dynamics step."""
+    cfg = patched_config(tmp_path, lambda c: c.setdefault("claims", {}).update(C5_consensus_abs_cos=0.95))
     r = smk("-n", "--configfile", str(cfg), "--directory", str(test_run), cwd=test_run)
     assert r.returncode == 0, r.stderr[-2000:]
     planned = set(planned_jobs(r.stdout + r.stderr))
     assert "claims" in planned, planned
     assert not {"fetch_model", "extract", "spectra", "dynamics", "quantization", "steering", "theory",
                 "plot_dynamics", "plot_spectra", "plot_steering", "plot_theory"} & planned, planned
+    cfg = patched_config(tmp_path, lambda c: c.setdefault("claims", {}).update(C9_alignment=0.8))
+    r = smk("-n", "--configfile", str(cfg), "--directory", str(test_run), cwd=test_run)
+    assert r.returncode == 0, r.stderr[-2000:]
+    planned = set(planned_jobs(r.stdout + r.stderr))
+    assert {"steering", "claims"} <= planned, planned
+    assert not {"fetch_model", "extract", "spectra", "dynamics", "quantization", "theory"} & planned, planned
 
 
 def test_new_label_reruns_only_what_shows_it(test_run, tmp_path):
@@ -534,7 +542,7 @@ def test_rerun_has_nothing_to_do(test_run):
 
 
 def test_paper_config_plans_all_13_checkpoints(tmp_path):
-    """The 13 paper checkpoints, each with its matched random-layer control (paper.md section 4d): 26 models
+    """The 13 paper checkpoints, each with its 3 matched controls (paper.md section 4e, control_seeds): 52 models
     fetched, extracted and proven; steering for the 13 trained ones only (a control is judged on the dynamics)."""
     r = smk("-n", "--cores", "8", "--directory", str(tmp_path), cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -542,9 +550,10 @@ def test_paper_config_plans_all_13_checkpoints(tmp_path):
     assert "Using workflow specific profile" in out  # workflow/profiles/default, found through profiles/
     assert out.count("mem_mb=") >= 13 * 4 and out.count("runtime=") >= 13 * 4
     planned = planned_jobs(out)
-    assert all(planned[rule] == 26 for rule in ("fetch_model", "extract", "check_extraction")), planned
-    assert planned["steering"] == 13 and planned["dynamics"] == 52, planned
+    assert all(planned[rule] == 52 for rule in ("fetch_model", "extract", "check_extraction")), planned
+    assert planned["steering"] == 13 and planned["dynamics"] == 104, planned
     assert "results/paper/gpt2-xl-control/manifest.json" in out
+    assert "results/paper/gpt2-xl-control-3/manifest.json" in out
 
 
 def test_building_the_dag_never_imports_torch(tmp_path):
@@ -557,8 +566,8 @@ def test_building_the_dag_never_imports_torch(tmp_path):
     r = smk("-n", "--directory", str(tmp_path), "--configfile", str(REPO / "config/offline.yaml"),
             str(REPO / "config/offline-decoders.yaml"), cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
-    # the 3 trained models and their matched controls: no twin in the default run
-    assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 6
+    # the 3 trained models and their 3 matched controls each: no twin in the default run
+    assert "torch imported" not in r.stdout + r.stderr and planned_jobs(r.stdout + r.stderr)["fetch_model"] == 12
     r = smk("-n", "--directory", str(tmp_path / "twins"), "--configfile", str(REPO / "config/twins.yaml"),
             cwd=tmp_path, env={"PYTHONPATH": str(fake.parent)})
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]

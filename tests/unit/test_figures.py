@@ -169,3 +169,15 @@ def test_every_figure_has_a_caption_and_c8_points_to_the_scatter():
                              "fig_theory", "fig_steering", "fig_albert_consensus", "fig_albert_rotation"}
     assert FIG["C8"] == "fig_gamma_gap, fig_gap"
     assert '"fig_gamma_gap"' in (ROOT / "workflow/rules/report.smk").read_text()
+
+
+def test_kappa_labels_never_crowd_and_always_show_the_kappa_reached():
+    """Revision 6's doublings put steering points a factor 2 apart: a label at least half a decade from the last
+    one, and the last point (the kappa the verdict reads) always labelled."""
+    from powerlens.outputs.figures.steering import LABEL_GAP, _labelled
+
+    x = [4, 32, 256, 512, 1024, 2048, 4096]
+    keep = _labelled(x)
+    assert keep[0] == 0 and keep[-1] == len(x) - 1
+    assert all(np.log10(x[b] / x[a]) >= LABEL_GAP for a, b in zip(keep, keep[1:]))
+    assert _labelled([10.0]) == [0]

@@ -225,7 +225,7 @@ def test_a_very_long_prompt_is_tokenized_from_prefixes_with_the_same_tokens(mini
 
 
 def test_a_continuation_prompt_longer_than_the_context_stops_before_any_number(minilm_tokenizer):
-    from powerlens.analysis.steering.experiment import check_continuation_lengths
+    from powerlens.analysis.steering.generate import check_continuation_lengths
 
     check_continuation_lengths(minilm_tokenizer, ["The cat"], 4, 16)
     with pytest.raises(PowerlensError, match=r"continuations\.prompts\[1\] is \d+ tokens; with new_tokens 4 it "

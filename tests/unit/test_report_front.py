@@ -97,7 +97,7 @@ def test_a_hostile_label_renders_as_its_own_text(tmp_path, label):
     """A label (a column header from the user's config) and a cell holding markup, a link, a role, a
     directive, a substitution or newlines: each renders as its own text in its own cell, with no docutils
     message and no element other than the table's and the page's own links."""
-    header = ["claim", "statement", label, f"{label}: matched control (random layer weights)"]
+    header = ["claim", "statement", label, f"{label}: matched control (random attention weights)"]
     rows = [["C1", label, f"reproduced (claim p 0.01; attainable p 1e-04) {label}", label]]
     html = render(front_page("r", run_folder(tmp_path, header, rows)))
     assert "system-message" not in html and "System Message" not in html

@@ -26,7 +26,7 @@ def test_a_matched_controls_origin_is_named_not_its_folders_path():
     from powerlens.outputs.tables import models_table
 
     meta = {"model": "m-control", "control_of": "m", "source": "control", "n_params": 2e6, "d_model": 8,
-            "n_layers": 2, "n_heads": 2, "shared_weights": False, "weights_label": "random layer weights"}
+            "n_layers": 2, "n_heads": 2, "shared_weights": False, "weights_label": "random attention weights"}
     row = models_table([meta], manifests={"m-control": {"path": "/some/run/folder/m-control/control"}}).iloc[0]
     assert row["hub id / origin"] == "matched control of m"  # the same table whichever folder ran it
     del meta["control_of"]  # the check can fail: without the field the path is what is left

@@ -23,6 +23,14 @@ def layer_with_known_threshold(d=12, seed=0):
     return F, W_V, u
 
 
+
+def _close(got: dict, want: dict, abs_: float, rel: float) -> None:
+    """Two passes' measures equal within tolerances, key by key (the per-prompt sums as arrays)."""
+    assert set(got) == set(want)
+    for k, v in want.items():
+        np.testing.assert_allclose(np.asarray(got[k], dtype=float), np.asarray(v, dtype=float), atol=abs_, rtol=rel,
+                                   equal_nan=True, err_msg=k)
+
 def test_u_principal_above_the_bound_and_not_below():
     F, W_V, u = layer_with_known_threshold()
     bound = st.kappa_bound(F, 1.0)
@@ -190,7 +198,8 @@ def test_steering_step_baseline_on_same_tokens(tmp_path):
                   targets=[{"kind": "unembedding", "token": "e"}], kappas=[0, 8, 256],
                   max_prompts=6, batch_size=16, max_tokens=64, shared_edit="every_depth", seed=0, device="cpu",
                   threads=1,
-                  out_continuations=None, continuation_prompts=[], continuation_tokens=12)
+                  out_continuations=None, continuation_prompts=[], continuation_tokens=12, alignment=0.9,
+                  kappa_cap=0.0)
     sw = df[df["kappa"] >= 0]
     for kappa, g in sw.groupby("kappa"):
         assert g["n_tokens"].nunique() == 1  # rank-1 and baseline measured on the same tokens
@@ -237,9 +246,9 @@ def test_replaying_the_last_layer_gives_the_full_passs_numbers(name, arch):
     base_full, ref = st.measure_model(model, arch, layer, bs, u, 7, True)
     base_cap, ref_cap = st.measure_model(model, arch, layer, bs, u, 7, True, capture=inputs)
     base_rep, _ = st.measure_model(model, arch, layer, bs, u, 7, True, replay=inputs)
-    assert len(inputs) == len(bs) and base_cap == pytest.approx(base_full, abs=0, nan_ok=True)
-    for k, v in base_full.items():
-        assert base_rep[k] == pytest.approx(v, abs=1e-6, nan_ok=True), k
+    assert len(inputs) == len(bs)
+    _close(base_cap, base_full, 0.0, 0.0)
+    _close(base_rep, base_full, 1e-6, 0.0)
     for alpha in (3.0, 40.0):
         with st.rank1_output_edit(model, arch, u, z, alpha):
             full, _ = st.measure_model(model, arch, layer, bs, u, 7, True, ref_probs=ref, site=site, z=z)
@@ -251,8 +260,7 @@ def test_replaying_the_last_layer_gives_the_full_passs_numbers(name, arch):
                                     replay=inputs)
         assert full["kl"] > 1e-6 and full["cos_layer"] != base_full["cos_layer"]  # the edit did act
         for a, b in ((full, rep), (full_a, rep_a)):
-            for k, v in a.items():
-                assert b[k] == pytest.approx(v, abs=1e-6, rel=1e-6, nan_ok=True), (alpha, k)
+            _close(b, a, 1e-6, 1e-6)
 
 
 def _law_inputs(name: str, arch: str, seed: int):
@@ -337,10 +345,9 @@ def test_the_law_cache_changes_no_bit(name, arch, shared_edit):
         st.attention_only_steering(list(x_ins), w, bs, u, z, 1.0, depths, cache=cache)
 
 
-def test_the_experiment_runs_without_files():
-    """steering.run_steering on a model in memory: one row per target, kappa and method plus the unsteered
-    row, the model restored (same checksum), u principal at large kappa and the KL zero at kappa 0 only;
-    greedy continuations for the token target of a causal LM."""
+def _tiny_gpt2():
+    """A seeded tiny GPT-2 with its LM head, byte tokenizer, extracted weights, three prompts' batches and the last
+    layer's |lambda_1|: the setting the experiment tests run on."""
     import transformers
 
     from powerlens.core.corpus import prompt_batches
@@ -353,6 +360,14 @@ def test_the_experiment_runs_without_files():
     w = get_adapter("gpt2").extract(model)
     bs = prompt_batches(["The cat sat.", "A dog ran home.", "Rain falls."], tok, 16, 2)[0]
     lam1 = float(np.abs(np.linalg.eigvals(w.F(w.n_layers - 1).numpy())).max())
+    return model, tok, w, bs, lam1
+
+
+def test_the_experiment_runs_without_files():
+    """steering.run_steering on a model in memory: one row per target, kappa and method plus the unsteered
+    row, the model restored (same checksum), u principal at large kappa and the KL zero at kappa 0 only;
+    greedy continuations for the token target of a causal LM."""
+    model, tok, w, bs, lam1 = _tiny_gpt2()
     targets = [{"kind": "unembedding", "token": "e"}, {"kind": "random", "seed": 3}]
     res = st.run_steering(model, tok, "gpt2", w, bs, lam1, targets, [0, 2, 256], head=True, shared_edit="every_depth",
                           model_name="m",
@@ -366,6 +381,25 @@ def test_the_experiment_runs_without_files():
         assert r1[(t, 0)]["kl_from_unsteered"] == 0 and r1[(t, 256)]["kl_from_unsteered"] > 0
         assert r1[(t, 256)]["cos_after_layer_model"] > r1[(t, 0)]["cos_after_layer_model"]
     assert len(res["continuations"]) == 3 and {c["target"] for c in res["continuations"]} == {"unembedding:e"}
+
+
+def test_the_experiment_doubles_kappa_as_the_rule_says():
+    """Revision 6 on a real (tiny) model: with a criterion no configured kappa meets, each target's kappa doubles
+    past 256 until it meets it, flattens or reaches the cap; every row of a target records the stop, and the last
+    kappa is what KappaRule says for that target's own curve."""
+    from powerlens.analysis.kappa_sweep import KappaRule
+
+    model, tok, w, bs, lam1 = _tiny_gpt2()
+    rule = KappaRule(0.9999, 4096)
+    res = st.run_steering(model, tok, "gpt2", w, bs, lam1, [{"kind": "random", "seed": 3}], [0, 4, 16], head=True,
+                          shared_edit="every_depth", model_name="m", weights_label="random weights", rule=rule)
+    r1 = [r for r in res["rows"] if r["method"].startswith("rank-1")]
+    curve = {float(r["kappa"]): float(r["cos_after_layer_model"]) for r in r1}
+    assert max(curve) > 16 and {r["sweep_stop"] for r in r1} == {rule.next(curve)[1]}
+    ks = sorted(k for k in curve if k > 16)
+    assert ks == [16.0 * 2 ** (i + 1) for i in range(len(ks))]  # doublings of the largest configured kappa
+    assert all(rule.next({k: c for k, c in curve.items() if k <= x})[0] == 2 * x for x in [16.0, *ks[:-1]])
+    assert res["checksum_before"] == res["checksum_after"]
 
 
 def test_shared_layer_edited_at_its_last_depth_replays_the_last_depth():
@@ -411,8 +445,7 @@ def test_shared_layer_edited_at_its_last_depth_replays_the_last_depth():
     assert full["kl"] > 1e-6 and full["cos_layer"] != base["cos_layer"]  # the edit did act
     assert abs(every["cos_layer"] - full["cos_layer"]) > 1e-3  # every depth is another experiment
     for a, b in ((full, rep), (full_a, rep_a)):
-        for k, v in a.items():
-            assert b[k] == pytest.approx(v, abs=1e-6, rel=1e-6, nan_ok=True), k
+        _close(b, a, 1e-6, 1e-6)
 
 
 def test_unknown_shared_edit_is_refused():
@@ -428,20 +461,12 @@ def test_the_pass_count_is_what_the_passes_ran():
     kappa and the beta sweep, on the steering prompts and on the unrelated ones; the first pass of each prompt
     set runs the whole model (the model's forward counted by a hook), every other pass replays the last depth
     (the last layer's calls counted by a hook), and the head runs on every counted token of every pass."""
-    import transformers
-
     from powerlens.analysis.steering.experiment import BETA_SWEEP
     from powerlens.core.corpus import prompt_batches
     from powerlens.models.adapters import get_adapter
-    from powerlens.models.archs import TINY_MODELS
 
-    torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(TINY_MODELS["tiny-gpt2"].hf_config()).eval()
-    tok = byte_tokenizer("gpt2")
-    w = get_adapter("gpt2").extract(model)
-    bs = prompt_batches(["The cat sat.", "A dog ran home.", "Rain falls."], tok, 16, 2)[0]
+    model, tok, w, bs, lam1 = _tiny_gpt2()
     bs_kl = prompt_batches(["Snow is white.", "Two and two."], tok, 16, 2)[0]
-    lam1 = float(np.abs(np.linalg.eigvals(w.F(w.n_layers - 1).numpy())).max())
     calls = {"model": 0, "last": 0}
 
     def count(key):
@@ -453,7 +478,14 @@ def test_the_pass_count_is_what_the_passes_ran():
     res = st.run_steering(model, tok, "gpt2", w, bs, lam1, targets, [0, 2, 256], head=True, shared_edit="every_depth",
                           model_name="m", weights_label="random weights", kl_batches=bs_kl)
     work = res["work"]
-    per_set = 1 + 2 * 2 + len(BETA_SWEEP)  # one prompt set, one target: unsteered, 2 kappas x 2 methods, the sweep
+    sweep = [r for r in res["rows"] if r["method"] == "activation addition (beta sweep)"]
+    tops = [r for r in res["rows"] if r["method"].startswith("rank-1") and r["kappa"] == 256]
+    # the edit minus activation addition at the edit's KL, bootstrapped over prompts (steering.matched)
+    assert len(tops) == 2 and all(r["diff_cos_at_kl_lo"] <= r["diff_cos_at_kl"] <= r["diff_cos_at_kl_hi"]
+                                  for r in tops if not np.isnan(r["diff_cos_at_kl"]))
+    assert any(not np.isnan(r["diff_cos_at_kl"]) for r in tops)
+    assert len(sweep) >= len(targets) * len(BETA_SWEEP)  # bracketing the edit's KL may add betas
+    per_set = 1 + 2 * 2 + len(sweep) / len(targets)  # one prompt set, one target: unsteered, 2 kappas x 2, the sweep
     n_s, n_k = (int(sum(int(b.stat_mask.sum()) for b in x)) for x in (bs, bs_kl))
     assert work["passes"] == len(targets) * 2 * per_set
     assert work["head"] == len(targets) * per_set * (n_s + n_k) > 0

@@ -86,8 +86,8 @@ def test_a_folder_without_marker_stays_trained(twin_dir, tmp_path):
 
 def test_a_copied_controls_marker_keeps_its_label(twin_dir, tmp_path):
     d = _copy(twin_dir, tmp_path, marker=True)
-    (d / sources.TWIN_MARKER).write_text(json.dumps({"weights_label": "random layer weights"}))
-    assert sources.marker_label(d) == "random layer weights"
+    (d / sources.TWIN_MARKER).write_text(json.dumps({"weights_label": "random attention weights"}))
+    assert sources.marker_label(d) == "random attention weights"
     (d / sources.TWIN_MARKER).write_text("<script>not json")  # unreadable: still random, never "trained"
     assert sources.marker_label(d) == "random weights"
 

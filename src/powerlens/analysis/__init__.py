@@ -13,6 +13,7 @@
     dynamics     token dynamics in model and attention-only mode; per-layer statistics
     theory       synthetic layers with known spectra: rate and angle predictions
     steering     rank-1 steering of the last layer vs activation addition
+    kappa_sweep  how far the steering sweeps go: kappa doubled until C9 can be judged, beta until it brackets
     quantization sensitivity of the spectra and dynamics to weight quantization
     claims       the paper's claims C1-C10 judged from the outputs (Verdict records)
 

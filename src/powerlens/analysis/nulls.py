@@ -179,7 +179,10 @@ class RandomDirections(Null):
     P, R, TIES, P_LO, P_HI = "p", "R", "ties", "p_lo", "p_hi"
     ABOVE = "above"  # the draws beyond the lead: with R and the ties, any level's interval (a claim's, 1 - 0.01/L)
     NULL_MEDIAN, NULL_Q95, PCT = "null_median", "null_q95", "pct"
-    FIELDS = (P, R, TIES, ABOVE, P_LO, P_HI, NULL_MEDIAN, NULL_Q95, PCT)
+    # the null's mean and standard deviation: the lead's z-score against its own null (the training comparison,
+    # paper.md section 4e)
+    NULL_MEAN, NULL_SD = "null_mean", "null_sd"
+    FIELDS = (P, R, TIES, ABOVE, P_LO, P_HI, NULL_MEDIAN, NULL_Q95, PCT, NULL_MEAN, NULL_SD)
 
     @staticmethod
     def interval(above: int, tied: int, n: int) -> tuple[float, float]:
@@ -264,14 +267,13 @@ register(EigenDirections())
 
 
 def random_direction_test(lead: float, null: np.ndarray, u: float, tail: str = "upper") -> dict:
-    """The lead value against the Monte Carlo null's draws (NaN draws dropped), tie-break ``u``: the fields of
-    one depth's random-direction test (:attr:`RandomDirections.FIELDS`): p
-    (:meth:`RandomDirections.test`), R, the share of draws tied with the lead, the draws beyond it, the 99%
-    interval, the range the
-    tie-break alone spans (``tie_lo``, ``tie_hi``: no Monte Carlo error, more draws cannot narrow it), the null's
-    median and 95th percentile and the lead's percentile in it. For a lead exchangeable with the draws,
-    P(p <= a) = a exactly, ties or not. The one test of a lead against random directions: the verdict tests, the
-    bias-free control's and the consensus subspace's."""
+    """The lead value against the Monte Carlo null's draws (NaN draws dropped), tie-break ``u``: the fields of one
+    depth's random-direction test (:attr:`RandomDirections.FIELDS`): p (:meth:`RandomDirections.test`), R, the
+    share of draws tied with the lead, the draws beyond it, the 99% interval, the range the tie-break alone spans
+    (``tie_lo``, ``tie_hi``: no Monte Carlo error, more draws cannot narrow it), the null's median and 95th
+    percentile, the lead's percentile in it, and the null's mean and standard deviation. For a lead exchangeable
+    with the draws, P(p <= a) = a exactly, ties or not. The one test of a lead against random directions: the
+    verdict tests, the bias-free control's and the consensus subspace's."""
     F = RandomDirections
     null = np.asarray(null, dtype=np.float64)
     null = null[~np.isnan(null)]
@@ -283,4 +285,6 @@ def random_direction_test(lead: float, null: np.ndarray, u: float, tail: str = "
             "tie_lo": t.above / R if ok else np.nan, "tie_hi": (t.above + t.tied) / R if ok else np.nan,
             F.NULL_MEDIAN: float(np.median(null)) if R else np.nan,
             F.NULL_Q95: float(np.quantile(null, 0.95)) if R else np.nan,
-            F.PCT: float(100.0 * np.mean(null < lead)) if R else np.nan}
+            F.PCT: float(100.0 * np.mean(null < lead)) if R else np.nan,
+            F.NULL_MEAN: float(np.mean(null)) if R else np.nan,
+            F.NULL_SD: float(np.std(null, ddof=1)) if R > 1 else np.nan}

@@ -37,6 +37,7 @@ class Field:
                               RandomDirections.TIES)
     ABOVE = RandomDirections.ABOVE
     NULL_MEDIAN, NULL_Q95, PCT = RandomDirections.NULL_MEDIAN, RandomDirections.NULL_Q95, RandomDirections.PCT
+    NULL_MEAN, NULL_SD = RandomDirections.NULL_MEAN, RandomDirections.NULL_SD
     SATURATED, TIE_BOUND = "saturated", "tie_bound"
     P_HOLM, P_HOLM_LO, P_HOLM_HI = "p_holm", "p_holm_lo", "p_holm_hi"  # Holm across the depth (the figures' marks)
     MC_SIG = "mc_sig"  # Holm decision of the random-direction null alone

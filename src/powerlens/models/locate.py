@@ -88,7 +88,7 @@ def model_location(path_or_id) -> tuple[str, Path | str]:
 def weights_label_of(path_or_id) -> str:
     """The weights label of a run's model folder (its manifest: "random weights" for a twin), else ""."""
     p = Path(str(path_or_id)).expanduser()
-    label = marker_label(p)  # a twin, or a matched control ("random layer weights"): the marker says which
+    label = marker_label(p)  # a twin, or a matched control ("random attention weights"): the marker says which
     if label:
         return label
     for man_path in (p / "manifest.json", p.parent / "manifest.json"):  # a run's model folder, or its weights

@@ -227,9 +227,11 @@ METHODS = [
            "of the layers' p, beside the attainable p, the smallest p its rule could reach (not below alpha: "
            "underpowered); the figures mark each layer by Holm's correction, which only C10's FFN clause "
            "reads. Each trained "
-           "model's matched control (random layer weights rescaled to the trained |lambda_1|) is judged the same "
-           "way beside it. Steering edits the last layer's output "
-           "matrix by a rank-1 term (strength kappa) and compares it with activation addition; where a norm "
+           "model's matched controls (its attention weights drawn at random, rescaled to the trained |lambda_1| "
+           "and score scale, everything else trained; several seeds) are judged the same way beside it, and the "
+           "training p compares the trained lead with theirs, layer by layer, beside the verdict. Steering "
+           "edits the last layer's output matrix by a rank-1 term (strength kappa) and compares it with activation "
+           "addition; where a norm "
            "follows the edit the change points along p * u. The synthetic layers prescribe the spectrum of "
            "M = I + F (eigenvalues mu_1, mu_2) and sweep the attention sharpness."]),
     ("h", 2, ["Limitations"], "limitations"),
@@ -240,7 +242,7 @@ METHODS = [
            "Gemma 3 mixes sliding-window and full attention layers; a few layers may be saturated, which the "
            "tables say where it happens."]),
     ("h", 2, ["Beyond the paper"], "beyond"),
-    ("p", ["One p per claim with its attainable p, specificity across the model, matched random-layer controls, "
+    ("p", ["One p per claim with its attainable p, specificity across the model, matched controls (several seeds), "
            "Monte Carlo error carried through every decision, C4 decided by linearisation at "
            "Newton-refined equilibria, C10 on the real forward pass split at the sublayers, and the verdicts "
            "rerun under other seeds, corpus thirds and quantizations (table_robustness)."]),

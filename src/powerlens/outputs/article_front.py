@@ -12,6 +12,7 @@ import pandas as pd
 from powerlens.analysis.claims.registry import gist
 from powerlens.analysis.claims.robustness import NOT_VARIED
 from powerlens.outputs.trace import (
+    EVERY_SEED,
     WORDS,
     Traced,
     count_word,
@@ -79,7 +80,8 @@ def _robust(run, claim: str, fam: str) -> list:
 
 def verdict_cell(run, claim: str, fam: str, vcol: str | None) -> tuple:
     """One cell: the verdict word (coloured), claim p and attainable p (or the first failed part where the claim
-    has no p), the robustness count where the variants could have differed, and the matched control's verdict;
+    has no p), the robustness count where the variants could have differed, the matched controls' "passes in k of
+    n seeds" and the training p beside them;
     each read from table_claims' columns of one number or word (:data:`powerlens.analysis.claims.NUMBERS`)."""
     src = f"{run.tables}/table_claims.csv"
     df = _read(run, "table_claims.csv")
@@ -104,12 +106,14 @@ def verdict_cell(run, claim: str, fam: str, vcol: str | None) -> tuple:
     elif given("first failed part"):
         out += [" \u00b7 ", cell("first failed part")]
     elif word == "reproduced":
-        out += [" \u00b7 decided by a residual, no p"]
+        out += [" \u00b7 no p: a threshold or a residual decides"]
     out += _robust(run, claim, fam)
     if given("control outcome") and r["control outcome"] != "not judged":
-        line = ["matched control: ", cell("control outcome")]
+        line = ["matched controls: ", cell("control outcome")]
         if given("control p value"):
-            line += [" (p ", cell("control p value"), ")"]
+            line += [" (largest p over seeds ", cell("control p value"), ")"]
+        if given("training p value"):  # beside the verdict, never part of it (paper.md section 4e)
+            line += ["; training p ", cell("training p value")]
         out.append(("s", "line", line))
     return (out, word.replace(" ", "-"))
 
@@ -168,8 +172,9 @@ def summary(run) -> list:
         s1 = ["This run has no trained model: it tested only the claims about synthetic layers, and its "
               "random-weight twins exercise the code without being evidence for or against any claim. "]
     s2 = ["Of the judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not"]
-    s2 += (["; in ", count_word(csrc, root, "reproduced", "reproduced"), " of the reproduced cells the same test on "
-            "random weights passes too, so those say nothing about training. "]
+    s2 += (["; in ", count_word(csrc, root, "reproduced", EVERY_SEED), " of the reproduced cells the same test passes "
+            "on every seed of the matched controls (random attention weights), so those say nothing about "
+            "training. "]
            if s1[0].startswith("This run tested") and has_controls(vsrc, root) else [". "])
     alpha = _alpha(run)
     judged = [["outcome", list(WORDS)]]

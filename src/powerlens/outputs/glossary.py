@@ -68,9 +68,14 @@ TERMS: list[tuple[str, str, list[str], str]] = [
     ("g-cells", "cells", ["cells", "cell"],
      "The verdict table's entries: one claim judged on one trained model, or on the synthetic layers."),
     ("g-control", "matched control", ["matched control", "matched random control", "control"],
-     "A copy of a trained model's configuration and embeddings with seeded random layer weights, each layer's "
-     "value weights rescaled to the trained |lambda_1|, judged exactly like it. Where it passes too, the test "
-     "does not need training."),
+     "The trained model with each layer's W_Q, W_K, W_V, W_O drawn at random (everything else trained), W_V "
+     "rescaled to the trained |lambda_1| and each query head's W_Q to the trained score scale; several seeds, "
+     "each judged like the trained model. Where the controls pass too, the test does not need trained "
+     "attention."),
+    ("g-training", "training p", ["training p", "training comparison"],
+     "Beside a verdict, never part of it: per layer the trained lead's z-score against its own random-direction "
+     "null minus its matched controls' mean z-score, tested one-sided by flipping signs over the layers. Small: "
+     "the trained attention tilts more than random attention of the same size."),
     ("g-twin", "twin (random-weight twin)", ["random-weight twins", "twins", "twin"],
      "A seeded random initialisation of a paper architecture: it runs the code path, never evidence."),
     ("g-standin", "stand-in", ["stand-in", "stands in"],

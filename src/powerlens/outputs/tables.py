@@ -234,8 +234,16 @@ def alignment_table(df: pd.DataFrame, labels: dict[str, str] | None = None, *, c
     return pd.DataFrame(rows)
 
 
+def _stop_text(key) -> str:
+    """Why a target's kappa sweep stopped (revision 6's doubling), in words; "-" for a run without the record."""
+    from powerlens.analysis.kappa_sweep import FLAT, STOPS
+
+    return STOPS[key].format(flat=FLAT) if isinstance(key, str) and key in STOPS else "-"
+
+
 def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """``table_steering``: per model, target and method, at the largest kappa and at kappa = 0; the baseline
+    """``table_steering``: per model, target and method, at the largest kappa the target's sweep reached (revision
+    6 doubles kappa past the configured ones, column "why the kappa sweep stopped") and at kappa = 0; the baseline
     (activation addition at the edit's site) has the same norm of change as the rank-1 edit at each kappa."""
     labels = labels or {}
     rows = []
@@ -247,7 +255,7 @@ def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd
             principal = g[g["u_principal"].astype(bool) & g["method"].str.startswith("rank-1")]["kappa"]
             rows.append({
                 "model": labels.get(m, m), "weights": weights_text(top["weights"]), "target": tgt, "method": meth,
-                "kappa max": kmax,
+                "kappa max": kmax,  # the largest kappa this target's sweep reached
                 "lstsq residual ||V^T z - u||": top.get("lstsq_residual", float("nan")),
                 "stated bound": (top["bound_note"] if isinstance(top.get("bound_note"), str) and top["bound_note"]
                                  else top["kappa_bound"]),
@@ -264,6 +272,7 @@ def steering_table(df: pd.DataFrame, labels: dict[str, str] | None = None) -> pd
                 "KL on unrelated prompts (k max)": top.get("kl_unrelated", float("nan")),
                 "saturation share along p*u (k max)": top.get("saturation_share", float("nan")),
                 "largest |cos| the cap allows": top.get("cos_ceiling", float("nan")), "LM head": top["lm_head"],
+                "why the kappa sweep stopped": _stop_text(top.get("sweep_stop")),
             })
     return pd.DataFrame(rows)
 

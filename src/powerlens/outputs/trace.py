@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 #: The verdict words (paper.md section 4c) in the order the abstract counts them.
@@ -131,7 +132,7 @@ def row_count(src: str, root: Path, where: list | None = None, below: list | Non
 
 
 
-CONTROL_SUFFIX = ": matched control (random layer weights)"  # a matched control's column in table_claim_verdicts
+CONTROL_SUFFIX = ": matched control (random attention weights)"  # a matched control's column in table_claim_verdicts
 
 
 def verdict_columns(df: pd.DataFrame) -> list[str]:
@@ -148,13 +149,21 @@ def has_controls(src: str, root: Path) -> bool:
     return any(str(c).endswith(CONTROL_SUFFIX) for c in cols)
 
 
+#: count_word's ``control``: the cells whose matched controls pass in every seed (revision 6: several seeds)
+EVERY_SEED = "every seed"
+
+
 def count_word(src: str, root: Path, word: str, control: str | None = None) -> Traced:
     """How many rows of table_claims (trained families and the synthetic layers: the verdict cells) have the
-    outcome ``word`` (with ``control``: and whose matched control's outcome is that word)."""
+    outcome ``word`` (with ``control`` :data:`EVERY_SEED`: and whose matched controls pass in every seed)."""
     df = read_table(root / src)
     keep = df["outcome"] == word
     if control is not None:
-        keep &= df.get("control outcome", pd.Series("-", index=df.index)) == control
+        if control != EVERY_SEED:
+            raise ValueError(f"count_word: unknown control filter {control!r}")
+        k, n = (pd.to_numeric(df.get(c, pd.Series(np.nan, index=df.index)), errors="coerce")
+                for c in ("control seeds passing", "control seeds"))
+        keep &= (n > 0) & (k == n)
     return Traced(str(int(keep.sum())), src, {"count": word, **({"control": control} if control else {})})
 
 

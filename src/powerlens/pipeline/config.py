@@ -112,27 +112,36 @@ def check_draws(config: dict) -> None:
                              "extension of a test that starts at null_draws draws)")
 
 
-CONTROL_SUFFIX = "-control"  # a derived matched control's key: <trained model's key>-control
+CONTROL_SUFFIX = "-control"  # a derived matched control's key: <trained model's key>-control, -control-2, ...
+
+
+def control_key(name: str, i: int) -> str:
+    """The key of trained model ``name``'s i-th matched control (0-based): ``<name>-control``, then
+    ``<name>-control-2``, ``-3``, ..."""
+    return f"{name}{CONTROL_SUFFIX}" + (f"-{i + 1}" if i else "")
 
 
 def add_matched_controls(config: dict) -> None:
-    """With ``matched_controls`` (the schema's default: on), give every trained model of the run its matched
-    random-layer control (paper.md section 4d: ``source: control``), keyed ``<name>-control`` and labelled
-    "<label> matched control", unless the config lists one for it already. Done once, while the DAG is built,
-    so every rule, table and figure sees the control as a model of the run."""
+    """With ``matched_controls`` (the schema's default: on), give every trained model of the run its
+    ``control_seeds`` matched controls (paper.md section 4e: ``source: control``), keyed by :func:`control_key`,
+    seeds ``seed``, ``seed + 1``, ..., labelled "<label> matched control (seed s)", unless the config lists one
+    for it already. Done once, while the DAG is built, so every rule, table and figure sees the controls as
+    models of the run."""
     if not config.get("matched_controls", True):
         return
     models = config["models"]
     have = {m.get("control_of") for m in models.values() if is_control(m)}
+    base = int(config.get("seed", 0))
     for name, m in list(models.items()):
         if random_weights(m) or name in have:  # a twin's folder given as `source: local` too (its marker)
             continue
-        key = f"{name}{CONTROL_SUFFIX}"
-        if key in models:
-            raise PowerlensError(f"models.{key}: this key is taken, but it is the name of {name!r}'s matched control",
-                                 f"rename models.{key}, or set matched_controls: false")
-        models[key] = {"arch": m["arch"], "source": "control", "control_of": name, "seed": int(config.get("seed", 0)),
-                       "label": f"{m.get('label', name)} matched control"}
+        for i in range(int(config["control_seeds"])):
+            key, seed = control_key(name, i), (base + i) % 2 ** 32
+            if key in models:
+                raise PowerlensError(f"models.{key}: this key is taken, but it is the name of {name!r}'s matched "
+                                     "control", f"rename models.{key}, or set matched_controls: false")
+            models[key] = {"arch": m["arch"], "source": "control", "control_of": name, "seed": seed,
+                           "label": f"{m.get('label', name)} matched control (seed {seed})"}
 
 
 def check_controls(config: dict) -> None:

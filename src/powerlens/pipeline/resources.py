@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from powerlens.analysis.kappa_sweep import most_kappas
 from powerlens.core.errors import PowerlensError
 from powerlens.models.adapters import get_adapter
 from powerlens.models.archs import ArchConfig, twin_config
@@ -154,7 +155,8 @@ EIG_FLOPS_N3 = 10.0
 
 def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[float], targets: int,
                shared_edit: str, null_draws: int, head: bool = False, generated: int = 0,
-               null_flops: float | None = None, passes: dict | None = None) -> dict[str, float]:
+               null_flops: float | None = None, passes: dict | None = None, settings: int | None = None
+               ) -> dict[str, float]:
     """The floating-point operations a step cannot avoid, by dtype (``{"float32": ..., "float64": ...}``): at
     the measured matrix-product peak of each dtype, their time is the step's arithmetic lower bound (the
     benchmark prints it beside the wall time). Counted: the matrix products of the forward passes (2 flops per
@@ -169,7 +171,9 @@ def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[f
     the whole model, through the last depth alone, through the head; both prompt sets, every setting and the
     beta sweep); None, a run that predates the count: the settings' passes over the steering prompts alone (too
     low: the unrelated prompts' KL passes and the beta sweep are missing); not counted:
-    attention scores, norms, Python overhead, file reading and writing (so a ratio near 1 is out of reach)."""
+    ``settings``: the (target, non-zero kappa) pairs steering ran (revision 6 doubles kappa per target; None:
+    ``targets`` x the non-zero ``kappas``); not counted: attention scores, norms, Python overhead, file reading
+    and writing (so a ratio near 1 is out of reach)."""
     d = float(size.d_model)
     null = (float(null_flops) if null_flops is not None else  # the estimate: per depth, x(t) and x(t + 1)
             2.0 * 2 * null_draws * d * tokens * size.n_layers)  # against R directions of dimension 1
@@ -182,8 +186,9 @@ def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[f
         return {"float32": 2.0 * size.attention_params * n * tokens, "float64": null}
     if rule == "steering":
         k_on = sum(1 for k in kappas if k != 0)
+        pairs = targets * k_on if settings is None else int(settings)
         whole_stack = size.n_unique_layers < size.n_layers and shared_edit == "every_depth"
-        n_passes = targets * (1 + 2 * k_on)
+        n_passes = targets + 2 * pairs
         layer = size.forward_params / size.n_layers
         if passes is None:  # the estimate: the settings' passes over the steering prompts
             model = 2.0 * tokens * (n_passes * size.forward_params if whole_stack else
@@ -193,9 +198,9 @@ def arithmetic(rule: str, size: Size, *, tokens: int, steps: int, kappas: list[f
             model = 2.0 * (float(passes["whole"]) * size.forward_params + float(passes["last_depth"]) * layer)
             lm = 2.0 * float(passes["head"]) * d * size.vocab if head else 0.0
         edited = size.n_layers if whole_stack else 1
-        runs = targets * k_on * 2 + (1 if k_on < len(kappas) else 0)
+        runs = pairs * 2 + (1 if k_on < len(kappas) else 0)
         law = 2.0 * tokens * size.attention_params * (size.n_layers - edited + 1 + runs * (edited - 1))
-        eig = EIG_FLOPS_N3 * d ** 3 * (targets * k_on + (1 if k_on < len(kappas) else 0))
+        eig = EIG_FLOPS_N3 * d ** 3 * (pairs + (1 if k_on < len(kappas) else 0))
         gen = 2.0 * generated * (size.forward_params + d * size.vocab)  # one token: the stack and the head
         return {"float32": model + lm + gen, "float64": law + eig}
     return {}
@@ -281,13 +286,20 @@ def corpus_extra(config: dict, name: str, prompts: list[str], tokens: int | None
 STEERING_SETTING = {"s_per_batch_pass_depth": 0.012, "kb_per_row": 3.0}
 
 
+def planned_kappas(config: dict) -> list[float]:
+    """The kappas a steering job may run: the configured ones and revision 6's doublings up to C9_kappa_cap."""
+    return most_kappas(config["steering"]["kappas"], config["claims"]["C9_kappa_cap"])
+
+
 def steering_extra(config: dict, name: str, prompts: list[str]) -> tuple[float, float]:
     """(MB, s) of :data:`STEERING_SETTING` for one model's steering job: targets x non-zero kappas x 2 passes
     (edit, baseline) over the steering batches, each re-running the whole stack (a shared layer edited at every
-    depth) or the last depth; two rows per target and kappa."""
+    depth) or the last depth; two rows per target and kappa. The kappas are :func:`planned_kappas`: every
+    doubling revision 6 may add, so a request holds whatever the doubling runs (the fitted line saw the
+    configured kappas only)."""
     size = size_of_entry(name, config["models"][name], config["models"])
     st = config["steering"]
-    settings = len(steering_targets(config, name)) * sum(1 for k in st["kappas"] if k != 0)
+    settings = len(steering_targets(config, name)) * sum(1 for k in planned_kappas(config) if k != 0)
     batches = math.ceil(min(len(prompts), int(st["max_prompts"])) / int(st["batch_size"]))
     whole_stack = size.n_unique_layers < size.n_layers and st["shared_edit"] == "every_depth"
     depths = size.n_layers if whole_stack else 1

@@ -69,25 +69,30 @@ def bound_s(flops: dict[str, float], peak: dict[str, float]) -> float:
     return sum(v / peak[k] for k, v in flops.items()) if flops else float("nan")
 
 
-def generated_tokens(config: dict, *, head: bool, causal: bool, token_targets: int) -> int:
+def generated_tokens(config: dict, *, head: bool, causal: bool, token_targets: int, pairs: int | None = None) -> int:
     """Tokens the steering step generates greedily: per target with a token, per kappa, for both methods, each
-    continuation prompt's ``new_tokens`` (causal LMs with a head only)."""
+    continuation prompt's ``new_tokens`` (causal LMs with a head only). ``pairs``: the (token target, kappa)
+    pairs the step ran (revision 6 doubles kappa per target); None: every configured kappa of every token
+    target."""
     cont = config["steering"]["continuations"]
     if not (head and causal and cont["prompts"]):
         return 0
-    return token_targets * len(config["steering"]["kappas"]) * 2 * len(cont["prompts"]) * int(cont["new_tokens"])
+    pairs = token_targets * len(config["steering"]["kappas"]) if pairs is None else pairs
+    return pairs * 2 * len(cont["prompts"]) * int(cont["new_tokens"])
 
 
 def step_flops(rule: str, config: dict, name: str, *, tokens: int, targets: int, head: bool = False,
-               generated: int = 0, null_flops: float | None = None, passes: dict | None = None) -> dict[str, float]:
+               generated: int = 0, null_flops: float | None = None, passes: dict | None = None,
+               settings: int | None = None) -> dict[str, float]:
     """The arithmetic of one heavy rule of one config entry, with the run's dynamics and steering settings
     (``null_flops``: the dynamics step's own count of its Monte Carlo projections, from its JSON; ``passes``:
-    the steering step's count of its passes' tokens, from its JSON's ``work``)."""
+    the steering step's count of its passes' tokens, from its JSON's ``work``; ``settings``: its (target,
+    non-zero kappa) pairs, from its CSV)."""
     dyn, st = config["dynamics"], config["steering"]
     return arithmetic(rule, size_of_entry(name, config["models"][name], config["models"]), tokens=tokens,
                       steps=dyn["steps"], kappas=st["kappas"], targets=targets, shared_edit=st["shared_edit"],
                       null_draws=dyn["null_draws"], head=head, generated=generated, null_flops=null_flops,
-                      passes=passes)
+                      passes=passes, settings=settings)
 
 
 def steering_terms(s: pd.DataFrame, config: dict, *, causal: bool, record: dict | None = None) -> dict:
@@ -96,9 +101,12 @@ def steering_terms(s: pd.DataFrame, config: dict, *, causal: bool, record: dict 
     of every pass it ran (``passes``, None where the run predates the count) and its CPU time."""
     head = bool((s["lm_head"] == "yes").any())
     token_targets = int(s.loc[s["target_token_id"].notna(), "target"].nunique())
+    r1 = s[s["method"].astype(str).str.startswith("rank-1") & (s["kappa"] >= 0)]  # (target, kappa) pairs run
     record = record or {}
     return {"tokens": int(s["n_tokens"].max()), "targets": int(s["target"].nunique()), "head": head,
-            "generated": generated_tokens(config, head=head, causal=causal, token_targets=token_targets),
+            "generated": generated_tokens(config, head=head, causal=causal, token_targets=token_targets,
+                                          pairs=int(r1["target_token_id"].notna().sum())),
+            "settings": int((r1["kappa"] > 0).sum()),
             "passes": record.get("work"), "cpu": step_cpu(record)}
 
 
@@ -158,7 +166,8 @@ def speed_rows(config: dict, jobs: list[dict], peak: dict[str, float], labels: d
         counted = j.get("null_flops")
         flops = step_flops(j["rule"], config, j["model"], tokens=int(j["tokens"]), targets=int(j["targets"]),
                            head=bool(j.get("head", False)), generated=int(j.get("generated", 0)),
-                           null_flops=None if counted is None else float(counted), passes=j.get("passes"))
+                           null_flops=None if counted is None else float(counted), passes=j.get("passes"),
+                           settings=j.get("settings"))
         null = None if not j["rule"].startswith("dynamics") else "estimate" if counted is None else "counted"
         lower = bound_s(flops, peak)
         rows.append({"model": labels.get(j["model"], j["model"]), "step": HEAVY[j["rule"]],

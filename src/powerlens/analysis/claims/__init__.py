@@ -8,13 +8,15 @@ rests on tests left undecided after the Monte Carlo extension, or it changes wit
 "underpowered" (the criterion could not have passed at this resolution, or its pass rests on a clause that could
 not have failed), "not judged" (no trained model of the family ran). A family's verdict uses trained models only
 (every trained model of the family must pass); a family represented by random-weight twins only is "not judged"
-(its numbers are shown, labelled): random weights are never evidence. Each trained model's matched control (its
-own configuration and embeddings, random layer weights rescaled to the trained |lambda_1|, paper.md section 4d)
-is judged by the same criterion and shown beside it. Each criterion is a small function of one model's tables
-(``criteria``: the synthetic-layer, C5, C8 and C9 criteria; ``layer_criteria``: those read from the per-layer
-tests), so it can be tested on constructed cases; ``registry`` holds the claims (:data:`CLAIMS`) and their
-criteria; ``flip`` says what would flip a verdict; ``robustness`` judges every verdict again under the
-robustness variants; ``view`` makes the verdict view a reader scans.
+(its numbers are shown, labelled): random weights are never evidence. Each trained model's matched controls (the
+trained model with random attention weights rescaled to the trained |lambda_1| and score scale, several seeds,
+paper.md section 4e) are judged by the same criterion and shown beside it ("passes in k of n seeds": ``controls``),
+with the training comparison beside the verdict (``training``).
+Each criterion is a small function of one model's tables (``criteria``: the synthetic-layer and C5 criteria;
+``c9``: C9's; ``layer_criteria``: those read from the per-layer tests), so it can be tested on constructed cases;
+``registry`` holds the claims (:data:`CLAIMS`) and their criteria; ``flip`` says what would flip a verdict;
+``robustness`` judges every verdict again under the robustness variants; ``view`` makes the verdict view a reader
+scans.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from powerlens.analysis.claims.c9 import c9
+from powerlens.analysis.claims.controls import ControlSeeds
 from powerlens.analysis.claims.criteria import (
     CONTROL_SENTENCE,
     FIG,
@@ -35,20 +39,20 @@ from powerlens.analysis.claims.criteria import (
     albert_size,
     c4,
     c5,
-    c9,
     theory_verdicts,
 )
 from powerlens.analysis.claims.layer_criteria import c1, c6, c7, c8, c10, count, n_saturated, parts, share_significant
 from powerlens.analysis.claims.registry import BY_ID, CLAIMS, Claim, Criterion, Family
+from powerlens.analysis.claims.training import Training, training
 from powerlens.analysis.claims.view import (
     VIEW_MISSING,
     VIEW_NOT_APPLICABLE,
-    cell,
     is_twin_row,
     verdict_class,
     verdict_column_class,
     verdict_view,
 )
+from powerlens.analysis.verdict_tests import AT_LEAST, readings
 from powerlens.core.fmt import weights_text
 from powerlens.models.adapters import ADAPTERS
 
@@ -65,19 +69,23 @@ def family_of(arch: str, weights_labels: list[str] | None = None) -> str:
 TWINS_ONLY = "random weights only: twins are never evidence"
 
 
-CONTROL_LABEL = "random layer weights"  # what a matched control's weights are, everywhere a reader sees it
+CONTROL_LABEL = "random attention weights"  # what a matched control's weights are, everywhere a reader sees it
 
 
 #: table_claims' columns that hold one number or one word each, what every output reads instead of the words
 #: ("p value": the claim's p; a family's is its trained models' largest, as each must pass).
 NUMBERS = ("outcome", "p value", "attainable p value", "specificity p value", "first failed part",
-           "control outcome", "control p value")
+           "control outcome", "control p value", "control seeds passing", "control seeds")
+#: Beside the verdict, never part of it (paper.md section 4e): the training comparison in words and its p (a
+#: family's: its trained models' largest)
+TRAINING, TRAINING_P = "training comparison", "training p value"
 
 
 def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested: bool = True,
-        control: str = "-", cv: Verdict | None = None) -> dict:
+        control: str = "-", cv: ControlSeeds | None = None, labels: dict[str, str] | None = None,
+        trained: dict[str, Training] | None = None) -> dict:
     """One row of the claims table from a (possibly combined) verdict, with the matched controls' words (``cv``:
-    the controls' combined verdict), then the same in numbers (:data:`NUMBERS`)."""
+    every control seed's verdict), then the same in numbers (:data:`NUMBERS`)."""
     verdict = v.word if tested else f"{NOT_JUDGED} ({TWINS_ONLY})"
     nan = float("nan")
     return {"claim": claim, "statement": BY_ID[claim].statement, "family": family, "models": models,
@@ -86,11 +94,38 @@ def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested
             "specificity p": v.specificity, "verdict": verdict,
             "failed part": (v.failed or "-") if tested and not v.ok else "-",
             "would flip if": (v.flip or "-") if tested else "-", "matched control": control,
-            "control verdict": "-" if cv is None else cell(cv.word, "-", cv.p_short, cv.attainable),
+            "control verdict": "-" if cv is None else cv.text(labels or {}),
             "p": v.p_short, "figure": BY_ID[claim].figure,
             **dict(zip(NUMBERS, (v.word if tested else NOT_JUDGED, v.p, v.p_floor, v.p_spec,
                                  (v.first_failed or None) if tested else None,
-                                 None if cv is None else cv.word, nan if cv is None else cv.p)))}
+                                 None if cv is None else cv.outcome, nan if cv is None else cv.p,
+                                 None if cv is None else cv.k, None if cv is None else cv.n))),
+            **_training_columns(trained or {}, labels or {})}
+
+
+def _training_columns(trained: dict[str, Training], labels: dict[str, str]) -> dict:
+    """:data:`TRAINING` and :data:`TRAINING_P` of a family's row ("-" and NaN where no control ran)."""
+    if not trained:
+        return {TRAINING: "-", TRAINING_P: float("nan")}
+    text = (next(iter(trained.values())).text() if len(trained) == 1 else
+            "; ".join(f"{labels.get(m, m)}: {t.text()}" for m, t in trained.items()))
+    return {TRAINING: text, TRAINING_P: _largest(t.p for t in trained.values())}
+
+
+def training_of(fam: Family, claim: str, models, seed: int = 0) -> dict[str, Training]:
+    """The training comparison of each of ``models`` with its controls, on the claim's first reading "in at
+    least u layers" (claims judged by random directions; none for the others). ``seed``: of the sign flips past
+    20 layers (a fixed stream: the p is a property of the tables, not of the run's seed)."""
+    r = next((x for x in readings(claim=claim) if x.rule == AT_LEAST), None)
+    if r is None:
+        return {}
+    out = {}
+    for m in models:
+        ctl = [fam.dynamics(x, r.mode) for x in fam.controls.get(m, [])]
+        t = training(fam.dynamics(m, r.mode), ctl, r.test, seed) if ctl else None
+        if t is not None:
+            out[m] = t
+    return out
 
 
 #: Each claim's p with Holm's adjustment across the trained families that judged it (two or more; paper.md
@@ -169,9 +204,14 @@ def families(meta: dict[str, dict]) -> dict[str, list[str]]:
     return fams
 
 
-def controls_of(meta: dict[str, dict]) -> dict[str, str]:
-    """Trained model -> its matched random-layer control (a model whose weights.json says ``control_of`` it)."""
-    return {x["control_of"]: m for m, x in meta.items() if x.get("control_of") in meta}
+def controls_of(meta: dict[str, dict]) -> dict[str, list[str]]:
+    """Trained model -> its matched controls (the models whose weights.json says ``control_of`` it), in seed
+    order."""
+    out: dict[str, list[str]] = {}
+    for m, x in sorted(meta.items(), key=lambda kv: (kv[1].get("seed") or 0, kv[0])):
+        if x.get("control_of") in meta:
+            out.setdefault(x["control_of"], []).append(m)
+    return out
 
 
 def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: pd.DataFrame,
@@ -197,15 +237,15 @@ def evaluate(criteria: dict, meta: dict[str, dict], spectra: pd.DataFrame, dyn: 
             results = {m: r for m, r in results.items() if r is not None}
             if results:
                 shown = ", ".join(f"{labels.get(m, m)} ({weights_text(meta[m]['weights_label'])})" for m in results)
-                judged = {fam.controls[m]: c.judge(fam, fam.controls[m]) for m in results if m in fam.controls
-                          and fam.controls[m] in c.applies(_as_models(fam, [fam.controls[m]]))}
-                judged = {k: v for k, v in judged.items() if v is not None}
+                ctl = [x for m in results for x in fam.controls.get(m, [])]
+                judged = {x: c.judge(fam, x) for x in ctl if x in c.applies(_as_models(fam, [x]))}
+                cv = ControlSeeds({k: v for k, v in judged.items() if v is not None})
                 v = combine(results, labels)
-                if claim.id == "C1" and judged and all(x.ok for x in judged.values()) and fam.tested:
+                if claim.id == "C1" and cv.everywhere and fam.tested:
                     v = v._replace(measured=f"{v.measured}; {CONTROL_SENTENCE}")
-                cv = combine(judged, labels) if judged else None
                 rows.append(row(claim.id, name, shown, c.wording(criteria), v, fam.tested,
-                                control_text(judged, labels), cv))
+                                control_text(cv.verdicts, labels), cv if cv.n else None, labels,
+                                training_of(fam, claim.id, results)))
     for claim, (criterion, v) in theory_verdicts(theory, criteria).items():  # synthetic layers, no family
         rows.append(row(claim, "synthetic", "synthetic layers" + (" (softmax attention)" if claim == "C4" else ""),
                         criterion, v))
@@ -244,4 +284,5 @@ __all__ = ['Verdict', 'FIG', 'TEXT', 'CONTROL_SENTENCE', 'CONTROL_LABEL', 'share
            'c6', 'c7', 'c10', 'c8', 'c9', 'c4', 'theory_verdicts', 'albert_size', 'VIEW_MISSING',
            'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
            'Criterion', 'Claim', 'CLAIMS', 'BY_ID', 'evaluate', 'family_of', 'combine', 'families', 'row',
-           'controls_of', 'control_text', 'NUMBERS', 'HOLM_ACROSS', 'across_families']
+           'controls_of', 'control_text', 'NUMBERS', 'HOLM_ACROSS', 'across_families', 'ControlSeeds', 'Training',
+           'TRAINING', 'TRAINING_P', 'training_of']

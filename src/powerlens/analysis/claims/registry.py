@@ -11,7 +11,8 @@ from typing import Callable
 
 import pandas as pd
 
-from powerlens.analysis.claims.criteria import FIG, TEXT, Verdict, albert_size, c5, c9
+from powerlens.analysis.claims.c9 import c9
+from powerlens.analysis.claims.criteria import FIG, TEXT, Verdict, albert_size, c5
 from powerlens.analysis.claims.layer_criteria import c1, c6, c7, c8, c10
 from powerlens.analysis.verdict_tests import Reading, readings
 from powerlens.models.adapters import ADAPTERS
@@ -30,7 +31,7 @@ class Family:
     dyn: pd.DataFrame
     steer: pd.DataFrame
     criteria: dict
-    controls: dict[str, str] = field(default_factory=dict)  # trained model -> its matched random-layer control
+    controls: dict[str, list[str]] = field(default_factory=dict)  # trained model -> its matched controls (seeds)
 
     @property
     def alpha(self) -> float:
@@ -93,7 +94,7 @@ CLAIMS: list[Claim] = [
     Claim(id="C1", statement=TEXT["C1"], figure=FIG["C1"], power=CONJUNCTION_POWER,
           gist="attention tilts tokens to v_1", robust_mode="attention-only",
           where=" [judged in the attention-only law, FFN removed; table_claims shows the real forward pass beside it, "
-                "and the matched random-layer control where the run has one]",
+                "and the matched controls where the run has them]",
           prose="In the paper's attention-only law, each layer should move tokens towards its F's leading "
                 "eigenvector more than towards a random direction, and more than towards F's other eigenvectors.",
           criterion=Criterion(
@@ -174,11 +175,12 @@ CLAIMS: list[Claim] = [
           criterion=Criterion(
               applies=lambda f: [m for m in f.models if len(f.steer[f.steer["model"] == m])],
               judge=lambda f, m: c9(f.steer[f.steer["model"] == m], f.criteria),  # its beta sweep included
-              wording=lambda c: f"real forward pass (the law beside it), largest kappa: min over targets of mean "
-              f"|cos(x, u)| >= {c['C9_alignment']} and u principal (revision 6); underpowered where a norm after the "
-              "edit caps |cos| below the bound at any kappa, inconclusive where the sweep stopped while the "
-              "alignment still rose; activation addition (at matched KL on unrelated prompts where the model has an "
-              "LM head, else at matched norm of change) reported beside the verdict, not part of it")),
+              wording=lambda c: f"real forward pass (the law beside it), each target at the largest kappa its sweep "
+              f"reached (kappa doubled until the criterion, a flat curve or C9_kappa_cap {c['C9_kappa_cap']:g}): min "
+              f"over targets of mean |cos(x, u)| >= {c['C9_alignment']} and u principal (revision 6); underpowered "
+              "where a norm after the edit caps |cos| below the bound at any kappa, inconclusive where the cap "
+              "stopped a curve still rising; activation addition (at matched KL on unrelated prompts where the model "
+              "has an LM head, else at matched norm of change) reported beside the verdict, not part of it")),
     Claim(id="C10", statement=TEXT["C10"], figure=FIG["C10"],
           gist="FFN can be disregarded", robust_mode="model",
           where=" [real forward pass, split at the attention and FFN sublayers]",

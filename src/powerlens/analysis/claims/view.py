@@ -26,7 +26,7 @@ def is_twin_row(df: pd.DataFrame) -> pd.Series:
     return df["verdict"].str.startswith(NOT_JUDGED) & (df["family"] != "-")
 
 
-CONTROL_COLUMN = "{family}: matched control (random layer weights)"  # a control column's header in the view
+CONTROL_COLUMN = "{family}: matched control (random attention weights)"  # a control column's header in the view
 
 
 def cell(verdict: str, failed: str, p: str = "-", attainable: str = "-") -> str:

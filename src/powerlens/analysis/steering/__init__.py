@@ -34,11 +34,14 @@ tokens), the baseline adds beta u after the norm, and the alignment with p * u (
 beside the alignment with u.
 
 Modules: ``algebra`` (the rank-1 maths), ``edits`` (in-place edits and hooks, the target u), ``measure``
-(model mode), ``law`` (the attention-only law with the edit), ``experiment`` (every target and kappa).
+(model mode), ``law`` (the attention-only law with the edit), ``experiment`` (every target and kappa; how far the
+sweeps go is :mod:`powerlens.analysis.kappa_sweep`), ``generate`` (greedy continuations), ``matched`` (the edit
+against activation addition at the edit's KL, bootstrapped over prompts).
 """
 
 from __future__ import annotations
 
+from powerlens.analysis.kappa_sweep import STOPS, KappaRule
 from powerlens.analysis.steering.algebra import (
                                                  DELTA,
                                                  EXACT_LSTSQ,
@@ -58,11 +61,11 @@ from powerlens.analysis.steering.edits import (
                                                  target_vector,
 )
 from powerlens.analysis.steering.experiment import (
-    CONTINUATION_COLUMNS,
-    CONTINUATION_TEXT,
-    greedy_continuations,
-    run_steering,
+                                                 CONTINUATION_COLUMNS,
+                                                 CONTINUATION_TEXT,
+                                                 run_steering,
 )
+from powerlens.analysis.steering.generate import greedy_continuations
 from powerlens.analysis.steering.law import (
                                                  SHARED_EDITS,
                                                  LawCache,
@@ -78,4 +81,5 @@ __all__ = ['DELTA', 'INVERSE_ITERATIONS', 'rank1_z', 'kappa_bound', 'EXACT_LSTSQ
            'principal_check', 'checksum', 'output_projection', 'rank1_output_edit', 'last_call_edit', 'target_vector',
            'config_has_lm_head', 'measure_model', 'SHARED_EDITS', 'edits_every_depth',
            'edited_depths', 'intervention_sites', 'attention_only_prefix', 'LawCache', 'attention_only_steering',
-           'CONTINUATION_COLUMNS', 'CONTINUATION_TEXT', 'run_steering', 'greedy_continuations']
+           'CONTINUATION_COLUMNS', 'CONTINUATION_TEXT', 'run_steering', 'greedy_continuations',
+           'KappaRule', 'STOPS']

@@ -8,8 +8,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from powerlens.analysis.kappa_sweep import MAX_BRACKET_STEPS, KappaRule, beta_to_bracket
 from powerlens.analysis.steering.algebra import bound_note, kappa_bound, principal_check, principal_eig, rank1_z
 from powerlens.analysis.steering.edits import checksum, output_projection, rank1_output_edit, target_vector
+from powerlens.analysis.steering.generate import check_continuation_lengths, greedy_continuations
 from powerlens.analysis.steering.law import (
     LawCache,
     attention_only_prefix,
@@ -17,6 +19,7 @@ from powerlens.analysis.steering.law import (
     edited_depths,
     edits_every_depth,
 )
+from powerlens.analysis.steering.matched import matched_columns
 from powerlens.analysis.steering.measure import measure_model
 from powerlens.core.errors import PowerlensError
 from powerlens.core.progress import progress as _progress
@@ -81,6 +84,7 @@ class _Labels:
     weights_label: str
     continuation_prompts: list[str]
     continuation_tokens: int
+    seed: int  # the bootstrap's over prompts (steering.matched)
 
 
 @dataclass
@@ -141,12 +145,13 @@ class _Target:
     ref: list  # its log-probabilities, a measure.Reference per batch (the steered passes' KL)
     ref_kl: list | None  # the unsteered log-probabilities on the unrelated prompts
     direction: np.ndarray  # the baseline's direction: u, or p * u (normalised) where a norm follows W_O
+    prompts: dict  # per-prompt sums of each pass, (method, kappa or beta) -> (P, 3) (steering.matched)
 
 
 def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[dict], kappas: list[float], *,
                  head: bool, shared_edit: str, seed: int = 0, model_name: str = "", weights_label: str = "",
                  continuation_prompts: list[str] | None = None, continuation_tokens: int = 12,
-                 kl_batches: list | None = None) -> dict:
+                 kl_batches: list | None = None, rule: KappaRule | None = None) -> dict:
     """The steering experiment of claim C9 on a loaded model (its LM head if ``head``) and its extracted
     weights ``w``, over the batches ``bs``: for every target u and kappa (alpha = kappa ``lam1``, the last
     layer's |lambda_1|), the principal-eigenvector check of F', then the rank-1 edit and activation addition
@@ -154,17 +159,20 @@ def run_steering(model, tok, arch: str, w, bs: list, lam1: float, targets: list[
     and token targets, greedy continuations of ``continuation_prompts``. The model is restored exactly (a
     checksum proves it). With an LM head and ``kl_batches`` (prompts unrelated to the steering prompts), the KL
     of each setting is also measured there, and activation addition is run over a sweep of beta (rows "activation
-    addition (beta sweep)") so that the two methods can be compared at matched KL (paper.md section 4d, C9).
+    addition (beta sweep)", extended until it brackets the edit's KL) so that the two methods can be compared
+    at matched KL (paper.md section 4d, C9). ``rule``: past ``kappas``, each target's kappa doubles as the rule
+    says (revision 6, :class:`~powerlens.analysis.kappa_sweep.KappaRule`; None: the configured kappas only);
+    every row of a target records why its sweep stopped (``sweep_stop``).
     Returns {"rows", "continuations", "checksum_before", "checksum_after", "generates", "work"} (``work``: the
     tokens the passes ran, :class:`PassWork`)."""
     before = checksum(model)
     s = _prepare(model, tok, arch, w, bs, lam1, kappas, head=head, shared_edit=shared_edit, model_name=model_name,
-                 weights_label=weights_label, continuation_prompts=continuation_prompts or [],
+                 seed=seed, weights_label=weights_label, continuation_prompts=continuation_prompts or [],
                  continuation_tokens=continuation_tokens, kl_batches=kl_batches if head else None)
     rows, cont = [], []
     with reusing_scratch():  # one scratch for every pass: its (tokens, vocabulary) blocks are mapped once
         for ti, tgt in enumerate(targets):
-            _target(s, tgt, ti, len(targets), kappas, seed, rows, cont)
+            _target(s, tgt, ti, len(targets), kappas, seed, rows, cont, rule or KappaRule(1.0, 0.0))
     after = checksum(model)
     if after != before:
         raise PowerlensError("the steering edit did not restore the model's weights", "report this bug")
@@ -211,8 +219,9 @@ def _prepare(model, tok, arch: str, w, bs: list, lam1: float, kappas: list[float
 
 
 def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float], seed: int, rows: list,
-            cont: list) -> None:
-    """One target u: the unsteered pass, then every kappa (rows and continuations appended)."""
+            cont: list, rule: KappaRule) -> None:
+    """One target u: the unsteered pass, every configured kappa, then the doubling ``rule`` asks (rows and
+    continuations appended)."""
     u, tid = target_vector(s.run.model, s.run.tok, s.run.arch, tgt["kind"], tgt.get("token"), tgt.get("seed", seed),
                            s.run.w.d_model)
     name = tgt["kind"] + (f":{tgt['token']}" if tgt.get("token") else f":seed{tgt.get('seed', seed)}")
@@ -237,9 +246,12 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
                              replay=None if s.run.kl_inputs is None or first_kl else s.run.kl_inputs)
     target = _Target(u=u, tid=tid, name=name, z=z_vec, resid=resid, note=bound_note(resid), pu=pu, post_ref=post_ref,
                      saturation=saturation, base=base, ref=ref, token=tgt.get("token"), ref_kl=ref_kl,
-                     direction=u if pu is None else pu)
+                     direction=u if pu is None else pu, prompts={})
+    mine: list[dict] = []
     for kappa in _progress(kappas, f"steering, target {ti + 1}/{n_targets} {name} (kappas)", every=0):
-        rows.extend(_kappa(s, target, kappa, cont))
+        mine.extend(_kappa(s, target, kappa, cont))
+    stop = _double(s, target, rule, mine, cont)
+    rows.extend({**r, "sweep_stop": stop} for r in mine)
     if ref_kl is not None:
         rows.extend(_beta_sweep(s, target, rows))
     rows.append({"model": s.labels.model_name, "target": name, "target_token_id": tid, "kappa": -1.0,
@@ -247,6 +259,20 @@ def _target(s: _Setting, tgt: dict, ti: int, n_targets: int, kappas: list[float]
                  "cos_output_model": base["cos_output"], "p_target": base["p_target"],
                  "cos_pu_after_layer_model": base["cos_pu_layer"], "lstsq_residual": resid,
                  "cos_ceiling": base["cos_ceiling"], "weights": s.labels.weights_label, "lm_head": s.labels.lm})
+
+
+def _double(s: _Setting, g: _Target, rule: KappaRule, mine: list[dict], cont: list) -> str:
+    """Revision 6's doubling of kappa past the configured ones for one target (rows appended to ``mine``); the
+    stop's key (:data:`~powerlens.analysis.kappa_sweep.STOPS`)."""
+    while True:
+        curve = {float(r["kappa"]): float(r["cos_after_layer_model"]) for r in mine
+                 if str(r["method"]).startswith("rank-1")}
+        kappa, why = rule.next(curve, float(g.base["cos_ceiling"]))
+        if kappa is None:
+            return why
+        print(f"steering, target {g.name}: kappa {kappa:g} (doubling: the real pass's mean |cos| "
+              f"{curve[max(curve)]:.3g} < {rule.criterion:g})", flush=True)
+        mine.extend(_kappa(s, g, kappa, cont))
 
 
 def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
@@ -268,6 +294,7 @@ def _kappa(s: _Setting, g: _Target, kappa: float, cont: list) -> list[dict]:
             r1["kl_unrelated"] = (_measure(s, *kl_args, **kl_measure)[0]["kl"] if g.ref_kl is not None
                                   else float("nan"))
         ra = None
+    g.prompts[("rank-1", float(kappa))] = r1["prompt"]
     # the edit's mean norm of change where the residual stream receives it: alpha |z^T h| at W_O's
     # output, or after the post-attention norm where one follows (Gemma 3); the baseline adds beta u there
     site_change = scale * r1.get("mean_abs_hz", 0.0)
@@ -313,29 +340,43 @@ BETA_SWEEP = tuple(2.0 ** k for k in range(-6, 7))
 
 def _beta_sweep(s: _Setting, g: _Target, rows: list[dict]) -> list[dict]:
     """Activation addition of beta times the baseline's direction over :data:`BETA_SWEEP` (relative to the
-    largest kappa's matched-norm beta): alignment and P(target) on the steering prompts, KL on the unrelated ones
-    (paper.md section 4d, C9: the baseline clause at matched KL)."""
-    mine = [r for r in rows if r.get("target") == g.name and str(r.get("method", "")).startswith("activation")
-            and r.get("kappa", -1) > 0]
-    b0 = max((float(r["beta"]) for r in mine), default=0.0)
+    largest kappa's matched-norm beta), then halved or doubled until its KL range brackets the edit's KL at the
+    target's largest kappa (:func:`~powerlens.analysis.kappa_sweep.beta_to_bracket`, at most
+    :data:`~powerlens.analysis.kappa_sweep.MAX_BRACKET_STEPS` more): alignment and P(target) on the steering
+    prompts, KL on the unrelated ones (paper.md sections 4d and 4e, C9: activation addition at matched KL)."""
+    mine = [r for r in rows if r.get("target") == g.name and r.get("kappa", -1) > 0]
+    aa = [r for r in mine if str(r.get("method", "")).startswith("activation")]
+    b0 = max((float(r["beta"]) for r in aa), default=0.0)
     if not b0 > 0:
         return []
-    run_args = (s.run.model, s.run.arch, s.run.layer_module, s.run.bs, g.u, g.tid, s.run.head)
-    kl_args = (s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, g.u, g.tid, s.run.head)
-    out = []
-    for f in BETA_SWEEP:
-        add = f * b0 * g.direction
-        ra, _ = _measure(s, *run_args, ref_probs=g.ref, add=add, site=s.run.site, replay=s.run.last_inputs,
-                         post=s.run.post, pu=g.pu)
-        kl = _measure(s, *kl_args, ref_probs=g.ref_kl, add=add, site=s.run.site, replay=s.run.kl_inputs,
-                      post=s.run.post)[0]["kl"]
-        out.append({"model": s.labels.model_name, "target": g.name, "target_token_id": g.tid, "kappa": float("nan"),
-                    "method": "activation addition (beta sweep)", "beta": f * b0,
-                    "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
-                    "cos_pu_after_layer_model": ra["cos_pu_layer"], "p_target": ra["p_target"],
-                    "kl_from_unsteered": ra["kl"], "kl_unrelated": kl, "n_tokens": ra["n_tokens"],
-                    "weights": s.labels.weights_label, "lm_head": s.labels.lm})
-    return out
+    top = max(mine, key=lambda r: (float(r["kappa"]), str(r["method"]).startswith("rank-1")))
+    out = {f: _beta_point(s, g, f * b0) for f in BETA_SWEEP}
+    for _ in range(MAX_BRACKET_STEPS):
+        f = beta_to_bracket({k: float(v["kl_unrelated"]) for k, v in out.items()}, float(top["kl_unrelated"]))
+        if f is None:
+            break
+        out[f] = _beta_point(s, g, f * b0)
+    points = [(float(r["kl_unrelated"]), float(r["cos_after_layer_model"]), g.prompts[("sweep", float(r["beta"]))])
+              for r in out.values()]
+    top.update(matched_columns(g.prompts[("rank-1", float(top["kappa"]))], points, float(top["kl_unrelated"]),
+                               s.labels.seed))
+    return [out[f] for f in sorted(out)]
+
+
+def _beta_point(s: _Setting, g: _Target, beta: float) -> dict:
+    """One point of activation addition's beta sweep (a row)."""
+    add = beta * g.direction
+    ra, _ = _measure(s, s.run.model, s.run.arch, s.run.layer_module, s.run.bs, g.u, g.tid, s.run.head,
+                     ref_probs=g.ref, add=add, site=s.run.site, replay=s.run.last_inputs, post=s.run.post, pu=g.pu)
+    kl = _measure(s, s.run.model, s.run.arch, s.run.layer_module, s.run.bs_kl, g.u, g.tid, s.run.head,
+                  ref_probs=g.ref_kl, add=add, site=s.run.site, replay=s.run.kl_inputs, post=s.run.post)[0]["kl"]
+    g.prompts[("sweep", float(beta))] = ra["prompt"]
+    return {"model": s.labels.model_name, "target": g.name, "target_token_id": g.tid, "kappa": float("nan"),
+            "method": "activation addition (beta sweep)", "beta": beta,
+            "cos_after_layer_model": ra["cos_layer"], "cos_output_model": ra["cos_output"],
+            "cos_pu_after_layer_model": ra["cos_pu_layer"], "p_target": ra["p_target"],
+            "kl_from_unsteered": ra["kl"], "kl_unrelated": kl, "n_tokens": ra["n_tokens"],
+            "weights": s.labels.weights_label, "lm_head": s.labels.lm}
 
 
 def _continuations(s: _Setting, g: _Target, kappa: float, scale: float, beta: float) -> list[dict]:
@@ -351,47 +392,3 @@ def _continuations(s: _Setting, g: _Target, kappa: float, scale: float, beta: fl
              "rank-1 (last layer O')": t1[pi], "activation addition (matched norm)": ta[pi],
              "target_in_rank1": token in t1[pi].lower(), "target_in_actadd": token in ta[pi].lower(),
              "weights": s.labels.weights_label} for pi, p in enumerate(s.labels.continuation_prompts)]
-
-
-def check_continuation_lengths(tokenizer, prompts: list[str], new_tokens: int, max_positions: int) -> None:
-    """Before any steering number is computed: every continuation prompt plus its new tokens fits the model's
-    context (``generate`` past it fails, or silently wraps positions)."""
-    for i, p in enumerate(prompts):
-        n = len(tokenizer(p, split_special_tokens=True)["input_ids"])
-        if n + int(new_tokens) > int(max_positions):
-            raise PowerlensError(
-                f"steering.continuations.prompts[{i}] is {n} tokens; with new_tokens {new_tokens} it needs "
-                f"{n + int(new_tokens)} positions, and the model has {max_positions}",
-                "shorten that prompt or lower steering.continuations.new_tokens")
-
-
-@torch.no_grad()
-def greedy_continuations(model, tokenizer, prompts: list[str], new_tokens: int, site=None,
-                         add: np.ndarray | None = None) -> list[str]:
-    """Greedy continuations (``new_tokens`` each, no sampling) of each prompt, one at a time (no padding).
-    ``site`` + ``add``: activation addition of ``add`` to the site's output at every step (the baseline); a
-    rank-1 edit is applied by the caller (:func:`rank1_output_edit`) around this call."""
-    handles = []
-    if add is not None:
-        vec = torch.as_tensor(add)
-
-        def site_add(mod, args, out):
-            return out + vec.to(dtype=out.dtype, device=out.device)
-
-        handles.append(site.register_forward_hook(site_add))
-    device = next(model.parameters()).device
-    texts = []
-    try:
-        for p in prompts:
-            enc = tokenizer(p, return_tensors="pt", split_special_tokens=True)  # typed control tokens are text
-            ids = enc["input_ids"].to(device)
-            out = model.generate(input_ids=ids, attention_mask=enc["attention_mask"].to(device),
-                                 max_new_tokens=int(new_tokens), do_sample=False, num_beams=1,
-                                 pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None
-                                 else tokenizer.eos_token_id)
-            texts.append(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
-    finally:
-        for h in handles:
-            h.remove()
-    return texts
-

@@ -63,7 +63,7 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
     adapter = get_adapter(arch)
     ut = torch.as_tensor(u, dtype=torch.float64)
     acc = {"cos_layer": 0.0, "cos_output": 0.0, "n": 0, "p_target": 0.0, "kl": 0.0, "hz": 0.0, "post_change": 0.0,
-           "cos_pu": 0.0, "post_pu": 0.0, "ceiling": 0.0}
+           "cos_pu": 0.0, "post_pu": 0.0, "ceiling": 0.0, "prompt": []}
     fill_post = post is not None and post_ref is not None and not post_ref  # the unsteered pass fills it
     probs_out, captured = [], {}
     zt = None if z is None else torch.as_tensor(z, dtype=torch.float64)
@@ -87,21 +87,42 @@ def measure_model(model, arch: str, layer_module, batches, u: np.ndarray, tid: i
                 _post_change(acc, captured["post"], post_ref, i, stat, fill_post)
             if ptu is not None:
                 _add_along_pu(acc, captured, stat, ut, ptu, post is not None, ceiling)
+            p_tok = None
             if head:
                 logp = _add_lm_metrics(acc, logits, tid, None if ref_probs is None else ref_probs[i])
                 if ref_probs is None:
                     probs_out.append(Reference(logp))
+                p_tok = None if tid is None else logp[:, tid].double().exp()  # (n,)
+            _add_prompts(acc, captured["y"], stat, ut, p_tok)
     has = {"p_target": head and tid is not None, "kl": head and ref_probs is not None,
            "post_change": post is not None and not fill_post, "cos_pu_layer": pu is not None,
            "post_along_pu": post is not None and pu is not None, "cos_ceiling": ceiling is not None and pu is not None}
     return _means(acc, has), probs_out
 
 
+def _add_prompts(acc: dict, y, stat, ut, p_tok) -> None:
+    """One batch's per-prompt sums (a row is a prompt): counted tokens, |cos(y, u)| after the layer and, with
+    ``p_tok`` (P(target) at the counted positions, in their order), P(target): what a bootstrap over prompts
+    resamples."""
+    rows = torch.nonzero(stat)[:, 0]  # (n,): the batch row of each counted token, in the logits' order
+    B = stat.shape[0]
+    ys = y[stat].double()
+    cos = (ys @ ut).abs() / ys.norm(dim=-1).clamp_min(1e-30)
+    zeros = lambda: torch.zeros(B, dtype=torch.float64, device=cos.device)  # noqa: E731
+    n = zeros().index_add_(0, rows, torch.ones_like(cos))
+    c = zeros().index_add_(0, rows, cos)
+    p = (zeros().index_add_(0, rows, p_tok.to(device=cos.device, dtype=torch.float64)) if p_tok is not None
+         else torch.full((B,), float("nan"), dtype=torch.float64, device=cos.device))
+    acc["prompt"].append(torch.stack([n, c, p], 1).cpu().numpy())  # (B, 3)
+
+
 def _means(acc: dict, has: dict) -> dict:
-    """A pass's sums as means over its counted tokens (NaN for a measure the pass did not take)."""
+    """A pass's sums as means over its counted tokens (NaN for a measure the pass did not take), and its
+    per-prompt sums (``prompt``: (prompts, 3) counted tokens, sum |cos| after the layer, sum P(target))."""
     n = max(acc["n"], 1)
     nan = float("nan")
-    return {"cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
+    return {"prompt": np.concatenate(acc["prompt"]) if acc["prompt"] else np.zeros((0, 3)),
+            "cos_layer": acc["cos_layer"] / n, "cos_output": acc["cos_output"] / n, "n_tokens": acc["n"],
             "mean_abs_hz": acc["hz"] / n,
             **{k: (acc[src] / n if has[k] else nan) for k, src in (
                 ("p_target", "p_target"), ("kl", "kl"), ("post_change", "post_change"), ("cos_pu_layer", "cos_pu"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from powerlens.core.errors import PowerlensError
 
@@ -47,6 +47,28 @@ def _direct_square(read, name_V: str, name_O: str, d: int):
     if W_V is None or W_O is None or W_V.shape != (d, d) or W_O.shape != (d, d):
         return None
     return W_V, W_O
+
+
+class WeightPart(NamedTuple):
+    """One attention weight inside a model's parameter: the parameter, the index of its part (GPT-2 fuses
+    Q|K|V along the output columns), and the axis of that part that runs over output features (a head's rows:
+    0 for ``nn.Linear``'s (out, in), 1 for GPT-2's ``Conv1D`` (in, out))."""
+
+    param: "torch.Tensor"
+    index: tuple
+    out_axis: int
+
+    def head(self, h: int, d_head: int) -> tuple:
+        """The index of head ``h``'s block of output features within the parameter."""
+        sl = list(self.index)  # two slices
+        start = sl[self.out_axis].start or 0
+        sl[self.out_axis] = slice(start + h * d_head, start + (h + 1) * d_head)
+        return tuple(sl)
+
+
+def _proj(lin: "nn.Module") -> WeightPart:
+    """An ``nn.Linear``'s weight, whole: (out, in)."""
+    return WeightPart(lin.weight, (slice(None), slice(None)), 0)
 
 
 def _layer(*args, **kw) -> "LayerWeights":
@@ -230,6 +252,11 @@ class Adapter:
     def value_params(self, model: nn.Module, key: tuple[int, ...]) -> list[tuple["torch.Tensor", tuple]]:
         """The parameters that hold unique layer ``key``'s value projection (W_V and b_V), each with the index of
         its part where a parameter is fused (GPT-2's Q|K|V): what :meth:`scale_values` scales."""
+        raise NotImplementedError
+
+    def attention_weights(self, model: nn.Module, key: tuple[int, ...]) -> dict[str, "WeightPart"]:
+        """Unique layer ``key``'s attention weights W_Q, W_K, W_V, W_O (no bias), each as a :class:`WeightPart`:
+        what a matched control draws at random and rescales (paper.md section 4e)."""
         raise NotImplementedError
 
     def scale_values(self, model: nn.Module, key: tuple[int, ...], c: float) -> None:

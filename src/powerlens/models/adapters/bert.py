@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from powerlens.models.adapters.base import Adapter, _direct_square, _encoder_layer_params, _layer, _linear, _t
+from powerlens.models.adapters.base import Adapter, _direct_square, _encoder_layer_params, _layer, _linear, _proj, _t
 from powerlens.models.hooks import Site
 
 
@@ -48,6 +48,11 @@ class BertAdapter(Adapter):
         return _layer(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O, ln_w=_t(ln.weight),
                       ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=1.0 / math.sqrt(d // H), window=None,
                       has_bias={"Q": hq, "K": hk, "V": hv, "O": ho})
+
+    def attention_weights(self, model, key):
+        att = self._att(model, key[0])
+        return {"W_Q": _proj(att.self.query), "W_K": _proj(att.self.key), "W_V": _proj(att.self.value),
+                "W_O": _proj(att.output.dense)}
 
     def value_params(self, model, key):
         v = self._att(model, key[0]).self.value

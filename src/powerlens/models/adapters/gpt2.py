@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from powerlens.models.adapters.base import _DecoderAdapter, _layer, _t
+from powerlens.models.adapters.base import WeightPart, _DecoderAdapter, _layer, _t
 
 
 class GPT2Adapter(_DecoderAdapter):
@@ -57,6 +57,13 @@ class GPT2Adapter(_DecoderAdapter):
         return _layer(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O, ln_w=_t(ln.weight),
                       ln_b=_t(ln.bias), ln_eps=float(ln.eps), attn_scale=scale, window=None,
                       has_bias={"Q": True, "K": True, "V": True, "O": True})
+
+    def attention_weights(self, model, key):
+        attn, d = self.base(model).h[key[0]].attn, self.d_model(model.config)
+        qkv = attn.c_attn.weight  # (d, 3d), (in, out): Q|K|V along the output columns
+        return {**{n: WeightPart(qkv, (slice(None), slice(i * d, (i + 1) * d)), 1)
+                   for i, n in enumerate(("W_Q", "W_K", "W_V"))},
+                "W_O": WeightPart(attn.c_proj.weight, (slice(None), slice(None)), 1)}
 
     def value_params(self, model, key):
         attn = self.base(model).h[key[0]].attn.c_attn

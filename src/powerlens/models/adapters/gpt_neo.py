@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from powerlens.models.adapters.base import _DecoderAdapter, _direct_square, _layer, _linear, _t
+from powerlens.models.adapters.base import _DecoderAdapter, _direct_square, _layer, _linear, _proj, _t
 
 
 class GPTNeoAdapter(_DecoderAdapter):
@@ -36,6 +36,11 @@ class GPTNeoAdapter(_DecoderAdapter):
         t = key[0]
         return _direct_square(read, f"h.{t}.attn.attention.v_proj.weight", f"h.{t}.attn.attention.out_proj.weight",
                               self.d_model(cfg))
+
+    def attention_weights(self, model, key):
+        att = self.base(model).h[key[0]].attn.attention
+        return {"W_Q": _proj(att.q_proj), "W_K": _proj(att.k_proj), "W_V": _proj(att.v_proj),
+                "W_O": _proj(att.out_proj)}
 
     def value_params(self, model, key):
         v = self.base(model).h[key[0]].attn.attention.v_proj

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from powerlens.models.adapters.base import Adapter, _layer, _linear, _t
+from powerlens.models.adapters.base import Adapter, _layer, _linear, _proj, _t
 from powerlens.models.hooks import Site
 
 
@@ -71,6 +71,11 @@ class LlamaAdapter(Adapter):
                       window=self._window(att, cfg, t), has_bias={"Q": hq, "K": hk, "V": hv, "O": ho}, d_head=dh,
                       norm_kind=self.norm_kind, q_norm=q_norm, k_norm=k_norm, post_w=post_w, rope_inv_freq=inv_freq,
                       rope_scale=rscale, softmax_fp32=True, norm_fp32=True)
+
+    def attention_weights(self, model, key):
+        att = self.base(model).layers[key[0]].self_attn
+        return {"W_Q": _proj(att.q_proj), "W_K": _proj(att.k_proj), "W_V": _proj(att.v_proj),
+                "W_O": _proj(att.o_proj)}
 
     def value_params(self, model, key):
         v = self.base(model).layers[key[0]].self_attn.v_proj

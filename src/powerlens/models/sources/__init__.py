@@ -15,9 +15,9 @@ Five sources, one per model entry in the config (``source:``):
 ``random``   an architecture twin: the exact config of a paper model (or a tiny test config) with seeded
              random weights, saved with ``save_pretrained`` and loaded back through ``from_pretrained``,
              like every other source. Labelled "random weights" everywhere downstream.
-``control``  a trained model's matched random-layer control (``control_of``): its configuration, embeddings
-             and head, seeded random layers whose value weights are rescaled to the trained |lambda_1| per
-             layer (paper.md section 4d). Labelled "random layer weights"; never evidence.
+``control``  a trained model's matched control (``control_of``): the trained model with each layer's W_Q, W_K,
+             W_V, W_O drawn at random and rescaled to the trained |lambda_1| and score scale (paper.md
+             section 4e). Labelled "random attention weights"; never evidence.
 
 One module per source (``hub``, ``local``, ``package``, ``gguf``, ``twin``, ``control``), each registered once in
 :data:`SOURCES`; ``gguf_reader`` reads a GGUF file's header (tensor types, metadata) for ``gguf``; ``files``
@@ -161,9 +161,9 @@ SOURCES: dict[str, Source] = {
                      "seeded random initialisation", random_weights=True, full_precision=False,
                      arch=lambda entry, models: twin_config(entry["twin_of"]), check=_check_twin),
     "control": Source(lambda name, entry, out, lock: fetch_control(name, entry, out), _no_user_files,
-                      "matched control: trained embeddings, seeded random layers rescaled to the trained "
-                      "|lambda_1|", random_weights=True, full_precision=False, arch=_control_arch, steered=False,
-                      control=True),
+                      "matched control: the trained model with seeded random attention weights rescaled to the "
+                      "trained |lambda_1| and score scale", random_weights=True, full_precision=False,
+                      arch=_control_arch, steered=False, control=True),
 }
 
 FILES_FIX.update({name: src.files_fix for name, src in SOURCES.items()})
@@ -171,7 +171,7 @@ FILES_FIX.update({name: src.files_fix for name, src in SOURCES.items()})
 
 def marker_label(folder: Path | str | None) -> str | None:
     """The weights label a folder's twin marker (``POWERLENS_TWIN.json``) gives, or None without a marker: its
-    ``weights_label`` when that says random ("random weights", "random layer weights"), else "random weights"
+    ``weights_label`` when that says random ("random weights", "random attention weights"), else "random weights"
     (a marker that cannot be read still marks the weights random: what the folder is, not what it claims)."""
     from powerlens.core.fmt import is_random_label
 

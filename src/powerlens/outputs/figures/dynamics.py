@@ -241,7 +241,7 @@ def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, a
     """The tilt a(t+1) - a(t) towards each layer's v_1 (C1 in the attention-only law; C10 in the real forward
     pass split at the sublayers), one panel per model: the law's tilt and the real pass's attention and FFN
     sublayer tilts, each with the random-direction null's 95th percentile as a thin line in its colour; marks are
-    the per-layer Holm decisions of the random-direction null; the model's matched random-layer control
+    the per-layer Holm decisions of the random-direction null; the model's first matched control
     (``controls``, its rows in ``full``) drawn beside the law in grey. The claims' own p's (one p across the
     layers and the specificity p) are table_alignment's and table_claims'."""
     style()
@@ -306,7 +306,9 @@ def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, crit:
 
     meta = {m["model"]: m for m in map(read_json, metas)}
     shared = {m: x["shared_weights"] for m, x in meta.items()}
-    controls = {x["control_of"]: m for m, x in meta.items() if x.get("control_of")}
+    from powerlens.analysis.claims import controls_of
+
+    controls = {m: ctl[0] for m, ctl in controls_of(meta).items()}  # the first seed's, drawn for scale
     df = pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True)
     df["shared"] = df["model"].map(shared)
     weights = dict(zip(df["model"], df["weights"]))

@@ -144,6 +144,6 @@ def fig_gamma_gap(pairs: list[dict], stem, dpi: int):
         ax.set_xlabel(r"gap $1 - |\lambda_{next}|/|\lambda_1|$")
     axes[0].set_ylabel(r"$\gamma_t$ - null median")
     hs = [Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", color="0.65")]
-    legend_below(fig, hs, ["trained model: one point per layer", "its matched control (random layer weights)"],
+    legend_below(fig, hs, ["trained model: one point per layer", "its matched control (random attention weights)"],
                  ncol=2)
     return save(fig, stem, dpi)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib.ticker
+import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
@@ -42,12 +43,34 @@ def fig_steering(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int):
     return save(fig, stem, dpi)
 
 
+#: Two kappa labels of one curve sit at least this far apart on the log x axis (decades): revision 6's doublings
+#: put points a factor 2 apart, whose labels would overlap
+LABEL_GAP = 0.5
+
+
+def _labelled(x) -> list[int]:
+    """The points of one curve that carry their kappa: the first, then each at least :data:`LABEL_GAP` decades
+    from the last labelled one, and always the last (the kappa the verdict reads), which displaces a label too
+    close to it."""
+    lx = np.log10(np.maximum(np.asarray(x, dtype=float), 1e-300))
+    keep: list[int] = []
+    for i, v in enumerate(lx):
+        if not keep or v - lx[keep[-1]] >= LABEL_GAP:
+            keep.append(i)
+    if len(lx) and keep[-1] != len(lx) - 1:
+        if lx[-1] - lx[keep[-1]] < LABEL_GAP and len(keep) > 1:
+            keep.pop()
+        keep.append(len(lx) - 1)
+    return keep
+
+
 def _kappa_labels(ax, x, y, kappas, c, below: bool = False) -> None:
-    """kappa beside each point: one target above its points, the next below (labels of two targets never sit on
-    one another), alternately left and right of neighbouring points."""
-    for i, (xi, yi, k) in enumerate(zip(x, y, kappas)):
-        ax.annotate(f"{k:g}", (xi, yi), textcoords="offset points", xytext=(-5 if i % 2 else 5, -10 if below else 4),
-                    fontsize=8, color=c, ha="right" if i % 2 else "left")
+    """kappa to the right of the points :func:`_labelled` picks (half a decade apart at least): one target above
+    its points, the next below (labels of two targets never sit on one another)."""
+    x, y, kappas = (np.asarray(v, dtype=float) for v in (x, y, kappas))
+    for i in _labelled(x):
+        ax.annotate(f"{kappas[i]:g}", (x[i], y[i]), textcoords="offset points", xytext=(3, -10 if below else 4),
+                    fontsize=8, color=c, ha="left")
 
 
 def _steering_curves(real, law, gt: pd.DataFrame, c: str, below: bool = False) -> bool:

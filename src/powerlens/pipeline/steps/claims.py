@@ -178,8 +178,28 @@ NUMBERS_MISSING = {"p value": "the rule has no p (a residual or a threshold deci
                    "attainable p value": "the rule has no p",
                    "specificity p value": "the claim has no specificity test", "first failed part": "nothing failed",
                    "control outcome": "no matched control was judged",
-                   "control p value": "no matched control, or its rule has no p",
+                   "control p value": "no matched control, or a seed's rule has no p (the largest over seeds)",
+                   "control seeds passing": "no matched control was judged",
+                   "control seeds": "no matched control was judged",
+                   "training p value": "no matched control ran, or the claim is not judged by random directions",
                    "p value, Holm across families": "fewer than two trained families judged the claim with a p"}
+
+
+#: table_claims' caption
+CLAIMS_CAPTION = ("Claims audit (paper.md sections 4b and 4d), models with trained weights and "
+                  "synthetic layers: criterion fixed in the config before the run, measured value, the null it was "
+                  "judged against, the claim's one p and the smallest p its rule could reach at this resolution "
+                  "(attainable p: below alpha, or the verdict reads underpowered), the specificity p (the lead's ranks "
+                  "among F's other eigen-directions of its kind summed across the model; the independence of the "
+                  "layers' ranks is our modelling choice), verdict, the part of the criterion that failed, and the "
+                  "matched controls judged the same way (several seeds). A family's verdict uses its trained models "
+                  "only. "
+                  "The last columns hold the same in numbers, one value a cell, for a program to read (a family's p: "
+                  "the largest of its trained models', as each must pass), the claim's p with Holm's adjustment "
+                  "across the trained families that judged it (the per-family verdicts stay unadjusted), and beside "
+                  "the verdict, never part of it, the training comparison (paper.md section 4e): per layer the lead's "
+                  "z-score against its own random-direction null, trained minus the mean over the control seeds, with "
+                  "a one-sided sign-flip test over the layers (exact up to 20 layers).")
 
 
 def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, cap: int) -> None:
@@ -187,6 +207,8 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, ca
 
     from powerlens.analysis.claims import (
         HOLM_ACROSS,
+        TRAINING,
+        TRAINING_P,
         VIEW_MISSING,
         VIEW_NOT_APPLICABLE,
         verdict_class,
@@ -209,13 +231,14 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, ca
              "of each kind (3 other Monte Carlo seeds on the same corpus, 3 disjoint thirds of the corpus, each "
              "quantization of a quantized model) give the same word, counted apart (table_robustness); 'fragile': "
              "a reproduced verdict that fails on a corpus third. A matched-control column: each trained model's "
-             "own configuration and "
-             "embeddings with seeded random layer weights, rescaled to the trained |lambda_1| per layer, judged "
-             "by the same criterion (random weights are never evidence: a control that also passes means the "
-             "test does not need training).")
+             "controls (the trained model with each layer's W_Q, W_K, W_V, W_O drawn at random, W_V rescaled to "
+             "the trained |lambda_1| and each query head's W_Q to the trained score scale, everything else trained), "
+             "judged by the same criterion at R0 over several seeds: 'passes in k of n seeds' with each seed's "
+             "claim p (random weights are never evidence: controls that also pass mean the test does not need "
+             "trained attention).")
     write_table(view, verdicts, caption="Claims at a glance: one row per claim, one column per model family with "
                 "trained weights (a family's verdict needs every trained model of it to pass) and its matched "
-                "random-layer control beside it, the synthetic-layer checks last. A failed multi-part criterion "
+                "controls (several seeds) beside it, the synthetic-layer checks last. A failed multi-part criterion "
                 "names the part that failed. The evidence is in table_claims; random-weight twins of the paper's "
                 "architectures are never evidence (table_claims_twins). " + words,
                 missing={**{f: VIEW_NOT_APPLICABLE for f in fams}, **VIEW_MISSING,
@@ -223,17 +246,10 @@ def _write(view, judged, twin_rows, table: str, verdicts: str, twins: str, *, ca
                             for c in controls}}, cell_class=verdict_class)
     judged = judged.drop(columns=["control verdict", "p"], errors="ignore")
     twin_rows = twin_rows.drop(columns=["control verdict", "matched control", "p", "control outcome",
-                                        "control p value", HOLM_ACROSS], errors="ignore")
-    write_table(judged, table, caption="Claims audit (paper.md sections 4b and 4d), models with trained weights and "
-                "synthetic layers: criterion fixed in the config before the run, measured value, the null it was "
-                "judged against, the claim's one p and the smallest p its rule could reach at this resolution "
-                "(attainable p: below alpha, or the verdict reads underpowered), the specificity p (the lead's ranks "
-                "among F's other eigen-directions of its kind summed across the model; the independence of the "
-                "layers' ranks is our modelling choice), verdict, the part of the criterion that failed, and the "
-                "matched random-layer control judged the same way. A family's verdict uses its trained models only. "
-                "The last columns hold the same in numbers, one value a cell, for a program to read (a family's p: "
-                "the largest of its trained models', as each must pass), and the claim's p with Holm's adjustment "
-                "across the trained families that judged it (the per-family verdicts stay unadjusted).",
+                                        "control p value", "control seeds passing", "control seeds", HOLM_ACROSS,
+                                        TRAINING, TRAINING_P],
+                               errors="ignore")
+    write_table(judged, table, caption=CLAIMS_CAPTION,
                 missing=NUMBERS_MISSING, cell_class=verdict_column_class)
     if not len(twin_rows):
         twin_rows = pd.DataFrame([{"claim": "-", "family": "-", "measured": "no family in this run has random-weight "

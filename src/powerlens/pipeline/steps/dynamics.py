@@ -80,8 +80,8 @@ def dynamics(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                            null_draws=null_draws, bias_free_control=control, seed=seed, device=device,
                            criteria=decision_rule(criteria, alpha, null_draws_cap),
                            robustness=bool(robustness and not man["random_weights"]),
-                           # a matched control is judged exactly like its trained model (paper.md section 4d)
-                           extend=bool(not man["random_weights"] or man.get("control_of")))
+                           # a matched control decides no verdict: R0 draws, no extension (paper.md section 4e)
+                           extend=not man["random_weights"])
     run = analyse(lambda: load_model(man, dtype=torch.float32).to(device), get_adapter(man["arch"]), tok, prompts,
                   read_generated_npz(spectra_npz, "spectra"), lambda: ModelWeights.load(weights_st, weights_json),
                   depth=int(meta["n_layers"]), d_model=int(meta["d_model"]), options=opts)

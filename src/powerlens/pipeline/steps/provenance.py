@@ -113,7 +113,7 @@ MODELLING_CHOICES = [
     "Attention-only diagnostics: attention entropy relative to log(visible keys), ||W_O b_V + b_O|| / "
     "||F x_mean|| (x_mean a prompt's mean token), and a bias-free control run (attention biases removed).",
     "Claim criteria are those of paper.md sections 4b and 4d, revision 5 (pre-registered): C1 is judged in the "
-    "attention-only law, with the real forward pass and the matched random-layer control shown beside it; C5(c) "
+    "attention-only law, with the real forward pass and the matched controls (several seeds) shown beside it; C5(c) "
     "is 'not judged' unless the configuration is one of the four albert-*-v2 sizes; C7 is judged for every "
     "trained model, shared-weight ones included; C10 is judged in the real forward pass split at the sublayers "
     "(after attention, its residual add and any norm that belongs to it; after the FFN block), its FFN clause a "
@@ -122,11 +122,16 @@ MODELLING_CHOICES = [
     "pass, or whose pass rests on a clause that could not fail, is 'underpowered'. A criterion whose outcome "
     "rests on tests still undecided at the cap, or that changes with the Monte Carlo seed (table_robustness), "
     "is 'inconclusive'; a value within 1e-6 (relative) of its threshold is undecided.",
-    "Matched controls (paper.md section 4d): every trained model gets a control of its own configuration with "
-    "its trained embeddings, everything outside the layers copied, and seeded random layer weights "
-    "(transformers' initialisation) whose value weights are rescaled per layer so that |lambda_1(F_t)| equals "
-    "the trained layer's (our choice: weights and bias of the value projection scaled together). It is judged "
-    "by the same criteria and shown beside the trained model; it is never evidence.",
+    "Matched controls (paper.md section 4e, revision 6): every trained model gets control_seeds controls, each "
+    "the trained model with every layer's W_Q, W_K, W_V, W_O drawn by transformers' own initialisation under "
+    "its seed (everything else, biases included, stays trained, bit for bit), W_V rescaled per layer so that "
+    "|lambda_1(F_t)| equals the trained layer's and each query head's W_Q so that ||W_Q^h^T W_K^g(h)||_F does "
+    "(our choice: the value and query biases are not rescaled). Each is judged by the same criteria at R0 "
+    "without extension and shown beside the trained model as 'passes in k of n seeds'; it is never evidence. "
+    "Beside each claim judged by random directions, the training p: per layer the lead's z-score against its own "
+    "random-direction null (lead minus the null's mean, over its SD), trained minus the seeds' mean, and a "
+    "one-sided sign-flip test over the layers (exact up to 20 layers, else 100,000 seeded flips); it never "
+    "enters the verdict.",
     "C4 (paper.md section 4b, revision 4): over a sweep of sizes, head counts and attention sharpness (the "
     "typical |score| of the bipartite start, set through the q.k scale), the bipartite iterate is refined to a "
     "fixed point of the law step (up to a swap of the two groups) by damped Gauss-Newton in float64, on to the "
@@ -158,7 +163,14 @@ MODELLING_CHOICES = [
     "methods are compared at matched norm of change, kappa by kappa (a curve over the norm). With a "
     "post-attention norm the change is capped (the cap is in steering.json) and points along p * u: the "
     "alignment with p * u is reported beside u's. With grouped-query attention V^T z = u has no exact "
-    "solution: ||V^T z - u|| is reported per target and no bound is stated there (paper.md section 6).",
+    "solution: ||V^T z - u|| is reported per target and no bound is stated there (paper.md section 6). "
+    "C9 (revision 6, paper.md section 4e): past the configured kappas each target's kappa doubles until the "
+    "real pass's mean |cos| reaches claims.C9_alignment, moves less than 0.01 over two doublings, a norm after "
+    "the edit caps it below the criterion, or kappa would pass claims.C9_kappa_cap; each target is judged at the "
+    "largest kappa it reached. Activation addition's beta sweep is halved or doubled until it brackets the edit's "
+    "KL; beside the verdict, the edit minus activation addition at the edit's KL, in mean |cos| and in "
+    "P(target), with 95% percentile intervals from 2000 seeded bootstrap resamples of the prompts (our choice: "
+    "prompts are the resampled unit).",
     "GGUF models (source: gguf) are trained but quantized (e.g. 4-bit Q4_1): dequantized to float32 once and "
     "labelled with their quantization; quantization sensitivity is measured on a full-precision model.",
     "Twins (source: random) share a paper model's exact architecture with seeded random weights and their "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from powerlens.analysis.kappa_sweep import FLAT, MAX_BRACKET_STEPS, STOPS
 from powerlens.core.corpus import prompt_batches, read_prompts
 from powerlens.core.fmt import csv_text
 from powerlens.core.io import read_generated_json, read_generated_npz, write_csv, write_json
@@ -35,15 +36,22 @@ OPTIONS = model_files("manifest", "tensors", "meta", "spectra", "prompts") + (
     Option("continuation-prompts", "config:steering.continuations.prompts", kind="json",
            help="JSON list of prompts to continue"),
     Option("continuation-tokens", "config:steering.continuations.new_tokens", kind="int"),
+    Option("alignment", "config:claims.C9_alignment", kind="float",
+           help="C9's criterion: a target's kappa doubles until its real-pass mean |cos| reaches it (revision 6)"),
+    Option("kappa-cap", "config:claims.C9_kappa_cap", kind="float",
+           help="the largest kappa the doubling may reach (0: the configured kappas only)"),
 )
 
 
 def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_path, out_csv, out_json,
              targets: list[dict], kappas: list[float], max_prompts: int, batch_size: int, max_tokens: int,
              shared_edit: str, seed: int, device: str, threads: int, out_continuations: str | Path | None,
-             continuation_prompts: list[str], continuation_tokens: int) -> "pd.DataFrame":
+             continuation_prompts: list[str], continuation_tokens: int, alignment: float,
+             kappa_cap: float) -> "pd.DataFrame":
     """Rank-1 steering of the last layer vs activation addition, in both dynamics modes (claim C9); for
-    causal LMs and token targets, greedy continuations of fixed prompts at each kappa (both methods)."""
+    causal LMs and token targets, greedy continuations of fixed prompts at each kappa (both methods). Past
+    ``kappas``, each target's kappa doubles until its real-pass mean |cos| reaches ``alignment``, its curve
+    flattens, or ``kappa_cap`` (paper.md section 4e)."""
     import numpy as np
     import pandas as pd
     import torch
@@ -75,7 +83,7 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
                           shared_edit=shared_edit,
                           model_name=man["model"], weights_label=man["weights_label"],
                           continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens,
-                          kl_batches=bs_kl)
+                          kl_batches=bs_kl, rule=st.KappaRule(alignment, kappa_cap))
     df = pd.DataFrame(res["rows"])
     write_csv(out_csv, df)
     if out_continuations is not None:
@@ -84,13 +92,14 @@ def steering(manifest_path, weights_st, weights_json, *, spectra_npz, prompts_pa
             cont[c] = cont[c].map(csv_text)
         write_csv(out_continuations, cont)
     write_json(out_json, _record(man, w, res, df, targets=targets, kappas=kappas, shared_edit=shared_edit,
+                                 rule=st.KappaRule(alignment, kappa_cap),
                                  n_prompts=len(prompts), truncated=truncated, head=head, n_unrelated=len(unrelated),
                                  continuation_prompts=continuation_prompts, continuation_tokens=continuation_tokens,
                                  threads=threads, seed=seed, device=device))
     return df
 
 
-def _record(man: dict, w, res: dict, df, *, targets, kappas, shared_edit: str, n_prompts: int, truncated: int,
+def _record(man: dict, w, res: dict, df, *, targets, kappas, rule, shared_edit: str, n_prompts: int, truncated: int,
             head: bool, n_unrelated: int, continuation_prompts, continuation_tokens: int, threads: int, seed: int,
             device: str) -> dict:
     """What one steering run did (its JSON): the checksums, the sites, the baseline, the bound, provenance."""
@@ -102,13 +111,20 @@ def _record(man: dict, w, res: dict, df, *, targets, kappas, shared_edit: str, n
     return {"model": man["model"], "weights_label": man["weights_label"], "lm_head": head,
                           "checksum_before": before, "checksum_after": after, "n_prompts": n_prompts,
                           "truncated_prompts": truncated, "targets": targets, "kappas": kappas,
+                          "kappa_doubling": _doubling(rule, df),
                           "kl_prompts": ({"n": n_unrelated, "which": "the corpus prompts after the steering prompts "
                                           "(our choice: unrelated to them); the KL of each setting against the "
                                           "unsteered model, mean over counted tokens"} if n_unrelated else
                                          "none: no LM head, or no corpus prompt beyond the steering ones"),
                           "beta_sweep": ("activation addition at beta = 2^k times the largest kappa's matched beta, "
-                                         "k = -6..6, along the baseline's direction, for the comparison at matched "
-                                         "KL (paper.md section 4d)") if n_unrelated else "none",
+                                         "k = -6..6, along the baseline's direction, then halved or doubled (at most "
+                                         f"{MAX_BRACKET_STEPS} more) until it brackets the edit's KL at the "
+                                         "target's largest kappa, for the comparison at matched KL (paper.md "
+                                         "sections 4d, 4e); at that kappa the rank-1 row holds the edit minus "
+                                         "activation addition at the edit's KL, in mean |cos| and in P(target), with "
+                                         f"{int(st.matched.LEVEL * 100)}% percentile intervals from "
+                                         f"{st.matched.BOOT} seeded bootstrap resamples of the prompts "
+                                         "(columns diff_cos_at_kl*, diff_p_at_kl*)") if n_unrelated else "none",
                           "shared_weights": w.shared, "shared_edit": shared_edit,
                           "intervention_sites": st.intervention_sites(w, shared_edit),
                           "baseline": ("activation addition of beta u at the output projection's output, beta = "
@@ -142,6 +158,18 @@ def _record(man: dict, w, res: dict, df, *, targets, kappas, shared_edit: str, n
                               "model, last_depth = through the last depth alone (replayed inputs), head = through "
                               "the LM head; passes = measuring passes; the speed table's bound reads it")},
                           "provenance": provenance.record(threads=threads, seed=seed, device=device)}
+
+
+def _doubling(rule, df) -> dict:
+    """What revision 6's doubling of kappa did: the rule, and per target the kappa reached and why it stopped."""
+    r1 = df[df["method"].astype(str).str.startswith("rank-1")] if "method" in df else df.iloc[:0]
+    return {"rule": (f"past the configured kappas, kappa doubles until the real pass's mean |cos| reaches "
+                     f"{rule.criterion:g} (C9_alignment), moves less than {FLAT:g} over two doublings, a norm after "
+                     "the edit caps it below the criterion, or kappa would pass C9_kappa_cap "
+                     f"{rule.cap:g} (paper.md section 4e)"),
+            "targets": {str(t): {"kappa_reached": float(g["kappa"].max()),
+                                 "stopped": STOPS[str(g["sweep_stop"].iloc[0])].format(flat=FLAT)}
+                        for t, g in r1.groupby("target", sort=False)} if "sweep_stop" in r1 else {}}
 
 
 def show(result, kw: dict) -> None:
