@@ -313,3 +313,33 @@ def test_the_power_check_of_a_finished_run_can_fail(tmp_path):
     assert run("underpowered", "SmolLM2-135M: 0.129") == 0
     assert run("not reproduced", "SmolLM2-135M: 0.000424") == 0
     assert run("reproduced", "(a) 0.00159; x: 0.2") == 1
+
+
+def test_the_tipping_correlation_is_where_the_correlated_rank_sum_reaches_alpha():
+    """Revision 6 (section 4e): each specificity row says at which exchangeable between-layer rank correlation
+    its p would reach alpha. Checked: the correlated p equals alpha there and falls below it under; a lead at
+    the top of every layer holds at any correlation; a sum below its mean has none; and the correlated p is
+    calibrated (5% + 2 SE at 5%) on ranks drawn with that correlation (a shared latent, Spearman ~0.45)."""
+    from scipy import stats
+
+    from powerlens.analysis.across_layers import correlated_sum_p, tipping_correlation
+
+    M = np.array([27, 60, 191, 100, 45, 80])
+    r = np.array([25, 50, 160, 90, 30, 70])
+    rho = tipping_correlation(r, M, 0.05)
+    assert 0 < rho < 1 and correlated_sum_p(r, M, rho) == pytest.approx(0.05, rel=1e-9)
+    assert correlated_sum_p(r, M, rho / 2) < 0.05 < correlated_sum_p(r, M, min(1.0, rho * 1.5))
+    assert tipping_correlation(M, M, 0.05) >= 1  # top of every layer: significant even if all layers were one
+    assert np.isnan(tipping_correlation(M // 3, M, 0.05))
+    s = specificity(r, np.zeros(6), M, r, 0.05)
+    assert s.tipping == pytest.approx(rho) and "p would reach alpha at a between-layer rank correlation" in s.text()
+    rng = np.random.default_rng(1)
+    L, m, latent = 12, 31, 0.47
+    true_rank_corr = 6 / np.pi * np.arcsin(latent / 2)  # Spearman of a Gaussian pair with correlation 0.47
+    n, rej = 1000, 0
+    for _ in range(n):
+        z = rng.standard_normal(m + 1)
+        ranks = [stats.rankdata(np.sqrt(latent) * z + np.sqrt(1 - latent) * rng.standard_normal(m + 1))[0] - 1
+                 for _ in range(L)]
+        rej += correlated_sum_p(np.array(ranks), np.full(L, m), true_rank_corr) < 0.05
+    assert rej / n <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / n), rej / n

@@ -129,13 +129,29 @@ class Specificity:
     top5_expected: float  # ... expected under the null (exact, per layer (floor(0.05 M) + 1) / (M + 1))
     layers: int  # layers with at least one member
     members: tuple[int, ...]  # M_t per layer
+    tipping: float = float("nan")  # the exchangeable between-layer rank correlation at which p reaches alpha
+    lag1: float = float("nan")  # lag-1 autocorrelation of the lead's percentile across layers (descriptive)
 
     def text(self) -> str:
         from powerlens.core.fmt import fmt_num
 
         return (f"p {fmt_num(self.p)}; lead's mean percentile {fmt_num(self.mean_pct)} among F's other "
                 f"eigen-directions of its kind; top 5% in {self.top5} of {self.layers} layers "
-                f"({fmt_num(self.top5_expected)} expected)")
+                f"({fmt_num(self.top5_expected)} expected)" + self.dependence_text())
+
+    def dependence_text(self) -> str:
+        """Revision 6's sensitivity to dependent layers (not yet a test that holds its level under them): the
+        exchangeable rank correlation between layers at which this p would reach alpha, and the lead's lag-1
+        autocorrelation across layers."""
+        from powerlens.core.fmt import fmt_num
+
+        lag = f"; the lead's lag-1 autocorrelation across layers {fmt_num(self.lag1)}"
+        if np.isnan(self.tipping):  # p at or above alpha: no dependence is needed to make it fail
+            return "" if np.isnan(self.lag1) else lag
+        at = ("p stays below alpha at any between-layer rank correlation" if self.tipping >= 1 else
+              "p would reach alpha near independence (normal approximation)" if self.tipping <= 0 else
+              f"p would reach alpha at a between-layer rank correlation of {fmt_num(self.tipping)}")
+        return f"; independence assumed: {at}{lag}"
 
 
 def tie_rank(beaten: int, tied: int, u: float) -> int:
@@ -163,9 +179,43 @@ def specificity(beaten: np.ndarray, tied: np.ndarray, M: np.ndarray, rank: np.nd
     top = int(np.sum(m - b - t <= 0.05 * m))
     expected = float(np.sum((np.floor(0.05 * m) + 1) / (m + 1)))
     attainable = float(np.prod(1.0 / (m + 1.0))) if len(m) else 1.0
+    lag1 = (float(np.corrcoef(pct[:-1], pct[1:])[0, 1]) if len(pct) >= 3 and np.std(pct[:-1]) > 0
+            and np.std(pct[1:]) > 0 else float("nan"))
     return Specificity(p, lo, hi, dc.decide(lo, hi, alpha) if len(m) else dc.NO, attainable,
                        float(np.mean(pct)) if len(m) else float("nan"), top, expected, int(len(m)),
-                       tuple(int(x) for x in m))
+                       tuple(int(x) for x in m), tipping_correlation(r, m, alpha) if p < alpha else float("nan"), lag1)
+
+
+def correlated_sum_p(rank: np.ndarray, M: np.ndarray, rho: float) -> float:
+    """The rank sum's one-sided p if the layers' ranks had exchangeable correlation ``rho`` (normal approximation,
+    continuity corrected; :func:`tipping_correlation` inverts it)."""
+    from scipy.stats import norm
+
+    rank, M = np.asarray(rank, dtype=float), np.asarray(M, dtype=float)
+    v = M * (M + 2.0) / 12.0
+    var = v.sum() + rho * (np.sqrt(v).sum() ** 2 - v.sum())
+    return float(norm.sf((rank.sum() - 0.5 - M.sum() / 2.0) / np.sqrt(var)))
+
+
+def tipping_correlation(rank: np.ndarray, M: np.ndarray, alpha: float) -> float:
+    """The exchangeable correlation rho between the layers' ranks at which the rank sum's one-sided p reaches
+    ``alpha``: the sum S of the ranks (uniform on {0..M_t}, mean M_t/2, variance v_t = M_t (M_t + 2) / 12) has
+    variance sum v_t + rho ((sum sqrt v_t)^2 - sum v_t) under exchangeable correlation rho; with the normal
+    approximation (continuity corrected), p(rho) = alpha where that variance equals ((S - 1/2 - mu) / z_alpha)^2.
+    NaN where S does not exceed its mean (p at least 1/2: no dependence can make it significant) or with one
+    layer; at most 0 where the approximation already misses alpha; 1 or more: it holds at any correlation."""
+    from scipy.stats import norm
+
+    rank, M = np.asarray(rank, dtype=float), np.asarray(M, dtype=float)
+    if len(M) < 2:
+        return float("nan")
+    v = M * (M + 2.0) / 12.0
+    excess = rank.sum() - 0.5 - M.sum() / 2.0
+    if excess <= 0:
+        return float("nan")
+    cross = np.sqrt(v).sum() ** 2 - v.sum()
+    need = (excess / norm.isf(alpha)) ** 2
+    return float((need - v.sum()) / cross) if cross > 0 else float("nan")
 
 
 def spearman_attainable(L: int) -> float:

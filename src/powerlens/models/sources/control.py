@@ -136,10 +136,6 @@ def _check_kept(trained, ctrl, adapter, keys) -> int:
 
     drawn = {id(p) for key in keys for p in (x.param for x in adapter.attention_weights(ctrl, key).values())}
     sd_t = trained.state_dict()
-    parts = {}
-    for key in keys:
-        for n, part in adapter.attention_weights(ctrl, key).items():
-            parts.setdefault(id(part.param), []).append(part.index)
     n = 0
     for name, p in ctrl.state_dict(keep_vars=True).items():
         t = sd_t[name]
