@@ -110,4 +110,4 @@ def test_the_summary_speaks_of_controls_only_where_the_run_has_them(run_dir, con
     parts = summary(Run("r", run_dir))[0][1]
     text = "".join(getattr(x, "text", x) for x in parts)
     assert text.startswith("This run tested")
-    assert ("the same test passes on every seed of the matched controls" in text) == controls, text
+    assert ("reproduced cells with matched controls" in text) == controls, text

@@ -85,7 +85,8 @@ def test_the_first_screen_answers_with_its_strength(full_run):
     # the header names the model, its family, depth and weights; each cell its word, p, attainable p, control
     assert "all-MiniLM-L6-v2 (BERT family, 6 layers, trained weights)" in text
     assert ("reproduced \u00b7 p 0.0454, attainable 1.06e-04 [seeds 3 of 3; thirds 1 of 3; fragile: fails on a corpus "
-            "third]matched controls: passes in 3 of 3 seeds (largest p over seeds 2e-03); training p 0.84") in text
+            "third]matched controls: passes in 3 of 3 seeds (largest p over seeds 2e-03); training p (trained vs "
+            "controls) 0.84") in text
     assert "reproduced \u00b7 p 1.20e-03, attainable 9.12e-55" in text  # the synthetic layers' cell
     assert "not varied" not in text and "min |cos| 0.739 < 0.9" in text  # no robustness where reruns cannot differ
     assert "not judged in this run: ALBERT (random-weight twins only)" in text and 'colspan=' in table

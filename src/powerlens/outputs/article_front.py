@@ -12,6 +12,7 @@ import pandas as pd
 from powerlens.analysis.claims.registry import gist
 from powerlens.analysis.claims.robustness import NOT_VARIED
 from powerlens.outputs.trace import (
+    CONTROLLED,
     EVERY_SEED,
     WORDS,
     Traced,
@@ -113,7 +114,7 @@ def verdict_cell(run, claim: str, fam: str, vcol: str | None) -> tuple:
         if given("control p value"):
             line += [" (largest p over seeds ", cell("control p value"), ")"]
         if given("training p value"):  # beside the verdict, never part of it (paper.md section 4e)
-            line += ["; training p ", cell("training p value")]
+            line += ["; training p (trained vs controls) ", cell("training p value")]
         out.append(("s", "line", line))
     return (out, word.replace(" ", "-"))
 
@@ -172,9 +173,9 @@ def summary(run) -> list:
         s1 = ["This run has no trained model: it tested only the claims about synthetic layers, and its "
               "random-weight twins exercise the code without being evidence for or against any claim. "]
     s2 = ["Of the judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not"]
-    s2 += (["; in ", count_word(csrc, root, "reproduced", EVERY_SEED), " of the reproduced cells the same test passes "
-            "on every seed of the matched controls (random attention weights), so those say nothing about "
-            "training. "]
+    s2 += (["; of the ", count_word(csrc, root, "reproduced", CONTROLLED), " reproduced cells with matched controls "
+            "(random attention weights, judged the same way), ", count_word(csrc, root, "reproduced", EVERY_SEED),
+            " also pass on every control seed: a pass there says nothing about trained attention. "]
            if s1[0].startswith("This run tested") and has_controls(vsrc, root) else [". "])
     alpha = _alpha(run)
     judged = [["outcome", list(WORDS)]]

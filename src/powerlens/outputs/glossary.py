@@ -75,7 +75,8 @@ TERMS: list[tuple[str, str, list[str], str]] = [
     ("g-training", "training p", ["training p", "training comparison"],
      "Beside a verdict, never part of it: per layer the trained lead's z-score against its own random-direction "
      "null minus its matched controls' mean z-score, tested one-sided by flipping signs over the layers. Small: "
-     "the trained attention tilts more than random attention of the same size."),
+     "the trained lead beats its null by more than random attention of the same size does (for the claim's own "
+     "statistic: the tilt, gamma or rho)."),
     ("g-twin", "twin (random-weight twin)", ["random-weight twins", "twins", "twin"],
      "A seeded random initialisation of a paper architecture: it runs the code path, never evidence."),
     ("g-standin", "stand-in", ["stand-in", "stands in"],

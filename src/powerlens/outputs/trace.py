@@ -149,21 +149,23 @@ def has_controls(src: str, root: Path) -> bool:
     return any(str(c).endswith(CONTROL_SUFFIX) for c in cols)
 
 
-#: count_word's ``control``: the cells whose matched controls pass in every seed (revision 6: several seeds)
-EVERY_SEED = "every seed"
+#: count_word's ``control``: the cells whose matched controls pass in every seed (revision 6: several seeds), and the
+#: cells that have matched controls at all
+EVERY_SEED, CONTROLLED = "every seed", "controlled"
 
 
 def count_word(src: str, root: Path, word: str, control: str | None = None) -> Traced:
     """How many rows of table_claims (trained families and the synthetic layers: the verdict cells) have the
-    outcome ``word`` (with ``control`` :data:`EVERY_SEED`: and whose matched controls pass in every seed)."""
+    outcome ``word`` (with ``control`` :data:`EVERY_SEED`: and whose matched controls pass in every seed;
+    :data:`CONTROLLED`: and that have matched controls)."""
     df = read_table(root / src)
     keep = df["outcome"] == word
     if control is not None:
-        if control != EVERY_SEED:
+        if control not in (EVERY_SEED, CONTROLLED):
             raise ValueError(f"count_word: unknown control filter {control!r}")
         k, n = (pd.to_numeric(df.get(c, pd.Series(np.nan, index=df.index)), errors="coerce")
                 for c in ("control seeds passing", "control seeds"))
-        keep &= (n > 0) & (k == n)
+        keep &= (n > 0) & ((k == n) if control == EVERY_SEED else True)
     return Traced(str(int(keep.sum())), src, {"count": word, **({"control": control} if control else {})})
 
 
