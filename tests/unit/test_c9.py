@@ -154,10 +154,11 @@ def test_activation_additions_sweep_is_extended_to_bracket_the_edits_kl():
 
 
 def test_activation_addition_at_the_edits_kl_is_aa_at_kl_prompt_by_prompt():
-    """matched.at_kl credits what aa_at_kl credits (the best within the KL budget, interpolated, never
-    extrapolated), and its per-prompt sums average to that value; the difference's 95% bootstrap interval over
-    prompts holds the point and excludes 0 for a clear gap, includes it for none."""
-    from powerlens.analysis.steering.matched import at_kl, difference, matched_columns
+    """kappa_sweep.at_kl (the per-prompt path) credits what aa_at_kl credits (the best within the KL budget,
+    interpolated, never extrapolated), and its per-prompt sums average to that value; the difference's 95%
+    bootstrap interval over prompts holds the point and excludes 0 for a clear gap, includes it for none."""
+    from powerlens.analysis.kappa_sweep import at_kl
+    from powerlens.analysis.steering.matched import difference, matched_columns
 
     rng = np.random.default_rng(0)
     P = 40

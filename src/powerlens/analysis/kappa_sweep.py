@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 #: Why a target's kappa sweep stopped, in the words the steering table and the claim read.
 STOPS = {
     "criterion": "the real pass's mean |cos| reached the criterion",
@@ -88,3 +90,24 @@ def most_kappas(kappas: list[float], cap: float) -> list[float]:
         top *= 2.0
         out.append(top)
     return out
+
+
+def at_kl(points: list[tuple[float, float, np.ndarray]], kl: float) -> tuple[float, np.ndarray] | None:
+    """The most alignment activation addition reaches within a KL budget (paper.md section 4e): ``points`` its beta
+    sweep as (KL on unrelated prompts, mean |cos|, a payload: per-prompt sums (P, 3) of counted tokens, sum |cos|,
+    sum P(target), or any array). The largest mean |cos| at KL <= ``kl``, the curve interpolated linearly at
+    ``kl`` itself, and the payload of the same combination of points. Never extrapolated: None where the sweep
+    does not reach down to ``kl`` (crediting its first point would credit alignment reached at a larger KL) or
+    ``kl`` is not a number."""
+    pts = sorted((p for p in points if not (np.isnan(p[0]) or np.isnan(p[1]))), key=lambda p: p[0])
+    if not pts or np.isnan(kl) or kl < pts[0][0]:
+        return None
+    x = np.array([p[0] for p in pts])
+    cands = [(p[1], p[2]) for p in pts if p[0] <= kl]  # every sweep point within the budget
+    if kl <= x[-1]:  # the curve at kl itself: between the two points around it
+        j = int(np.searchsorted(x, kl, side="right"))
+        j = min(max(j, 1), len(pts) - 1)
+        (k0, y0, s0), (k1, y1, s1) = pts[j - 1], pts[j]
+        w = 0.0 if k1 == k0 else (kl - k0) / (k1 - k0)
+        cands.append(((1 - w) * y0 + w * y1, (1 - w) * s0 + w * s1))
+    return max(cands, key=lambda c: c[0])

@@ -10,7 +10,7 @@ import pandas as pd
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.claims import flip as fl
 from powerlens.analysis.claims.criteria import Verdict, _f
-from powerlens.analysis.kappa_sweep import FLAT, STOPS
+from powerlens.analysis.kappa_sweep import FLAT, STOPS, at_kl
 
 
 def aa_at_kl(sweep: pd.DataFrame, kl: float) -> float:
@@ -18,13 +18,9 @@ def aa_at_kl(sweep: pd.DataFrame, kl: float) -> float:
     sweep at KL <= ``kl`` (on unrelated prompts), the curve interpolated linearly at ``kl`` itself. Never
     extrapolated: NaN where the sweep does not reach down to ``kl`` (its first point lies above it; crediting
     that point would credit alignment reached at a larger KL, paper.md section 4e) or has no point."""
-    g = sweep[["kl_unrelated", "cos_after_layer_model"]].dropna().sort_values("kl_unrelated")
-    if not len(g) or kl < g["kl_unrelated"].iloc[0]:
-        return float("nan")
-    x, y = g["kl_unrelated"].to_numpy(), g["cos_after_layer_model"].to_numpy()
-    inside = y[x <= kl]
-    at = float(np.interp(kl, x, y)) if kl <= x[-1] else float(y[-1])
-    return float(max([at, *inside]))
+    got = at_kl([(float(k), float(c), np.zeros(0)) for k, c in zip(sweep["kl_unrelated"],
+                                                                  sweep["cos_after_layer_model"])], float(kl))
+    return float("nan") if got is None else float(got[0])
 
 
 #: C9's "still rising" (paper.md section 4e): the real pass's mean |cos| gains at least this much per doubling of

@@ -2,7 +2,7 @@
 rank-1 edit aligns the tokens with u, and raises P(target), than activation addition does at the same KL on
 unrelated prompts, each with a 95% bootstrap interval over prompts.
 
-Activation addition's value at the edit's KL is the one :func:`~powerlens.analysis.claims.c9.aa_at_kl`
+Activation addition's value at the edit's KL is the one :func:`~powerlens.analysis.kappa_sweep.at_kl`
 credits (the best alignment of its beta sweep within the KL budget, the curve interpolated at the edit's KL, never
 extrapolated); the same combination of sweep points is taken prompt by prompt, so the per-prompt values average
 to it. The bootstrap resamples prompts (tokens of one prompt are not independent; prompts are the unit), the
@@ -14,26 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from powerlens.analysis.kappa_sweep import at_kl
+
 BOOT = 2000  # bootstrap resamples over prompts
 LEVEL = 0.95
-
-
-def at_kl(points: list[tuple[float, float, np.ndarray]], kl: float) -> tuple[float, np.ndarray] | None:
-    """``points``: activation addition's sweep as (KL on unrelated prompts, mean |cos|, per-prompt sums (P, 3):
-    counted tokens, sum |cos|, sum P(target)). The alignment credited at ``kl`` and the per-prompt sums of the
-    same combination; None where the sweep does not reach down to ``kl`` or ``kl`` is not a number."""
-    pts = sorted((p for p in points if not (np.isnan(p[0]) or np.isnan(p[1]))), key=lambda p: p[0])
-    if not pts or np.isnan(kl) or kl < pts[0][0]:
-        return None
-    x = np.array([p[0] for p in pts])
-    cands = [(p[1], p[2]) for p in pts if p[0] <= kl]  # every sweep point within the budget
-    if kl <= x[-1]:  # the curve at kl itself: between the two points around it
-        j = int(np.searchsorted(x, kl, side="right"))
-        j = min(max(j, 1), len(pts) - 1)
-        (k0, y0, s0), (k1, y1, s1) = pts[j - 1], pts[j]
-        w = 0.0 if k1 == k0 else (kl - k0) / (k1 - k0)
-        cands.append(((1 - w) * y0 + w * y1, (1 - w) * s0 + w * s1))
-    return max(cands, key=lambda c: c[0])
 
 
 def difference(edit: np.ndarray, base: np.ndarray, column: int, seed: int) -> tuple[float, float, float]:
