@@ -137,10 +137,10 @@ def test_a_null_added_by_its_registration_alone_reaches_the_table_and_the_claims
     ranked = [s for s in TESTS if s.ranked]
     for key in ("axis", "eigmirror"):
         assert {c for c in df.columns if f"_{key}_" in c} == {s.col(f"{key}_{f}") for s in ranked
-                                                            for f in RankingNull.FIELDS}
+                                                            for f in RankingNull.FIELDS + RankingNull.CHAIN_FIELDS}
     own = own_depth(df)
     assert (own["tilt_axis_M"] == 6).all() and (own["tilt_axis_beaten"] + own["tilt_axis_tied"] <= 6).all()
-    for f in ("M", "beaten", "tied"):
+    for f in ("M", "beaten", "tied", "chains", "chains_ge_hi", "dep"):  # the same members, the same chains
         assert own[f"tilt_eigmirror_{f}"].tolist() == own[f"tilt_eig_{f}"].tolist()
     crit = {"C7_share_layers": 0.5, "alpha": 0.05, "null_draws_cap": 200_000}
     part = parts(df, "C7", crit)[0]

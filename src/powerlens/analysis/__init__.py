@@ -9,6 +9,7 @@
     verdict_tests  the per-layer tests (their columns in a dynamics table), the claims' readings of them, and
                  the one reading of that table (the model's own depth, the per-layer marks)
     across_layers  one p across a model's layers: the partial conjunction, the specificity sum, ranks
+    tracking     the lead's members followed from layer to layer: the specificity under dependent layers
     parts        a criterion's part decided from its test's columns, its power, where more draws can move it
     dynamics     token dynamics in model and attention-only mode; per-layer statistics
     theory       synthetic layers with known spectra: rate and angle predictions

@@ -22,11 +22,15 @@ A claim "in at least u of the L layers" is judged by one p, not by a count of Ho
       p_spec = P(U_1 + ... + U_L >= r_1 + ... + r_L),   U_t ~ uniform on {0, ..., M_t}, independent,
 
   a convolution of discrete uniforms. Ties between the lead and a member are broken by a seeded U (point p) and
-  bounded both ways (interval).
+  bounded both ways (interval). Layers are not independent (revision 6, section 4e): the specificity p is the
+  larger of that p and the chains' p (:mod:`powerlens.analysis.tracking`: the lead's rank sum among the rank
+  sums of its members followed from layer to layer), which holds its level where the layers' dependence runs
+  along the members' geometry; each row gives the dependence the chains imply and the tipping correlation.
 * **Power first**: the smallest p each rule could produce with perfect data, from the test's resolution alone:
   (L - u + 1) times the upper bound of zero exceedances in R_cap draws at level 1 - 0.01 / L for the partial
   conjunction,
-  prod_t 1 / (M_t + 1) for the specificity. A criterion whose attainable p is not below alpha cannot pass: its
+  prod_t 1 / (M_t + 1) for the specificity (and 1 / (n_chains + 1) for its chains, the larger of the
+  two). A criterion whose attainable p is not below alpha cannot pass: its
   verdict is "underpowered", never "not reproduced".
 """
 
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from powerlens.analysis import decisions as dc
+from powerlens.analysis.tracking import ChainTest
 
 
 def layers_needed(share: float, L: int) -> int:
@@ -131,6 +136,10 @@ class Specificity:
     members: tuple[int, ...]  # M_t per layer
     tipping: float = float("nan")  # the exchangeable between-layer rank correlation at which p reaches alpha
     lag1: float = float("nan")  # lag-1 autocorrelation of the lead's percentile across layers (descriptive)
+    p_independent: float = float("nan")  # the exact p under independent layers
+    p_chains: float = float("nan")  # the lead's rank sum among its members' chains (tracking.ChainTest)
+    chains: int = 0  # chains followed through the layers (0: not tracked, independence assumed)
+    dependence: float = float("nan")  # the exchangeable between-layer rank correlation the chains imply
 
     def text(self) -> str:
         from powerlens.core.fmt import fmt_num
@@ -140,18 +149,26 @@ class Specificity:
                 f"({fmt_num(self.top5_expected)} expected)" + self.dependence_text())
 
     def dependence_text(self) -> str:
-        """Revision 6's sensitivity to dependent layers (not yet a test that holds its level under them): the
-        exchangeable rank correlation between layers at which this p would reach alpha, and the lead's lag-1
-        autocorrelation across layers."""
+        """Revision 6 (section 4e): what the layers' dependence does to this p: the independent p and the chains'
+        p it is the larger of, the between-layer rank correlation the chains imply (the dependence estimate), the
+        one at which the independent p would reach alpha (tipping), and the lead's lag-1 autocorrelation."""
         from powerlens.core.fmt import fmt_num
 
-        lag = f"; the lead's lag-1 autocorrelation across layers {fmt_num(self.lag1)}"
-        if np.isnan(self.tipping):  # p at or above alpha: no dependence is needed to make it fail
-            return "" if np.isnan(self.lag1) else lag
-        at = ("p stays below alpha at any between-layer rank correlation" if self.tipping >= 1 else
-              "p would reach alpha near independence (normal approximation)" if self.tipping <= 0 else
-              f"p would reach alpha at a between-layer rank correlation of {fmt_num(self.tipping)}")
-        return f"; independence assumed: {at}{lag}"
+        out = ""
+        if self.chains:
+            out += (f"; the larger of p {fmt_num(self.p_independent)} (independent layers) and p "
+                    f"{fmt_num(self.p_chains)} (among {self.chains} chains of members followed across layers); "
+                    f"dependence estimate: between-layer rank correlation {fmt_num(self.dependence)}")
+        else:
+            out += "; independence assumed (members not tracked across layers)"
+        if not np.isnan(self.tipping):  # p at or above alpha: no dependence is needed to make it fail
+            out += ("; the independent p stays below alpha at any between-layer rank correlation" if self.tipping >= 1
+                    else "; the independent p would reach alpha near independence (normal approximation)"
+                    if self.tipping <= 0 else
+                    f"; the independent p would reach alpha at a between-layer rank correlation of "
+                    f"{fmt_num(self.tipping)}")
+        return out + ("" if np.isnan(self.lag1) else
+                      f"; the lead's lag-1 autocorrelation across layers {fmt_num(self.lag1)}")
 
 
 def tie_rank(beaten: int, tied: int, u: float) -> int:
@@ -160,11 +177,12 @@ def tie_rank(beaten: int, tied: int, u: float) -> int:
     return int(beaten) + min(int(tied), int(np.floor(u * (int(tied) + 1))))
 
 
-def specificity(beaten: np.ndarray, tied: np.ndarray, M: np.ndarray, rank: np.ndarray, alpha: float
-                ) -> Specificity:
+def specificity(beaten: np.ndarray, tied: np.ndarray, M: np.ndarray, rank: np.ndarray, alpha: float,
+                chain: ChainTest | None = None) -> Specificity:
     """Specificity p from each layer's count of members the lead beats (``beaten``), ties with it (``tied``),
     members (``M``) and randomised rank (``rank``, :func:`tie_rank`: the point p). NaN rows (no lead value)
-    count as no member."""
+    count as no member. With ``chain`` (:func:`powerlens.analysis.tracking.chain_test`) each of the point p and
+    the interval's ends is the larger of the independent one and the chains' (a test valid under either)."""
     beaten, tied, M, rank = (np.asarray(a, dtype=float) for a in (beaten, tied, M, rank))
     ok = ~(np.isnan(beaten) | np.isnan(tied) | np.isnan(M) | np.isnan(rank)) & (np.nan_to_num(M) > 0)
     b, t, m, r = beaten[ok].astype(int), tied[ok].astype(int), M[ok].astype(int), rank[ok].astype(int)
@@ -175,15 +193,23 @@ def specificity(beaten: np.ndarray, tied: np.ndarray, M: np.ndarray, rank: np.nd
         return float(tail[s]) if s < len(tail) else 0.0
 
     p, hi, lo = at(r.sum()), at(b.sum()), at((b + t).sum())
+    p_ind = p
+    if chain is not None and len(m):
+        p, lo, hi = (max(x, ChainTest.p_of(k, chain.n)) for x, k in ((p, chain.ge), (lo, chain.ge_lo),
+                                                                     (hi, chain.ge_hi)))
     pct = 100.0 * (b + t / 2.0) / np.maximum(m, 1)
     top = int(np.sum(m - b - t <= 0.05 * m))
     expected = float(np.sum((np.floor(0.05 * m) + 1) / (m + 1)))
     attainable = float(np.prod(1.0 / (m + 1.0))) if len(m) else 1.0
+    if chain is not None and len(m):
+        attainable = max(attainable, ChainTest.p_of(0, chain.n))
     lag1 = (float(np.corrcoef(pct[:-1], pct[1:])[0, 1]) if len(pct) >= 3 and np.std(pct[:-1]) > 0
             and np.std(pct[1:]) > 0 else float("nan"))
     return Specificity(p, lo, hi, dc.decide(lo, hi, alpha) if len(m) else dc.NO, attainable,
                        float(np.mean(pct)) if len(m) else float("nan"), top, expected, int(len(m)),
-                       tuple(int(x) for x in m), tipping_correlation(r, m, alpha) if p < alpha else float("nan"), lag1)
+                       tuple(int(x) for x in m), tipping_correlation(r, m, alpha) if p_ind < alpha else float("nan"),
+                       lag1, p_ind, ChainTest.p_of(chain.ge, chain.n) if chain else float("nan"),
+                       chain.n if chain else 0, chain.dep if chain else float("nan"))
 
 
 def correlated_sum_p(rank: np.ndarray, M: np.ndarray, rho: float) -> float:

@@ -200,6 +200,9 @@ class RankingNull(Null):
     plural = "members"  # what its members are, in words
     nobody = "no member"  # a layer without members, in words
     FIELDS = ("M", "beaten", "tied", "rank", "pct")
+    # the chains' test across the model (:mod:`powerlens.analysis.tracking`), the same on every row of a test:
+    # chains, how many reach the lead's rank sum (point, lower and upper ends), the dependence they imply
+    CHAIN_FIELDS = ("chains", "chains_ge", "chains_ge_lo", "chains_ge_hi", "dep")
 
     @staticmethod
     def interval(above: int, tied: int, n: int) -> tuple[float, float]:
@@ -212,14 +215,21 @@ class RankingNull(Null):
 
     @property
     def fields(self) -> tuple[str, ...]:
-        return tuple(f"{self.key}_{f}" for f in self.FIELDS)
+        return tuple(f"{self.key}_{f}" for f in self.FIELDS + self.CHAIN_FIELDS)
+
+    def chain_columns(self, chain) -> dict:
+        """The chains' test (:class:`~powerlens.analysis.tracking.ChainTest`, None: not tracked) as columns."""
+        names = self.fields[len(self.FIELDS):]
+        if chain is None:
+            return dict.fromkeys(names, np.nan)
+        return dict(zip(names, (chain.n, chain.ge, chain.ge_lo, chain.ge_hi, chain.dep)))
 
     def columns(self, lead: float, values: np.ndarray, u: float, tail: str) -> dict:
         """One depth: members, members the lead beats, ties, its randomised rank (tie-break ``u``), percentile."""
         from powerlens.analysis.across_layers import tie_rank
 
         t = self.test(lead, values, u, tail)
-        m, beaten, tied, rank, pct = self.fields
+        m, beaten, tied, rank, pct = self.fields[:len(self.FIELDS)]
         if np.isnan(t.p):
             return {m: 0, beaten: 0, tied: 0, rank: 0, pct: np.nan}
         return {m: t.n, beaten: t.beaten, tied: t.tied, rank: tie_rank(t.beaten, t.tied, u),
@@ -227,11 +237,18 @@ class RankingNull(Null):
 
     def across(self, cols: dict[str, np.ndarray], alpha: float):
         """The layers' ranks summed across the model against their exact distribution under independent uniform
-        ranks (:func:`~powerlens.analysis.across_layers.specificity`)."""
+        ranks and against the members' chains (:func:`~powerlens.analysis.across_layers.specificity`)."""
         from powerlens.analysis.across_layers import specificity
+        from powerlens.analysis.tracking import ChainTest
 
-        m, beaten, tied, rank, _ = self.fields
-        return specificity(cols[beaten], cols[tied], cols[m], cols[rank], alpha)
+        m, beaten, tied, rank, _, n, ge, ge_lo, ge_hi, dep = self.fields
+        def first(f: str) -> float:  # the same on every row of the test
+            a = np.asarray(cols.get(f, ()), dtype=float)
+            return float(a[0]) if len(a) else np.nan
+
+        k = [int(np.nan_to_num(first(f))) for f in (n, ge, ge_lo, ge_hi)]
+        chain = ChainTest(*k, first(dep)) if k[0] > 0 else None
+        return specificity(cols[beaten], cols[tied], cols[m], cols[rank], alpha, chain)
 
 
 class EigenDirections(RankingNull):

@@ -45,7 +45,7 @@ class Field:
     SIG = "sig"  # the per-layer mark: Holm yes, the side condition holds, not saturated
     # the lead among F's other eigen-directions of its kind (:class:`~powerlens.analysis.nulls.EigenDirections`):
     # members, members it beats, ties, randomised rank, percentile
-    EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT = EigenDirections().fields
+    EIG_M, EIG_BEATEN, EIG_TIED, EIG_RANK, EIG_PCT = EigenDirections().fields[:5]
     # a test's fields, in the order a dynamics table holds them: against the random directions, against each
     # ranking null (a test with ``ranked``), then Holm across the depth and the marks
     RANDOM = RandomDirections.FIELDS

@@ -49,7 +49,9 @@ TERMS: list[tuple[str, str, list[str], str]] = [
      "members of the null). A cell could have gone either way only where it is below alpha."),
     ("g-specp", "specificity p", ["specificity p"],
      "Whether the lead beats F's other eigen-directions of its kind across the model: the upper tail of the "
-     "sum of the lead's ranks, layers taken as independent (our choice)."),
+     "sum of the lead's ranks, the larger of two p: against independent layers, and among the same sums of its "
+     "members, each followed to its most similar member from layer to layer (chains), which holds its level "
+     "when the layers depend on each other (our choice)."),
     ("g-holm", "Holm", ["Holm"],
      "Holm's step-down correction across the layers of a model; the figures mark each layer by it, the claims "
      "read the claim p."),

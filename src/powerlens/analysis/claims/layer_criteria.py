@@ -37,7 +37,8 @@ from powerlens.core.fmt import fmt_num
 
 RANDOM_NULL = "random directions (Monte Carlo, partial conjunction over layers)"
 SPECIFIC_NULL = ("F's other eigen-directions of the lead's kind (|lambda| > 1e-9 |lambda_1|): the lead's ranks summed "
-                 "across the model, layers taken as independent (our modelling choice)")
+                 "across the model, against independent layers and among the members' chains across layers, the "
+                 "larger p (our modelling choice)")
 BOTH_NULLS = f"{RANDOM_NULL}; specificity against {SPECIFIC_NULL}"
 
 def _f(x: float) -> str:

@@ -103,8 +103,9 @@ CLAIMS: list[Claim] = [
               wording=lambda c: f"attention-only law (the claim drops the FFN): the tilt a(t+1) - a(t) against v_1 "
               f"> 0 and beating random directions in at least {c['C1_share_layers']:.0%} of the layers (one p: the "
               f"partial conjunction over layers, simultaneous 99% interval, < {c['alpha']}) AND the lead beating F's "
-              f"other eigen-directions across the model (specificity p < {c['alpha']}, layers taken as independent: "
-              "our choice); shown beside it: the real forward pass, same test")),
+              f"other eigen-directions across the model (specificity p < {c['alpha']}, against independent layers "
+              "and among its members' chains across layers: our choice); shown beside it: the real forward pass, "
+              "same test")),
     Claim(id="C2", statement=TEXT["C2"], figure=FIG["C2"],
           gist="shared weights: consensus on v_1",
           where=" [synthetic layers, softmax attention over a sweep of sharpness and weight seeds]",

@@ -35,6 +35,7 @@ from powerlens.analysis import decisions as dc
 from powerlens.analysis import parts as pt
 from powerlens.analysis.dynamics.probes import States, Stream, null_sums, probe_sums, subset_weights
 from powerlens.analysis.nulls import RANKING, SATURATED_TIES, random_direction_test, tie_uniform
+from powerlens.analysis.tracking import chain_test, track
 from powerlens.analysis.verdict_tests import TESTS, Field, TestSpec, first_draws, layer_tests, read_tests, readings
 from powerlens.core.runtime import fixed_mmap_threshold
 
@@ -112,18 +113,27 @@ def _depths(probe: str, S: int) -> range:
     return range(S - 1, S) if probe == "first" else range(S)
 
 
-def layer_columns(spec: TestSpec, values, nulls, members, us, ues, alpha: float) -> list[dict]:
+def layer_columns(spec: TestSpec, values, nulls, members, us, ues, alpha: float, chains=None) -> list[dict]:
     """One test at every depth, as the dynamics table's columns: per depth the lead's value ``values[t]``
     against the random draws ``nulls[t]`` (tie-break ``us[t]``) and, for a test with ``ranked``, its rank among each
     ranking null's members ``members[key][t]`` (tie-break ``ues[key][t]``, :data:`~powerlens.analysis.nulls.
-    RANKING`); Holm across the depths, side conditions and per-layer marks. The one path from statistics to
-    columns (the unit tests plant effects through it)."""
+    RANKING`) and the lead's rank sum among the members' chains ``chains[key]`` (per depth the member each chain
+    stands on, :func:`powerlens.analysis.tracking.track`; None: not tracked); Holm across the depths, side
+    conditions and per-layer marks. The one path from statistics to columns (the unit tests plant effects
+    through it)."""
     recs = []
     for t, v in enumerate(values):
         rec = random_direction_test(float(v), nulls[t], us[t], spec.tail)
         for key, null in RANKING.items() if spec.ranked else ():
             rec.update(null.columns(float(v), np.asarray(members[key][t], dtype=float), ues[key][t], spec.tail))
         recs.append(rec)
+    for key, null in RANKING.items() if spec.ranked else ():
+        _, beaten, tied, rank = null.fields[:4]
+        got = [np.array([float(r[f]) for r in recs]) for f in (rank, beaten, tied)]
+        test = (chain_test([np.asarray(m, dtype=float) for m in members[key]], [float(v) for v in values],
+                           chains[key], *got, spec.tail) if chains and chains.get(key) else None)
+        for r in recs:
+            r.update(null.chain_columns(test))
     out = []
     for v, r in zip(values, _family(recs, np.asarray(values, dtype=float), spec, alpha)):
         out.append({spec.value: float(v), **{spec.col(f): r[f] for f in spec.fields},
@@ -132,10 +142,11 @@ def layer_columns(spec: TestSpec, values, nulls, members, us, ues, alpha: float)
     return out
 
 
-def _evaluate(v: Variant, sums: Sums, n: float, S: int, probes, R_of: dict, seed: int, alpha: float
-              ) -> list[dict]:
+def _evaluate(v: Variant, sums: Sums, n: float, S: int, probes, R_of: dict, seed: int, alpha: float,
+              chains: dict | None = None) -> list[dict]:
     """One variant's tests at every depth: per-depth column dicts (``<test>_tie_lo`` / ``_tie_hi`` included, for
-    the planner; dropped from the written table)."""
+    the planner; dropped from the written table). ``chains``: per ranking null the members' chains through the
+    depths (:func:`powerlens.analysis.tracking.track`)."""
     rows: list[dict] = [{} for _ in range(S)]
     for spec in TESTS:
         if spec.probe not in probes:
@@ -147,7 +158,8 @@ def _evaluate(v: Variant, sums: Sums, n: float, S: int, probes, R_of: dict, seed
                    if spec.ranked else {})
         us = [tie_uniform(seed, t, spec.prefix + v.tag) for t in ts]
         ues = {k: [tie_uniform(seed, t, f"{spec.prefix}_{k}{v.tag}") for t in ts] for k in sums.ranked}
-        for t, cols in zip(ts, layer_columns(spec, values, nulls, members, us, ues, alpha)):
+        mine = {k: [c[t] for t in ts] for k, c in (chains or {}).items()} if spec.ranked else None
+        for t, cols in zip(ts, layer_columns(spec, values, nulls, members, us, ues, alpha, mine)):
             rows[t].update(cols)
     return rows
 
@@ -185,6 +197,12 @@ def _plan(v: Variant, rows: list[dict], mode: str, crit: dict, R_of: dict) -> di
             cur = R_of[(v.name, spec.prefix, t)]
             need[(v.name, spec.prefix, t)] = next(x for x in dc.extension_steps(cur, r_cap) if x > cur)
     return need
+
+
+def _chains(dirs, layer_of, S: int) -> dict[str, list]:
+    """Per ranking null, its members followed through the depths (:func:`powerlens.analysis.tracking.track`)."""
+    r = [dirs[layer_of(t)].lead.shape[1] for t in range(S)]
+    return {k: track([n.members(dirs[layer_of(t)], r[t]) for t in range(S)], r) for k, n in RANKING.items()}
 
 
 def _directions(dirs, layer_of, S: int, probes) -> tuple[dict, dict, dict]:
@@ -233,11 +251,12 @@ read the run (:data:`~powerlens.analysis.verdict_tests.READINGS`); ``crit``: the
                   {(p, q): np.zeros((len(subsets), 0)) for p in b[t] for q in ("out", "tilt", "inc", "dec")}
                   for t in range(S)} for k, b in ranked_b.items()}
     R0 = first_draws(mode, S, crit, r0)
+    chains = _chains(dirs, layer_of, S)
     frames, arrays = {}, {}
     for key in sorted({v.stream for v in vs}):
         mine = [v for v in vs if v.stream == key]
         run = _Stream(states=states, dims=dims, W=W, n_row=n_row, probes=probes, seed=seed, mode=mode, crit=crit,
-                      extend=extend)
+                      extend=extend, chains=chains)
         results, sums = run.decide(mine, key, Sums(lead=lead, ranked=ranked), R0)
         for v in mine:
             f = _frame(results[v.name])
@@ -263,6 +282,7 @@ class _Stream:
     mode: str
     crit: dict
     extend: bool
+    chains: dict
 
     def decide(self, mine: list[Variant], key: int, sums: Sums, R0: int) -> tuple[dict, Sums]:
         S = self.states.depths
@@ -280,7 +300,7 @@ class _Stream:
                 for k, x in part.items():
                     old[k] = x if k not in old else np.concatenate([old[k], x], axis=1)
             results = {v.name: _evaluate(v, sums, float(self.n_row[v.row]), S, self.probes, R_of, self.seed,
-                                         self.crit["alpha"]) for v in mine}
+                                         self.crit["alpha"], self.chains) for v in mine}
             need = {}
             if self.extend:
                 for v in mine:

@@ -133,7 +133,9 @@ def _record(man: dict, meta: dict, run, o, *, n_prompts: int, tokenizer: str, th
             f"(R0, 10 R0, 100 R0, at most {o.criteria['null_draws_cap']}; R per test in the CSV, column <test>_R). "
             "The lead's "
             "rank among F's other eigen-directions of its kind (|lambda| > 1e-9 |lambda_1|; columns <test>_eig_*) is "
-            "summed across the model by the claims (the specificity p)"),
+            "summed across the model by the claims (the specificity p), beside the same sums of its members "
+            "followed from layer to layer (<test>_eig_chains, _chains_ge, _chains_ge_lo, _chains_ge_hi: chains "
+            "reaching the lead's sum, the same on every row; _dep: the between-layer rank correlation they imply)"),
             "alpha": float(o.criteria["alpha"]), "variants": list(o.variants),
             "extension": (f"where a criterion read in this mode can still move: R0, 10 R0, 100 R0 (at most "
                           f"{o.criteria['null_draws_cap']})"
