@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from powerlens.analysis import decisions as dc
-from powerlens.analysis.tracking import ChainTest
+from powerlens.analysis.tracking import ChainTest, rank_variance
 
 
 def layers_needed(share: float, L: int) -> int:
@@ -218,9 +218,8 @@ def correlated_sum_p(rank: np.ndarray, M: np.ndarray, rho: float) -> float:
     from scipy.stats import norm
 
     rank, M = np.asarray(rank, dtype=float), np.asarray(M, dtype=float)
-    v = M * (M + 2.0) / 12.0
-    var = v.sum() + rho * (np.sqrt(v).sum() ** 2 - v.sum())
-    return float(norm.sf((rank.sum() - 0.5 - M.sum() / 2.0) / np.sqrt(var)))
+    var, cross = rank_variance(M)
+    return float(norm.sf((rank.sum() - 0.5 - M.sum() / 2.0) / np.sqrt(var + rho * cross)))
 
 
 def tipping_correlation(rank: np.ndarray, M: np.ndarray, alpha: float) -> float:
@@ -235,13 +234,12 @@ def tipping_correlation(rank: np.ndarray, M: np.ndarray, alpha: float) -> float:
     rank, M = np.asarray(rank, dtype=float), np.asarray(M, dtype=float)
     if len(M) < 2:
         return float("nan")
-    v = M * (M + 2.0) / 12.0
     excess = rank.sum() - 0.5 - M.sum() / 2.0
     if excess <= 0:
         return float("nan")
-    cross = np.sqrt(v).sum() ** 2 - v.sum()
+    var, cross = rank_variance(M)
     need = (excess / norm.isf(alpha)) ** 2
-    return float((need - v.sum()) / cross) if cross > 0 else float("nan")
+    return float((need - var) / cross) if cross > 0 else float("nan")
 
 
 def spearman_attainable(L: int) -> float:

@@ -242,6 +242,7 @@ class RankingNull(Null):
         from powerlens.analysis.tracking import ChainTest
 
         m, beaten, tied, rank, _, n, ge, ge_lo, ge_hi, dep = self.fields
+
         def first(f: str) -> float:  # the same on every row of the test
             a = np.asarray(cols.get(f, ()), dtype=float)
             return float(a[0]) if len(a) else np.nan

@@ -41,6 +41,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def rank_variance(M: np.ndarray) -> tuple[float, float]:
+    """Layers' uniform ranks on {0..M_t}: sum_t v_t (v_t = M_t (M_t + 2) / 12, each rank's variance) and the
+    cross term (sum_t sqrt v_t)^2 - sum_t v_t, which an exchangeable correlation rho multiplies:
+    var(sum of ranks) = sum_t v_t + rho * cross."""
+    v = np.asarray(M, dtype=float) * (np.asarray(M, dtype=float) + 2.0) / 12.0
+    return float(v.sum()), float(np.sqrt(v).sum() ** 2 - v.sum())
+
+
 def similarity(A: np.ndarray, B: np.ndarray, da: int, db: int) -> np.ndarray:
     """(Ma, Mb): each pair of members' mean squared cosine (A: (d, Ma * da) blocks of ``da`` orthonormal columns,
     B likewise): for lines cos^2, for planes the mean of the squared cosines of their principal angles, for a line
@@ -120,10 +128,8 @@ def chain_test(values: list[np.ndarray], leads: list[float], chains: list[np.nda
     if not use:
         return None
     S = sum(member_ranks(values[t], leads[t], tail)[chains[t]] for t in use)  # (n_chains,)
-    M = np.array([len(values[t]) for t in use], dtype=float)
-    v = M * (M + 2.0) / 12.0
-    cross = np.sqrt(v).sum() ** 2 - v.sum()
-    dep = float((np.var(S, ddof=1) - v.sum()) / cross) if cross > 0 and len(S) > 1 else float("nan")
+    var, cross = rank_variance(np.array([len(values[t]) for t in use], dtype=float))
+    dep = float((np.var(S, ddof=1) - var) / cross) if cross > 0 and len(S) > 1 else float("nan")
     r, b, t_ = (float(np.sum(np.asarray(a, dtype=float)[use])) for a in (rank, beaten, tied))
     ge = lambda s: int(np.sum(S >= s - 1e-9))  # noqa: E731  (half ranks: a sum equal up to rounding counts)
     return ChainTest(len(S), ge(r), ge(b + t_), ge(b), dep)
