@@ -72,6 +72,8 @@ mid=$(date +%s)
   "$REPO/tests/expected_verdicts/$RUN${DECODERS:++decoders}.csv"
 # power first (paper.md section 4d): no "reproduced" or "not reproduced" from a test that could not pass
 "$PY" "$REPO/tests/determinism/check_power.py" "$A" "$RUN"
+# the article's first screen as a reader sees it (issue #67): Chromium at 1280x800
+"$PY" "$REPO/tests/determinism/check_article.py" "$A" "$RUN"
 what_b="$TRAINED chain + theory"
 if [ -n "${FULL:-}" ]; then what_b="whole config"; fi
 echo "[determinism] run A took $((mid - start)) s; run B ($what_b, --cores $CORES_B) in $WORK/b"

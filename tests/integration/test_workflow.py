@@ -173,9 +173,11 @@ def test_dynamics_and_theory_outputs(test_run):
         man = json.loads((test_run / f"results/test/{m}/manifest.json").read_text())
         head = config_has_lm_head(transformers.AutoConfig.from_pretrained(man["path"], local_files_only=True))
         assert sj["checksum_after"] == checksum(load_model(man, head=head))
-    for f in ("fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation", "fig_theory",
-              "fig_steering"):
+    for f in ("fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus_twins", "fig_albert_rotation_twins",
+              "fig_theory", "fig_steering"):
         assert (test_run / f"figures/test/{f}.png").stat().st_size > 1000
+    for f in NOTE_ONLY:  # no figure for a kind of model the run does not have (no trained ALBERT)
+        assert not (test_run / f"figures/test/{f}.png").exists()
     # greedy continuations: the causal LMs with a token target at every kappa; none for encoders
     c = pd.read_csv(test_run / "results/test/tiny-gemma3/steering_continuations.csv", keep_default_na=False)
     assert sorted(set(c["kappa"])) == [0, 4, 64] and set(c["prompt"]) == {"The cat"}
@@ -190,7 +192,7 @@ FIGURES = ["fig_spectra", "fig_gap", "fig_gamma", "fig_gamma_gap", "fig_rho", "f
 TABLES = ["table_claim_verdicts", "table_claims", "table_claims_twins", "table_robustness", "table_models",
           "table_spectra", "table_alignment", "table_theory", "table_steering", "table_continuations",
           "table_quantization", "table_speed"]
-#: Figures that hold only a note in the test run (no trained ALBERT): written, not listed in the report.
+#: Figures whose trained part the test run does not write (no trained ALBERT): only their random-weight part.
 NOTE_ONLY = ["fig_albert_consensus", "fig_albert_rotation"]
 
 
@@ -200,7 +202,8 @@ def test_report_in_headless_chromium(test_run):
     claims link and the verdict table's first row inside the window at load, the page scrolls to its end,
     nothing scrolls sideways: the page, its panes, the table); one click on "Replication article" opens the
     article (its title read from the frame's document, not a blank pane) and one on "Claims at a glance" the
-    verdict view; the PDF is an entry of the report."""
+    verdict view; a source link clicked inside the article's pane (a blob URL in a frame) scrolls to its entry,
+    with no "Not allowed to load local resource"; the PDF is an entry of the report."""
     import html
     import re
 
@@ -252,6 +255,17 @@ def test_report_in_headless_chromium(test_run):
             page.wait_for_timeout(3000)
             seen[w]["article"] = [f.title() for f in page.frames if f != page.main_frame]
             page.screenshot(path=str(artifacts / f"report_article_{w}.png"))
+            # a source link clicked inside the pane (a blob URL in a frame) scrolls to its appendix entry (#67)
+            pane = next(f for f in page.frames if f.url.startswith("blob:"))
+            key = pane.evaluate("() => document.querySelector('a.src').getAttribute('href').slice(1)")
+            entry = """id => { const e = document.getElementById(id), r = e.getBoundingClientRect();
+                return {top: r.top, bottom: r.bottom, h: window.innerHeight, hit: e.classList.contains('hit'),
+                        url: location.href}; }"""
+            before = pane.evaluate(entry, key)
+            pane.locator("a.src").first.click()
+            page.wait_for_timeout(800)
+            seen[w]["source"] = {**pane.evaluate(entry, key), "before": before["top"]}
+            page.screenshot(path=str(artifacts / f"report_article_source_{w}.png"))
             page.goto(report.as_uri())
             link = page.get_by_text("Claims at a glance").first
             link.wait_for()
@@ -270,6 +284,10 @@ def test_report_in_headless_chromium(test_run):
         assert v["wide"] and v["sideways"] == [], (w, v["sideways"])
         assert title and v["article"] == [html.unescape(title.group(1).strip())], (w, v["article"])
         assert v["atEnd"] and v["verdicts"], (w, {k: v[k] for k in ("atEnd", "verdicts")})
+        s = v["source"]  # below the first screen before the click, inside the pane's window after it, marked
+        assert s["before"] > s["h"] and 0 <= s["top"] and s["bottom"] <= s["h"] and s["hit"], (w, s)
+        assert s["url"].startswith("blob:"), (w, s)  # the pane still shows the article (no failed navigation)
+    assert not [e for e in errors if "Not allowed to load local resource" in e], errors
     assert "Modelling choices" in seen[1280]["text"] and "1 Claims" in seen[1280]["text"]
     # each figure once (PNG), each table once (rendered HTML); the other formats are files beside them
     cats = json.loads(re.search(r"var categories = (\{.*?\});", raw).group(1))
@@ -405,6 +423,8 @@ def test_config_text_never_runs_in_the_report(test_run, tmp_path):
         for i, m in enumerate(c["models"].values()):  # labels of their own (two models never share one), each
             # within the schema's 64 characters: the script probe and the image probe on alternate models
             m["label"] = f"L{i} {SCRIPT_PROBE if i % 2 == 0 else IMG_PROBE} & $x^"
+            m["about"] = f"about {IMG_PROBE if i % 2 == 0 else SCRIPT_PROBE} #sys.exit() $y$"  # #67: the first screen
+        c["prompts_about"] = f"prompts {SCRIPT_PROBE} {IMG_PROBE} #eval() [x]"  # #67: the Data section
         c["steering"]["continuations"]["prompts"] = [f"The cat {SCRIPT_PROBE}"]
 
     cfg = patched_config(tmp_path, patch)
@@ -416,9 +436,13 @@ def test_config_text_never_runs_in_the_report(test_run, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     raw = report.read_text()
     assert SCRIPT_PROBE not in raw and "SECRET-MARKER-5501" not in raw
-    seen = open_in_chromium([report])[report.name]
+    article = run / "results/test/replication.html"
+    both = open_in_chromium([report, article])
+    seen = both[report.name]
     assert seen["pwned"] is None and seen["dialogs"] == [], seen
     assert "raw:: html" in seen["text"] and "include::" in seen["text"]  # the description, shown as text
+    shown = both[article.name]  # the corpus's description in the article's Data section: shown as text, never run
+    assert shown["pwned"] is None and shown["dialogs"] == [] and "prompts </script><script>" in shown["text"], shown
 
 
 def test_a_report_of_outputs_older_than_the_config_is_refused_naming_a_stale_file(test_run, tmp_path):

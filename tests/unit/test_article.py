@@ -107,7 +107,7 @@ def test_the_summary_speaks_of_controls_only_where_the_run_has_them(run_dir, con
     if controls:
         v["BERT" + CONTROL_SUFFIX] = ["reproduced", "-"]
     v.to_csv(t / "table_claim_verdicts.csv", index=False)
-    parts = summary(Run("r", run_dir))[0][1]
+    parts = [x for b in summary(Run("r", run_dir)) for x in b[1]]
     text = "".join(getattr(x, "text", x) for x in parts)
-    assert text.startswith("This run tested")
+    assert text.startswith("This run judged the paper's claims on 1 trained language model(s)")
     assert ("reproduced cells with matched controls" in text) == controls, text

@@ -1,5 +1,7 @@
 """Issue #53 (figures): every figure fits 1280x800 and an A4 PDF (<= 7.2 x 5.2 in, no text under 8 pt), at most
-6 entries per legend, fig_rho's y axis in [0, 1], and one caption per figure (CAPTIONS, repeated in the rst)."""
+6 entries per legend (every figure: the dynamics, spectra, gap, theory and steering figures here, the ALBERT ones
+and many-model cases in test_figure_text.py), fig_rho's y axis in [0, 1], and one caption per figure (CAPTIONS,
+repeated in the rst). Every figure drawn here also passes save()'s text-collision check (issue #67)."""
 
 from __future__ import annotations
 

@@ -134,7 +134,8 @@ def test_the_front_page_shows_the_verdicts_with_colours(tmp_path):
     p.feed(html)
     assert p.rows == [header, *rows]
     classes = [a["class"].split()[0] for t, a in p.tags if t == "p" and (a.get("class") or "").startswith("pl-")]
-    assert classes == ["pl-text", "pl-text", "pl-yes", "pl-na", "pl-text", "pl-text", "pl-no", "pl-yes"]
+    assert classes[:3] == ["pl-family"] * 3  # the header's family columns (a control's would be pl-control-head)
+    assert classes[3:] == ["pl-text", "pl-text", "pl-yes", "pl-na", "pl-text", "pl-text", "pl-no", "pl-yes"]
     assert "paper_tables/r/table_claim_verdicts.csv" in html and "Note:" not in html
 
 

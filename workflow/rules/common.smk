@@ -195,8 +195,7 @@ TWINS_CATEGORY = "8 Twins: not evidence"
 
 
 def shared_weight_models(random_weights):
-    """Whether the run has a shared-weight (ALBERT) model with trained (or random) weights: without one, the
-    ALBERT figures hold only a note, written but not listed in the report as results."""
+    """Whether the run has a shared-weight (ALBERT) model with trained (or random) weights."""
     for name, m in config["models"].items():
         arch = model_arch(name, m, config["models"])
         if arch is not None and get_adapter(arch.arch).shares_layers and is_random(m) == random_weights:
@@ -204,18 +203,53 @@ def shared_weight_models(random_weights):
     return False
 
 
-def figure_outputs(name, category, key, twins=True, listed=(True, True)):
-    """Named outputs of one figure: `key` (the PNG, in the report) and `key_pdf` (the vector file); with
-    `twins`, the same figure drawn from the random-weight twins only (`key_twins`, `key_twins_pdf`, the file
-    name's suffix _twins), shown in the report's twins category. `listed` (trained, twins): False leaves that
-    PNG out of the report (a figure that holds only a note, e.g. no ALBERT model in the run)."""
-    png, pdf = figures(name)
-    shown = lambda f, cat, yes: report(f, caption=f"../report/{name}.rst", category=cat) if yes else f
-    out = {key: shown(png, category, listed[0]), f"{key}_pdf": pdf}
+def any_random(models):
+    """Whether one of `models` has random weights (an architecture twin or a matched control)."""
+    return any(is_random(config["models"][m]) for m in models)
+
+
+#: Which parts of each figure the run writes, (trained, random weights): a figure for a kind of model the config
+#: does not have is not written (no `_twins` figure without a random-weight model, no ALBERT figure without an
+#: ALBERT model of that kind); the plot steps read the same dict (params.parts).
+FIGURE_PARTS = {
+    **{name: (True, any_random(MODELS)) for name in ("fig_spectra", "fig_gap", "fig_gamma", "fig_rho", "fig_tilt",
+                                                     "fig_gamma_gap")},
+    "fig_albert_consensus": (shared_weight_models(False), shared_weight_models(True)),
+    "fig_albert_rotation": (shared_weight_models(False), shared_weight_models(True)),
+    "fig_steering": (True, any_random(STEERED)),
+    "fig_theory": (True, False),
+}
+
+
+def figure_written(name):
+    """Whether the run writes the figure `name` (its trained part: the one the article shows)."""
+    return FIGURE_PARTS.get(name, (True, True))[0]
+
+
+def figure_stem(name):
+    """The path of a figure of this run without suffix (a param: valid where the run writes only one part)."""
+    return f"figures/{RUN}/{name}"
+
+
+def figure_parts_json(*names):
+    """params.parts of a plot step: {figure: [trained, random weights]} for the figures it draws."""
+    return params_json({n: list(FIGURE_PARTS[n]) for n in names})
+
+
+def figure_outputs(name, category, key):
+    """Named outputs of one figure, the parts :data:`FIGURE_PARTS` says the run writes: `key` (the PNG, in the
+    report) and `key_pdf` (the vector file) for the trained models; `key_twins`, `key_twins_pdf` (the file
+    name's suffix _twins), the same figure drawn from the models with random weights only, shown in the
+    report's twins category."""
+    trained, twins = FIGURE_PARTS[name]
+    out = {}
+    if trained:
+        png, pdf = figures(name)
+        out.update({key: report(png, caption=f"../report/{name}.rst", category=category), f"{key}_pdf": pdf})
     if twins:
         tpng, tpdf = figures(f"{name}_twins")
-        out[f"{key}_twins"] = shown(tpng, TWINS_CATEGORY, listed[1])
-        out[f"{key}_twins_pdf"] = tpdf
+        out.update({f"{key}_twins": report(tpng, caption=f"../report/{name}.rst", category=TWINS_CATEGORY),
+                    f"{key}_twins_pdf": tpdf})
     return out
 
 
@@ -367,18 +401,18 @@ def get_final_output():
         results("models.lock.yaml"),
         expand(results("{model}/extraction_check.json"), model=MODELS),
         tables("table_models"),
-        figures("fig_spectra"),
-        figures("fig_gap"),
+        figures("fig_spectra") if figure_written("fig_spectra") else [],
+        figures("fig_gap") if figure_written("fig_gap") else [],
         tables("table_spectra"),
-        figures("fig_gamma"),
-        figures("fig_rho"),
-        figures("fig_tilt"),
-        figures("fig_albert_consensus"),
-        figures("fig_albert_rotation"),
+        figures("fig_gamma") if figure_written("fig_gamma") else [],
+        figures("fig_rho") if figure_written("fig_rho") else [],
+        figures("fig_tilt") if figure_written("fig_tilt") else [],
+        figures("fig_albert_consensus") if figure_written("fig_albert_consensus") else [],
+        figures("fig_albert_rotation") if figure_written("fig_albert_rotation") else [],
         tables("table_alignment"),
-        figures("fig_theory"),
+        figures("fig_theory") if figure_written("fig_theory") else [],
         tables("table_theory"),
-        figures("fig_steering"),
+        figures("fig_steering") if figure_written("fig_steering") else [],
         tables("table_steering"),
         tables("table_continuations"),
         tables("table_quantization"),

@@ -34,12 +34,10 @@ rule dynamics:
         step_shell("dynamics")
 
 
-ALBERT_LISTED = (shared_weight_models(random_weights=False), shared_weight_models(random_weights=True))
-
-
 rule plot_dynamics:
     """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation, fig_gamma_gap (C8, with the
-    spectra tables) and table_alignment."""
+    spectra tables) and table_alignment; each figure's parts as FIGURE_PARTS says (no ALBERT figure without an
+    ALBERT model of that kind, no _twins figure without a random-weight model)."""
     input:
         csv=expand(rules.dynamics.output.csv, model=MODELS, mode=MODES),
         npz=expand(rules.dynamics.output.npz, model=MODELS, mode=MODES),
@@ -49,8 +47,8 @@ rule plot_dynamics:
         **figure_outputs("fig_gamma", "4 Dynamics", key="gamma"),
         **figure_outputs("fig_rho", "4 Dynamics", key="rho"),
         **figure_outputs("fig_tilt", "4 Dynamics", key="tilt"),
-        **figure_outputs("fig_albert_consensus", "4 Dynamics", key="consensus", listed=ALBERT_LISTED),
-        **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation", listed=ALBERT_LISTED),
+        **figure_outputs("fig_albert_consensus", "4 Dynamics", key="consensus"),
+        **figure_outputs("fig_albert_rotation", "4 Dynamics", key="rotation"),
         **figure_outputs("fig_gamma_gap", "4 Dynamics", key="gamma_gap"),
         **table_outputs("table_alignment", "4 Dynamics", key="table"),
     params:
@@ -58,12 +56,14 @@ rule plot_dynamics:
         flags=step_flags("plot_dynamics"),
         py=PY,
         labels=labels_json(),
-        gamma=stem_of("gamma"),
-        rho=stem_of("rho"),
-        tilt=stem_of("tilt"),
-        consensus=stem_of("consensus"),
-        rotation=stem_of("rotation"),
-        gamma_gap=stem_of("gamma_gap"),
+        gamma=figure_stem("fig_gamma"),
+        rho=figure_stem("fig_rho"),
+        tilt=figure_stem("fig_tilt"),
+        consensus=figure_stem("fig_albert_consensus"),
+        rotation=figure_stem("fig_albert_rotation"),
+        gamma_gap=figure_stem("fig_gamma_gap"),
+        parts=figure_parts_json("fig_gamma", "fig_rho", "fig_tilt", "fig_albert_consensus", "fig_albert_rotation",
+                                "fig_gamma_gap"),
         table=stem_of("table"),
     log:
         step_log("plot_dynamics"),

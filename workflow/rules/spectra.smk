@@ -32,6 +32,7 @@ rule plot_spectra:
     input:
         npz=expand(rules.spectra.output.npz, model=MODELS),
         csv=expand(rules.spectra.output.csv, model=MODELS),
+        meta=expand(rules.extract.output.meta, model=MODELS),
     output:
         **figure_outputs("fig_spectra", "3 Spectra", key="spectra"),
         **figure_outputs("fig_gap", "3 Spectra", key="gap"),
@@ -41,8 +42,9 @@ rule plot_spectra:
         flags=step_flags("plot_spectra"),
         py=PY,
         labels=labels_json(),
-        fig_spectra=stem_of("spectra"),
-        fig_gap=stem_of("gap"),
+        fig_spectra=figure_stem("fig_spectra"),
+        fig_gap=figure_stem("fig_gap"),
+        parts=figure_parts_json("fig_spectra", "fig_gap"),
         table=stem_of("table"),
     log:
         step_log("plot_spectra"),

@@ -39,6 +39,7 @@ rule plot_steering:
     input:
         csv=expand(rules.steering.output.csv, model=STEERED),
         continuations=expand(rules.steering.output.continuations, model=STEERED),
+        meta=expand(rules.extract.output.meta, model=STEERED),
     output:
         **figure_outputs("fig_steering", "6 Steering", key="fig"),
         **table_outputs("table_steering", "6 Steering", key="table"),
@@ -48,7 +49,8 @@ rule plot_steering:
         flags=step_flags("plot_steering"),
         py=PY,
         labels=labels_json(),
-        fig=stem_of("fig"),
+        fig=figure_stem("fig_steering"),
+        parts=figure_parts_json("fig_steering"),
         table=stem_of("table"),
         continuations=stem_of("continuations"),
     log:

@@ -34,7 +34,7 @@ rule plot_theory:
         bipartite_json=expand(rules.theory.output.json, case="bipartite"),
         bipartite_npz=expand(rules.theory.output.npz, case="bipartite"),
     output:
-        **figure_outputs("fig_theory", "5 Theory", key="fig", twins=False),
+        **figure_outputs("fig_theory", "5 Theory", key="fig"),
         **table_outputs("table_theory", "5 Theory", key="table"),
     params:
         code=step_code("plot_theory"),  # rerun when the step's code changes

@@ -8,6 +8,9 @@
     records     the sha256 record of the tables a step wrote (a later step refuses an edited table)
     theory_table  table_theory from the theory step's results
     article     the replication article's blocks; article_front its first screen (summary, verdict table)
+    evidence    the pattern of a run's verdicts in one sentence, by rules tested on constructed tables
+    article_evidence  the article's reading of its evidence: the models, the counts by where judged, the
+                pattern, "What the evidence says", the corpus, the discussion and the limitations
     trace       every value a reader sees traced to its file, row and column (the article's sources)
     render      the article's blocks as HTML and as Typst (the PDF), text escaped for each
     glossary    the article's glossary and its links

@@ -172,6 +172,7 @@ def claim_blocks(run: Run, claim: str, statement: Traced, figs: Figures) -> list
 
 def document(run: Run, index: list[dict] | None = None, command: str = "") -> list:
     """The article's blocks, in the order a referee reads: the answer first."""
+    from powerlens.outputs.article_evidence import DISCUSSION, data_section, evidence_section, limitations
     from powerlens.outputs.article_front import stand_ins, summary, verdict_table
     from powerlens.outputs.glossary import glossary_block
 
@@ -180,13 +181,13 @@ def document(run: Run, index: list[dict] | None = None, command: str = "") -> li
     figs = Figures(run)
     blocks = [("h", 1, ["Replication: Li & Altafini, \u201cAnalogies between Transformer Layers and Power "
                         "Method\u201d (arXiv 2605.25619)"]),
-              *summary(run), *verdict_table(run),
+              *summary(run), *verdict_table(run), *evidence_section(run),
               ("p", ["Run ", json_value(prov, run.root, ["run"]), ", finished ",
                      json_value(prov, run.root, ["end_time"]), "; config sha256 ",
                      json_value(prov, run.root, ["config_sha256"], r"^(.{0,16})"), "\u2026; code ", *code_line(run),
                      ". The paper's full text is not available: each claim is compared with its statement in the "
                      "spec, never with the paper's numbers."], "small"),
-              *stand_ins(run, run.paper)]
+              *stand_ins(run, run.paper), *data_section(run)]
     claims = read_table(run.root / run.tables / "table_claims.csv")
     trained = claims[(claims["family"] != "synthetic") & ~claims["verdict"].str.startswith("not judged")]
     if "fig_spectra" in figs.paths and len(trained):  # without a trained model the figure holds only a note
@@ -199,7 +200,8 @@ def document(run: Run, index: list[dict] | None = None, command: str = "") -> li
         if c == "C8" and "fig_gamma_gap" in figs.paths and "fig_gamma_gap" not in figs.number and (
                 trained["claim"] == "C8").any():
             blocks += figs.block("fig_gamma_gap")
-    return (blocks + METHODS + reproducibility(run, command) + speed(run) + output_index(index or [])
+    return (blocks + METHODS + DISCUSSION + limitations(run) + BEYOND + reproducibility(run, command) + speed(run)
+            + output_index(index or [])
             + [("h", 2, ["Glossary"], "glossary"), glossary_block(),
                ("h", 2, ["Sources of every value"], "sources"),
                ("p", ["Every value shown above, with the file and the field it was read from (each value links "
@@ -224,7 +226,7 @@ METHODS = [
            "both against independent layers and among its members followed from layer to layer, the larger p: our "
            "modelling choice); gamma (C6) and C10's FFN clause use the random-direction null "
            "only, and C8 correlates gamma's margin over that null with the relative gap 1 - |lambda_next| / "
-           "|lambda_1| (Spearman). A claim over 'at least u of L layers' reads one claim p, the partial conjunction "
+           "|lambda_1| (Spearman). A claim over 'at least k of L layers' reads one claim p, the partial conjunction "
            "of the layers' p, beside the attainable p, the smallest p its rule could reach (not below alpha: "
            "underpowered); the figures mark each layer by Holm's correction, which only C10's FFN clause "
            "reads. Each trained "
@@ -235,18 +237,38 @@ METHODS = [
            "addition; where a norm "
            "follows the edit the change points along p * u. The synthetic layers prescribe the spectrum of "
            "M = I + F (eigenvalues mu_1, mu_2) and sweep the attention sharpness."]),
-    ("h", 2, ["Limitations"], "limitations"),
-    ("p", ["The paper's full text is not available: the claims are those of the spec, and where it says our "
-           "choice, the choice is ours. The decoders of the offline run are 4-bit quantized GGUF checkpoints "
-           "(Q4_1 and Q4_K_M; their sensitivity to quantization is measured on MiniLM). Families with no trained "
-           "checkpoint in a run are stood in for by random-weight twins, which test the code, never a claim. "
-           "Gemma 3 mixes sliding-window and full attention layers; a few layers may be saturated, which the "
-           "tables say where it happens."]),
+    ("p", ["Each Monte Carlo p is carried as its 99% interval (Clopper-Pearson, covering every tie-break): R draws "
+           "start at R0, the fewest that let the rule reach significance, and are extended up to the cap only "
+           "where the interval still straddles alpha; a test whose interval straddles alpha at the cap is "
+           "undecided, and a verdict resting on one is inconclusive. The specificity p compares the lead with F_t's "
+           "other eigen-directions of its kind (real eigenvectors for a real lead, planes of complex pairs for a "
+           "complex one). A family is an architecture with its weights' kind (BERT, Llama, Gemma 3; trained, "
+           "4-bit): a family's verdict needs every trained model of it to pass. The synthetic layers (C2-C4) iterate "
+           "one shared layer from clustered starts (tokens in a cap around one direction) and isotropic ones "
+           "(spread over the sphere), at several attention sharpness levels (the typical |score| of the start): C2 "
+           "and C3 read the share of seeds that reach consensus (every token on one direction) or a limit cycle "
+           "(a closed orbit in the plane of a complex pair); C4 asks whether bipartite consensus (two antipodal "
+           "groups) is unstable more often with several heads than with one, by the exact conditional test over "
+           "strata (the configured sharpness by size-and-seed block; cell-seeds of one block share a weight draw), "
+           "with a positive control, a known unstable equilibrium, that must come out unstable. C9's targets are "
+           "named by kind (embedding: a token's input embedding; unembedding: its row of the LM head; random: a "
+           "seeded direction); activation addition adds beta u at the same site, its beta sweep bracketing the "
+           "edit's matched KL on unrelated prompts, and a norm after the edit can cap the change (saturation). "
+           "Layers where half or more of the draws tie with the lead are saturated and count as no evidence. "
+           "Models read from GGUF files (4-bit formats such as Q4_1 and Q4_K_M) are dequantized once and labelled "
+           "as quantized everywhere; Gemma 3 alternates sliding-window and full attention layers, which the "
+           "statistics treat alike. The offline configs judge the models that install from PyPI; the speed table "
+           "compares each heavy job with its arithmetic lower bound. The full list of modelling choices, with the "
+           "method of every claim, is the page ", ("a", "modelling_choices.html", ["modelling_choices.html"]),
+           " beside this article (in the report: the entry Modelling choices)."]),
+]
+
+BEYOND = [
     ("h", 2, ["Beyond the paper"], "beyond"),
     ("p", ["One p per claim with its attainable p, specificity across the model, matched controls (several seeds), "
            "Monte Carlo error carried through every decision, C4 decided by linearisation at "
            "Newton-refined equilibria, C10 on the real forward pass split at the sublayers, and the verdicts "
-           "rerun under other seeds, corpus thirds and quantizations (table_robustness)."]),
+           "rerun under other seeds, corpus thirds and quantizations (the robustness table)."]),
 ]
 
 
@@ -313,7 +335,7 @@ def speed(run: Run) -> list:
             "a core, stretch each other's wall time)"] if "CPU / (threads x bound)" in df else [])
     return [("h", 2, ["Speed"], "speed"), ("p", total),
             ("p", ["Wall time of each heavy job (its rule's benchmark file) beside the arithmetic it cannot avoid at "
-                   "this machine's measured matrix-product peak (table_speed, whose caption says what the bound "
+                   "this machine's measured matrix-product peak (the speed table, whose caption says what the bound "
                    "counts and leaves out)", *cpu, "."]),
             ("table", cols, rows, "compact")]
 

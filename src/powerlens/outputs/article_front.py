@@ -11,6 +11,7 @@ import pandas as pd
 
 from powerlens.analysis.claims.registry import gist
 from powerlens.analysis.claims.robustness import NOT_VARIED
+from powerlens.outputs.article_evidence import paper_models
 from powerlens.outputs.trace import (
     CONTROLLED,
     EVERY_SEED,
@@ -152,39 +153,46 @@ def verdict_table(run) -> list:
             ("p", ["Each cell: the verdict, the claim p and the attainable p (the smallest p the test could reach), "
                    "[how many robustness reruns agree: other Monte Carlo seeds and disjoint corpus thirds counted "
                    "apart, 'fragile' where a reproduced verdict fails on a third] where reruns could differ; second "
-                   "line: the matched random "
-                   "control, never evidence. Hover a value for its file and field; click it for its source entry."],
+                   "line: the matched random control, never evidence. Click a value for its source entry (its "
+                   "file and field); in the HTML, hovering shows them too."],
              "small")]
 
 
 def summary(run) -> list:
-    """Three sentences a non-specialist can read, every count traced."""
-    vsrc, csrc, msrc = (f"{run.tables}/table_claim_verdicts.csv", f"{run.tables}/table_claims.csv",
-                        f"{run.tables}/table_models.csv")
+    """The first screen's sentences, every count traced: the trained models and what they stand in for
+    (:func:`~powerlens.outputs.article_evidence.models_paragraph`), the verdicts counted by where each claim is
+    judged, the pattern sentence chosen by rules (:mod:`powerlens.outputs.evidence`), and how sure."""
+    from powerlens.outputs.article_evidence import counts_paragraph, models_paragraph, pattern_paragraph
+
+    vsrc, csrc = f"{run.tables}/table_claim_verdicts.csv", f"{run.tables}/table_claims.csv"
     root = run.root
     n = {w: count_word(csrc, root, w) for w in WORDS}
+    first = models_paragraph(run)
     models = _read(run, "table_models.csv")
-    if models is not None and (models["weights"].str.startswith("trained")).any():
-        trained = row_count(msrc, root, [["weights", "^trained"]])
-        s1 = ["This run tested the paper's claims about transformer layers acting like the power method on ", trained,
-              " small trained language models that stand in for the paper's own checkpoints (named in the "
-              "table's headers) and on synthetic layers; claims it could not test are marked not judged. "]
-    else:
-        s1 = ["This run has no trained model: it tested only the claims about synthetic layers, and its "
-              "random-weight twins exercise the code without being evidence for or against any claim. "]
-    s2 = ["Of the judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not"]
-    s2 += (["; of the ", count_word(csrc, root, "reproduced", CONTROLLED), " reproduced cells with matched controls "
-            "(random attention weights, judged the same way), ", count_word(csrc, root, "reproduced", EVERY_SEED),
-            " also pass on every control seed: a pass there says nothing about trained attention. "]
-           if s1[0].startswith("This run tested") and has_controls(vsrc, root) else [". "])
+    trained = models is not None and bool(models["weights"].str.startswith("trained").any())
+    if not first and trained:  # a table_models without its keys: the models are named in the table's headers
+        first = [("p", ["This run judged the paper's claims on ", row_count(f"{run.tables}/table_models.csv", root,
+                                                                          [["weights", "^trained"]]),
+                        " trained language model(s), named in the verdict table's headers, and on synthetic "
+                        "layers. "], "summary")]
+    elif not first:
+        first = [("p", ["This run has no trained model: it tested only the claims about synthetic layers, and its "
+                        "random-weight twins exercise the code without being evidence for or against any claim. "],
+                  "summary")]
+    s2 = []
+    if trained and has_controls(vsrc, root):
+        s2 = ["Of the ", count_word(csrc, root, "reproduced", CONTROLLED), " reproduced cells with matched controls "
+              "(random attention weights, judged the same way), ", count_word(csrc, root, "reproduced", EVERY_SEED),
+              " also pass on every control seed: a pass there says nothing about trained attention. "]
     alpha = _alpha(run)
     judged = [["outcome", list(WORDS)]]
     either = row_count(csrc, root, judged, ["attainable p value", float(alpha.text)]) if alpha else None
-    s3 = ["How sure: ", either or "-", " cell" + ("" if either and either.text == "1" else "s") +
+    s3 = ["Of all judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not. How "
+          "sure: ", either or "-", " cell" + ("" if either and either.text == "1" else "s") +
           " had a test that could have gone either way (attainable p below alpha ",
           *([alpha] if alpha else []), "), ", n["underpowered"], " were underpowered (could not have passed), ",
           n["inconclusive"], " inconclusive, and the rest were decided without a p (a residual or a threshold)."]
-    return [("p", s1 + s2 + s3, "summary")]
+    return [*first, *counts_paragraph(run), *pattern_paragraph(run), ("p", s2 + s3, "summary")]
 
 
 def _alpha(run) -> Traced | None:
@@ -195,26 +203,6 @@ def _alpha(run) -> Traced | None:
     except (KeyError, TypeError):
         return None
     return json_value(run.provenance, run.root, keys)
-
-
-def paper_models(path) -> dict:
-    """The paper config's ``models:`` (model key -> its entry), or a refusal naming what the file is instead."""
-    import yaml
-
-    from powerlens.core.errors import PowerlensError
-
-    fix = ("give --paper-config the paper's config, config/config.yaml (a YAML file whose `models:` maps each "
-           "model key to its entry); a run passes it")
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise PowerlensError(f"the paper config {str(path)!r} cannot be read as YAML ({type(e).__name__})",
-                             fix) from None
-    models = doc.get("models") if isinstance(doc, dict) else None
-    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
-        raise PowerlensError(f"the paper config {str(path)!r} holds no `models:` mapping of model entries "
-                             f"(it reads as {type(doc).__name__})", fix)
-    return models
 
 
 def stand_ins(run, paper_config: str | None) -> list:

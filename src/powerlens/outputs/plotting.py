@@ -60,8 +60,9 @@ def unique_handles(axes) -> tuple[list, list]:
 
 #: The longest config or model text a figure shows (characters): a longer label is cut in its middle with an
 #: ellipsis, so a label that gets past the config's maxLength (the API, a model file) cannot widen a figure
-#: (3000 characters drew one 57,846 px wide); every label of the shipped configs is far shorter.
-FIGURE_TEXT_MAX = 40
+#: (3000 characters drew one 57,846 px wide); every label of the shipped configs is shorter (a matched control's,
+#: "all-MiniLM-L6-v2 matched control (seed 0)", is 42), so none is cut: a title wraps (:func:`wrap_title`).
+FIGURE_TEXT_MAX = 64
 ELLIPSIS = "\u2026"
 
 
@@ -100,6 +101,8 @@ def panel_title(label: str, weights_label: str) -> str:
     of quantized trained weights ("trained, 4-bit (Q4_1)" -> "(4-bit Q4_1)"), also literal text (a quantization
     type comes from the model file)."""
     label = plain(label)
+    if "matched control" in label:  # the label says it (its random attention weights: the figure's banner)
+        return label
     if is_random_label(weights_label):
         return f"{label} ({plain(weights_label)})"
     if weights_label.startswith("trained, "):
@@ -108,7 +111,7 @@ def panel_title(label: str, weights_label: str) -> str:
 
 
 TWIN_SUFFIX = "_twins"  # fig_X_twins: the same figure drawn from random-weight twins only
-TWIN_BANNER = "RANDOM WEIGHTS (architecture twins): a code exercise, not evidence for any claim"
+TWIN_BANNER = "RANDOM WEIGHTS (architecture twins, matched controls): never evidence for a claim"
 TWIN_COLOUR = "#b00020"
 TRAINED = {"model": "trained"}  # which part :func:`draw_split` is drawing (read by :func:`save`)
 
@@ -117,12 +120,17 @@ def is_twin(weights_label: str) -> bool:
     return is_random_label(weights_label)
 
 
-def draw_split(draw, data, weights: dict[str, str], stem, dpi: int, what: str) -> None:
-    """Draw a per-model figure twice: models with trained weights at ``stem`` (the evidence), random-weight
-    twins at ``stem_twins`` (headed :data:`TWIN_BANNER`, shown in the report's twins category). ``data`` is a
-    DataFrame with a ``model`` column or a list of dicts with a ``weights`` label; ``draw(part, stem)`` draws
-    one part. A part with no model gets a page that says so."""
+def draw_split(draw, data, weights: dict[str, str], stem, dpi: int, what: str,
+               parts: tuple[bool, bool] = (True, True)) -> None:
+    """Draw a per-model figure twice: models with trained weights at ``stem`` (the evidence), models with random
+    weights (architecture twins, matched controls) at ``stem_twins`` (headed :data:`TWIN_BANNER`, shown in the
+    report's twins category). ``parts`` (trained, random): which of the two the run writes (the workflow leaves
+    out a figure for a kind of model the config does not have). ``data`` is a DataFrame with a ``model`` column
+    or a list of dicts with a ``weights`` label; ``draw(part, stem)`` draws one part. A part asked for with no
+    model (a config the workflow could not read ahead) gets a page that says so."""
     for twin, s in ((False, Path(stem)), (True, Path(f"{stem}{TWIN_SUFFIX}"))):
+        if not parts[twin]:
+            continue
         if isinstance(data, pd.DataFrame):
             part = data[data["model"].map(lambda m: is_twin(weights.get(m, "")) == twin)]
         else:
@@ -132,8 +140,7 @@ def draw_split(draw, data, weights: dict[str, str], stem, dpi: int, what: str) -
             if len(part):
                 draw(part, s)
             else:
-                placeholder(s, f"{what}: no model with {'random' if twin else 'trained'} weights in this run"
-                            + ("" if twin else f" (random-weight twins: {Path(stem).name}{TWIN_SUFFIX})"), dpi)
+                placeholder(s, f"{what}: no model with {'random' if twin else 'trained'} weights in this run", dpi)
         finally:
             TRAINED["model"] = "trained"
 
@@ -144,6 +151,41 @@ def placeholder(stem, text: str, dpi: int) -> list[Path]:
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True)
     ax.set_axis_off()
     return save(fig, stem, dpi)
+
+
+def _cut(line: str) -> str:
+    """One character fewer, cut in the middle (:func:`shorten`), a ``$`` the cut unescaped escaped again."""
+    import re
+
+    out = shorten(line.replace(ELLIPSIS, ""), max(len(line) - 2, 4))
+    out = out.replace("\\" + ELLIPSIS, ELLIPSIS)  # a backslash whose $ was cut away
+    return re.sub(r"(?<!\\)\$", r"\\$", out)
+
+
+def fit_titles(fig) -> None:
+    """Where a panel title runs into another text (a model label of 64 characters without a space cannot wrap),
+    cut it in its longest line's middle until they part: after the layout, before :func:`check_text`. A title
+    that overlaps nothing is left whole."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    titles = [ax.title for ax in fig.axes if ax.title.get_text() and ax.title.get_visible()]
+
+    def over(a, b) -> bool:
+        return (min(a.x1, b.x1) - max(a.x0, b.x0) > TOUCH_PX and min(a.y1, b.y1) - max(a.y0, b.y0) > TOUCH_PX)
+
+    for _ in range(40 * len(titles)):
+        others = drawn_texts(fig)
+        pair = next(((t, o) for t in titles for o, bb in others if o is not t and over(t.get_window_extent(r), bb)),
+                    None)
+        if pair is None:
+            return
+        hit = max((x for x in pair if any(x is t for t in titles)), key=lambda x: x.get_window_extent(r).width)
+        lines = hit.get_text().split("\n")
+        k = max(range(len(lines)), key=lambda n: len(lines[n]))
+        if len(lines[k]) <= 6:
+            return  # nothing left to cut: the collision check names the pair
+        lines[k] = _cut(lines[k])
+        hit.set_text("\n".join(lines))
 
 
 def save(fig, stem: str | Path, dpi: int) -> list[Path]:
@@ -162,6 +204,8 @@ def save(fig, stem: str | Path, dpi: int) -> list[Path]:
     w, h = fig.get_size_inches()  # the contract, whatever a caller asked for (text stays at its size)
     if w > WIDTH_MAX or h > HEIGHT_MAX:
         fig.set_size_inches(min(w, WIDTH_MAX), min(h, HEIGHT_MAX))
+    fit_titles(fig)  # a title wider than its panel (a long label without spaces) is cut, never drawn over
+    check_text(fig, stem.name)  # the build stops on two texts drawn over one another
     out = []
     for ext in ("pdf", "png"):
         path = stem.with_suffix(f".{ext}")
@@ -184,3 +228,85 @@ def grid(n: int, ncols: int = 3, size: float = 2.2, extra: float = 0.8):
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
+
+
+class TextCollision(ValueError):
+    """Two texts of a figure drawn over one another (:func:`check_text`)."""
+
+
+#: Two texts may touch by this much (pixels at the figure's screen dpi) without counting as a collision.
+TOUCH_PX = 1.0
+
+
+def drawn_texts(fig) -> list:
+    """Every text the figure draws, after its layout: titles, axis and tick labels, legend texts, annotations,
+    the suptitle (a text that is hidden, empty or clipped away is not drawn, so not listed), each with its
+    window extent. Recorded while the figure draws itself, so only what reaches the page counts."""
+    import matplotlib.text as mtext
+
+    seen: list = []
+    real = mtext.Text.draw
+
+    def draw(self, renderer):
+        real(self, renderer)
+        if self.get_visible() and str(self.get_text()).strip() and (
+                not isinstance(self, mtext.Annotation) or self._check_xy(renderer)):
+            seen.append(self)
+
+    mtext.Text.draw = draw
+    try:
+        fig.canvas.draw()
+    finally:
+        mtext.Text.draw = real
+    renderer = fig.canvas.get_renderer()
+    return [(t, t.get_window_extent(renderer)) for t in dict.fromkeys(seen)]
+
+
+def text_collisions(fig, touch: float = TOUCH_PX) -> list[tuple[str, str]]:
+    """The pairs of drawn texts (:func:`drawn_texts`) whose boxes overlap by more than ``touch`` pixels both ways
+    (a text never collides with itself; two entries of one legend only where they overlap too)."""
+    texts = drawn_texts(fig)
+    out = []
+    for i, (a, ba) in enumerate(texts):
+        for b, bb in texts[i + 1:]:
+            w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
+            h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+            if w > touch and h > touch:
+                out.append((a.get_text(), b.get_text()))
+    return out
+
+
+def check_text(fig, name: str = "figure") -> None:
+    """Stop with an error naming the first two texts of ``fig`` drawn over one another (after its layout)."""
+    hits = text_collisions(fig)
+    if hits:
+        a, b = hits[0]
+        more = f" (and {len(hits) - 1} more pair(s))" if len(hits) > 1 else ""
+        plt.close(fig)
+        raise TextCollision(f"{name}: the texts {a!r} and {b!r} are drawn over one another{more}; move one "
+                            "(the figure's module places it)")
+
+
+def place_labels(fig, labels: list, offsets: list[tuple[float, float, str]]) -> None:
+    """Keep each annotation of ``labels`` (in order of importance) clear of every other drawn text: where it is,
+    else the first of ``offsets`` (points, horizontal alignment) where it overlaps nothing kept so far, else it is
+    removed. The
+    labels must stay out of the layout (``set_in_layout(False)``) so that moving them moves nothing else."""
+    mine = set(map(id, labels))
+    fixed = [bb for t, bb in drawn_texts(fig) if id(t) not in mine]
+    renderer = fig.canvas.get_renderer()
+
+    def clear(bb):
+        return all(min(bb.x1, o.x1) - max(bb.x0, o.x0) <= TOUCH_PX or min(bb.y1, o.y1) - max(bb.y0, o.y0) <= TOUCH_PX
+                   for o in fixed)
+
+    for t in labels:
+        for dx, dy, ha in [(*t.xyann, t.get_ha()), *offsets]:
+            t.xyann = (dx, dy)
+            t.set_ha(ha)
+            bb = t.get_window_extent(renderer)
+            if clear(bb):
+                fixed.append(bb)
+                break
+        else:
+            t.remove()

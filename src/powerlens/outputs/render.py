@@ -4,8 +4,9 @@ palette-quantized PNG data URIs) and Typst markup for the PDF (data as Typst str
 Blocks: ("h", level, pieces[, anchor]), ("p", pieces[, css class]), ("table", header, rows[, css class]) with
 rows of cells (pieces, css class[, colspan]), ("dl", [(term, pieces)]), ("glossary", [(id, term, pieces)]),
 ("figure", name, png path, caption, number), ("code", text), ("appendix",). A piece is template text (str, no
-number of the run), a :class:`~powerlens.outputs.trace.Traced` value, or ("s", css class, pieces): styled
-text (class "line": a second, smaller line of a cell).
+number of the run), a :class:`~powerlens.outputs.trace.Traced` value, ("s", css class, pieces): styled
+text (class "line": a second, smaller line of a cell), or ("a", href, pieces): a link to a file beside the article
+(HTML only; the PDF shows the words).
 
 Every traced value is shown with its source a click away: a dotted underline, a title "file › field" on hover,
 and a link to its entry in the sources appendix (file, field, value), which both renderings end with."""
@@ -41,7 +42,25 @@ overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 img{max-width:100%;max-height:780px;height:auto;width:auto;display:block}figure{margin:.8em 0}
 figcaption{font-size:13px;color:#333;max-width:1100px}a.src{color:inherit;text-decoration:none}
 a.src .t{text-decoration:underline dotted #888;text-underline-offset:2px}a.src:hover .t{background:#fff6bf}
-a.g{color:inherit;text-decoration:underline dotted #36c}:target{background:#fff6bf}"""
+a.g{color:inherit;text-decoration:underline dotted #36c}:target,.hit{background:#fff6bf}"""
+
+#: The article's one script, a constant (no data of the run in it): a click on a link inside the article
+#: (a source, a glossary term, a figure) scrolls to its target and marks it (class "hit", as ``:target``
+#: would). Opened from the Snakemake report the article is a blob URL in a frame, where following a
+#: ``#fragment`` link is refused ("Not allowed to load local resource"); opened as a file or over HTTP the
+#: browser follows the link itself (history and ``:target`` as usual).
+SCRIPT = """document.addEventListener('click', function (e) {
+  var a = e.target.closest ? e.target.closest('a[href^="#"]') : null;
+  if (!a) return;
+  var el = document.getElementById(decodeURIComponent(a.getAttribute('href').slice(1)));
+  if (!el) return;
+  var old = document.querySelectorAll('.hit');
+  for (var i = 0; i < old.length; i++) old[i].classList.remove('hit');
+  el.classList.add('hit');
+  if (/^(file|https?):$/.test(location.protocol)) return;
+  e.preventDefault();
+  el.scrollIntoView({block: 'center'});
+});"""
 
 
 class Glossary:
@@ -85,6 +104,8 @@ class _Html:
                 out.append(self.traced(p))
             elif isinstance(p, tuple) and p and p[0] == "s":
                 out.append(f'<span class="{html.escape(p[1])}">{self.pieces(p[2], link)}</span>')
+            elif isinstance(p, tuple) and p and p[0] == "a":  # a link to a file beside the article (template)
+                out.append(f'<a href="{html.escape(p[1])}">{self.pieces(p[2], False)}</a>')
             elif link and self.glossary is not None:
                 out.append(self.glossary.link(p))
             else:
@@ -162,7 +183,8 @@ def to_html(blocks: list, glossary: list | None = None, title: str = "Replicatio
     text = "".join(body).replace("\0APPENDIX\0", r.appendix())
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>{text}</body></html>")
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>{text}"
+            f'<script id="pl-links">{SCRIPT}</script></body></html>')
 
 
 def typst_string(text: str) -> str:
@@ -171,7 +193,8 @@ def typst_string(text: str) -> str:
 
 
 class _Typst:
-    def __init__(self):
+    def __init__(self, links: bool):
+        self.links = links  # whether the document has the appendix the values link to
         self.sources: dict[str, Traced] = {}
 
     def pieces(self, pieces) -> str:
@@ -179,7 +202,9 @@ class _Typst:
         for p in pieces:
             if isinstance(p, Traced):
                 self.sources.setdefault(p.key, p)
-                out.append(typst_string(p.text))
+                out.append(f"#src(<{p.key}>)[{typst_string(p.text)}]" if self.links else typst_string(p.text))
+            elif isinstance(p, tuple) and p and p[0] == "a":  # a file beside the HTML: its words alone in the PDF
+                out.append(self.pieces(p[2]))
             elif isinstance(p, tuple) and p and p[0] == "s":
                 inner = self.pieces(p[2])
                 if p[1] == "line":
@@ -192,17 +217,64 @@ class _Typst:
                 out.append(typst_string(p))
         return "".join(out)
 
+    def table(self, b) -> str:
+        """A table whose header row repeats on every page (and column) it spans."""
+        cls = b[3] if len(b) > 3 else ""
+        size = {"verdicts": "8pt", "compact": "7pt", "appendix": "7pt"}.get(cls, "8.5pt")
+        head = [f"[*{typst_string(c) if isinstance(c, str) else self.pieces(c)}*]" for c in b[1]]
+        cells = [f"table.header({', '.join(head)})"]
+        for row in b[2]:
+            for p, cls_, span in map(_cell, row):
+                opts = ([f'fill: rgb("{FILL[cls_]}")'] if cls_ in FILL else []) + (
+                    [f"colspan: {span}"] if span > 1 else [])
+                cells.append(f"table.cell({', '.join(opts)})[{self.pieces(p)}]" if opts else f"[{self.pieces(p)}]")
+        return f"#text(size: {size})[#table(columns: {len(b[1])}, inset: 2.5pt, " + ", ".join(cells) + ")]"
+
 
 #: The PDF's appendix cuts a long value here (the whole value is in the text and in the HTML's appendix).
 CUT = 90
 
+#: The PDF's settings: A4, numbered pages ("3 / 19"), a heading never alone at a page's foot (it keeps to the
+#: block after it), and ``src``: a traced value as a link to its entry in the appendix (a dotted underline).
+PREAMBLE = ('#set page(paper: "a4", margin: (x: 1.6cm, y: 1.7cm), numbering: "1 / 1")', "#set text(size: 9.5pt)",
+            "#set par(justify: false)", "#show heading: set block(above: 1em, below: 0.5em, sticky: true)",
+            "#show figure.caption: set text(size: 9pt)",
+            "#let src(to, body) = link(to, underline(stroke: (paint: luma(150), thickness: 0.4pt, dash: \"dotted\"), "
+            "offset: 1.6pt, evade: false, body))")
+
+
+def short_field(t: Traced) -> str:
+    """A source's field in few words for the PDF's appendix, under its file's name ("C1, BERT (trained) ›
+    claim p"; the HTML's appendix has the full wording, :meth:`Traced.field`)."""
+    loc, part = t.loc, " (part)" if t.loc.get("re") else ""
+    if "row" in loc:
+        return ", ".join(map(str, loc["row"].values())) + f" \u203a {loc['col']}" + part
+    if "json" in loc:
+        return " \u203a ".join(map(str, loc["json"])) + part
+    if "count" in loc:
+        also = f", control {loc['control']!r}" if loc.get("control") else ""
+        return f"count of verdict cells {loc['count']!r}{also}"
+    return t.field()
+
+
+def appendix_typst(sources: dict[str, Traced]) -> str:
+    """The sources appendix in two columns at 7 pt, grouped by file; each entry labelled with its key, the
+    target of the values' links."""
+    cells, last = [], None
+    for t in sorted(sources.values(), key=lambda t: t.src):  # grouped by file, in order of use within one
+        if t.src != last:
+            cells.append(f"table.cell(colspan: 2, fill: luma(235))[*{typst_string(t.src)}*]")
+            last = t.src
+        value = t.text if len(t.text) <= CUT else t.text[:CUT] + "\u2026"
+        cells += [f"[#metadata(none)<{t.key}>{typst_string(short_field(t))}]", f"[{typst_string(value)}]"]
+    return ("#text(size: 7pt)[#columns(2, gutter: 8pt)[#table(columns: (1.15fr, 1fr), inset: 1.6pt, "
+            "stroke: 0.3pt + luma(180), table.header([*field*], [*value*]), " + ", ".join(cells) + ")]]")
+
 
 def to_typst(blocks: list, root: Path, glossary: list | None = None) -> str:
     """The same blocks as Typst markup (figures by path, relative to ``root``, Typst's project root)."""
-    r = _Typst()
-    out = ['#set page(paper: "a4", margin: (x: 1.6cm, y: 1.7cm), numbering: "1 / 1")', "#set text(size: 9.5pt)",
-           "#set par(justify: false)", "#show heading: set block(above: 1em, below: 0.5em)",
-           '#show figure.caption: set text(size: 9pt)']
+    r = _Typst(links=any(b[0] == "appendix" for b in blocks))
+    out = list(PREAMBLE)
     for b in blocks:
         if b[0] == "h":
             out.append("=" * b[1] + " " + r.pieces(b[2]))
@@ -210,15 +282,7 @@ def to_typst(blocks: list, root: Path, glossary: list | None = None) -> str:
             small = len(b) > 2 and b[2] == "small"
             out.append(f"#text(size: 8.5pt)[{r.pieces(b[1])}]" if small else r.pieces(b[1]))
         elif b[0] == "table":
-            cls = b[3] if len(b) > 3 else ""
-            size = {"verdicts": "8pt", "compact": "7pt", "appendix": "6pt"}.get(cls, "8.5pt")
-            cells = [f"[*{typst_string(c) if isinstance(c, str) else r.pieces(c)}*]" for c in b[1]]
-            for row in b[2]:
-                for p, cls_, span in map(_cell, row):
-                    opts = ([f'fill: rgb("{FILL[cls_]}")'] if cls_ in FILL else []) + (
-                        [f"colspan: {span}"] if span > 1 else [])
-                    cells.append(f"table.cell({', '.join(opts)})[{r.pieces(p)}]" if opts else f"[{r.pieces(p)}]")
-            out.append(f"#text(size: {size})[#table(columns: {len(b[1])}, inset: 2.5pt, " + ", ".join(cells) + ")]")
+            out.append(r.table(b))
         elif b[0] == "code":
             out.append("#text(size: 8pt)[#raw(" + typst_string(b[1])[1:] + ', block: true)]')
         elif b[0] == "dl":
@@ -231,13 +295,4 @@ def to_typst(blocks: list, root: Path, glossary: list | None = None) -> str:
             out.append(f'#figure(image("/{rel}", width: 100%), caption: [{typst_string(b[3])}])')
         elif b[0] == "appendix":
             out.append("\0APPENDIX\0")
-    cells, last = [], None
-    for t in sorted(r.sources.values(), key=lambda t: t.src):  # grouped by file, in order of use within one
-        if t.src != last:
-            cells.append(f"table.cell(colspan: 2, fill: luma(235))[*{typst_string(t.src)}*]")
-            last = t.src
-        value = t.text if len(t.text) <= CUT else t.text[:CUT] + "\u2026"
-        cells += [f"[{typst_string(t.field().replace(' (the part shown)', ' (part)'))}]", f"[{typst_string(value)}]"]
-    table = ("#text(size: 6pt)[#columns(2, gutter: 10pt)[#table(columns: (1.1fr, 1fr), inset: 1.5pt, "
-             "stroke: 0.3pt + luma(180), [*field*], [*value*], " + ", ".join(cells) + ")]]")
-    return "\n\n".join(out).replace("\0APPENDIX\0", table) + "\n"
+    return "\n\n".join(out).replace("\0APPENDIX\0", appendix_typst(r.sources)) + "\n"

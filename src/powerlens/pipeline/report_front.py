@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import mimetypes
 import os
+import re
 import string
 import unicodedata
 from pathlib import Path
@@ -69,8 +70,35 @@ def embedded_file(path: Path) -> dict:
             "fits": data_uri_length(path) <= URI_LIMIT}
 
 
+def family_models(claims_csv: Path) -> dict[str, str]:
+    """Each family's models as table_claims' "models" column names them ({"BERT (trained)": "all-MiniLM-L6-v2
+    (trained weights)"}; empty when the file is missing)."""
+    from powerlens.core.fmt import csv_untext
+
+    if not claims_csv.is_file():
+        return {}
+    with open(claims_csv, newline="", encoding="utf-8") as f:
+        rows = [{csv_untext(k): csv_untext(v or "") for k, v in r.items()} for r in csv.DictReader(f)]
+    return {r["family"]: r["models"] for r in reversed(rows) if r.get("models", "-") not in ("", "-")
+            and r.get("family", "-") not in ("", "-")}
+
+
+def column_head(name: str, models: dict[str, str]) -> dict:
+    """A column's header: a family with its models named, a matched control's column marked as a control
+    (class ``pl-control-head``; its cells ``pl-control``: random weights, never coloured as evidence)."""
+    from powerlens.outputs.trace import CONTROL_SUFFIX
+
+    if name.endswith(CONTROL_SUFFIX):
+        fam = name[:-len(CONTROL_SUFFIX)]
+        named = re.sub(r" \((?:trained|random)[^()]*\)", "", models.get(fam, ""))  # the names, not the weights
+        text = f"matched control of {named} (random attention weights)" if named else name
+        return {"text": rst_text(text), "cls": "pl-control-head"}
+    return {"text": rst_text(f"{name}: {models[name]}" if name in models else name), "cls": ""}
+
+
 def verdict_rows(csv_path: Path) -> dict:
-    """The verdict table as rst-safe cells: ``header`` (column names), ``rows`` (each a list of
+    """The verdict table as rst-safe cells: ``header`` (column names), ``heads`` (``{"text", "cls"}``: the
+    header as shown, models named, controls marked; :func:`column_head`), ``rows`` (each a list of
     ``{"text", "cls"}``), and the source file."""
     from powerlens.core.fmt import csv_untext
 
@@ -84,10 +112,12 @@ def verdict_rows(csv_path: Path) -> dict:
     def cell(i: int, value: str) -> dict:
         name = head[i] if i < width else ""
         cls = "pl-text" if name in TEXT_COLUMNS else verdict_class(value)
-        return {"text": rst_text(value), "cls": cls}
+        return {"text": rst_text(value), "cls": "pl-control" if heads[i]["cls"] == "pl-control-head" else cls}
 
+    models = family_models(csv_path.with_name("table_claims.csv"))
+    heads = [column_head(h, models) for h in head]
     rows = [[cell(i, (r + [""] * width)[i]) for i in range(width)] for r in body]
-    return {"header": [rst_text(h) for h in head], "rows": rows, "source": str(csv_path),
+    return {"header": [rst_text(h) for h in head], "heads": heads, "rows": rows, "source": str(csv_path),
             "widths": " ".join("3" if h == "statement" else "1" for h in head)}
 
 

@@ -35,6 +35,7 @@ from powerlens.analysis.claims.criteria import (
     REPRODUCED,
     TEXT,
     UNDERPOWERED,
+    Beside,
     Verdict,
     albert_size,
     c4,
@@ -76,6 +77,10 @@ CONTROL_LABEL = "random attention weights"  # what a matched control's weights a
 #: ("p value": the claim's p; a family's is its trained models' largest, as each must pass).
 NUMBERS = ("outcome", "p value", "attainable p value", "specificity p value", "first failed part",
            "control outcome", "control p value", "control seeds passing", "control seeds")
+#: Where the claim is judged (:attr:`Claim.judged_in`), and the same criterion in its other mode
+#: (:class:`~powerlens.analysis.claims.criteria.Beside`, beside the verdict, never part of it): the mode, the word
+#: and the p, one column each
+JUDGED_IN, OTHER = "judged in", ("other reading", "other reading outcome", "other reading p value")
 #: Beside the verdict, never part of it (paper.md section 4e): the training comparison in words and its p (a
 #: family's: its trained models' largest)
 TRAINING, TRAINING_P = "training comparison", "training p value"
@@ -100,6 +105,8 @@ def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested
                                  (v.first_failed or None) if tested else None,
                                  None if cv is None else cv.outcome, nan if cv is None else cv.p,
                                  None if cv is None else cv.k, None if cv is None else cv.n))),
+            JUDGED_IN: BY_ID[claim].judged_in,
+            **dict(zip(OTHER, ("-", "-", nan) if v.beside is None or not tested else v.beside)),
             **_training_columns(trained or {}, labels or {})}
 
 
@@ -176,11 +183,24 @@ def combine(results: dict[str, Verdict], labels: dict[str, str]) -> Verdict:
     own = {m: results[m].failed_parts or (results[m].failed,) for m, _ in bad}
     parts = tuple(x if len(results) == 1 else f"{name(m)}: {x}" for m, xs in own.items() for x in xs)
     return Verdict(ok, each("measured"), each("null"), failed, inconclusive=bool(incon), flip=flip,
+                   beside=_beside(results),
                    underpowered="; ".join(f"{name(m)}: {results[m].underpowered}" for m in weak)
                    if len(results) > 1 else (results[weak[0]].underpowered if weak else ""),
                    claim_p=each("claim_p"), p_short=each("p_short"), attainable=each("attainable"),
                    specificity=each("specificity"), failed_parts=parts,
                    **{k: _largest(getattr(r, k) for r in results.values()) for k in ("p", "p_floor", "p_spec")})
+
+
+def _beside(results: dict[str, Verdict]) -> Beside | None:
+    """A family's other reading (:class:`Beside`), combined as its verdict is: every model must pass there; one
+    model failing outright fails it, else an underpowered one, else an inconclusive one decides the word; the
+    largest p. None unless every model has one."""
+    bs = [r.beside for r in results.values()]
+    if not bs or any(b is None for b in bs):
+        return None
+    word = next((w for w in (NOT_REPRODUCED, UNDERPOWERED, INCONCLUSIVE) if any(b.word == w for b in bs)),
+                REPRODUCED)
+    return Beside(bs[0].where, word, _largest(b.p for b in bs))
 
 
 def control_text(results: dict[str, Verdict], labels: dict[str, str]) -> str:
@@ -275,7 +295,7 @@ def _with_untested(df: pd.DataFrame) -> pd.DataFrame:
                                                "specificity p": "-", "verdict": NOT_JUDGED, "failed part": "-",
                                                "would flip if": "-", "matched control": "-",
                                                "control verdict": "-", "p": "-", "figure": BY_ID[c].figure,
-                                               "outcome": NOT_JUDGED}])])
+                                               "outcome": NOT_JUDGED, JUDGED_IN: BY_ID[c].judged_in}])])
     return df.reset_index(drop=True)
 
 
@@ -285,4 +305,4 @@ __all__ = ['Verdict', 'FIG', 'TEXT', 'CONTROL_SENTENCE', 'CONTROL_LABEL', 'share
            'VIEW_NOT_APPLICABLE', 'is_twin_row', 'verdict_view', 'verdict_class', 'verdict_column_class', 'Family',
            'Criterion', 'Claim', 'CLAIMS', 'BY_ID', 'evaluate', 'family_of', 'combine', 'families', 'row',
            'controls_of', 'control_text', 'NUMBERS', 'HOLM_ACROSS', 'across_families', 'ControlSeeds', 'Training',
-           'TRAINING', 'TRAINING_P', 'training_of']
+           'TRAINING', 'TRAINING_P', 'training_of', 'Beside', 'JUDGED_IN', 'OTHER']

@@ -9,7 +9,7 @@ import pandas as pd
 
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.claims import flip as fl
-from powerlens.analysis.claims.criteria import Verdict, _f
+from powerlens.analysis.claims.criteria import LAW, NOT_REPRODUCED, REPRODUCED, Beside, Verdict, _f
 from powerlens.analysis.kappa_sweep import FLAT, STOPS, at_kl
 
 
@@ -75,7 +75,9 @@ def c9(st: pd.DataFrame, crit: dict) -> Verdict:
     flip = fl.join([(flip, state(cos < bound)),
                     ("u would have to " + ("stop being" if principal else "become") + " principal",
                      state(not principal))], dc.YES if ok else dc.NO)
-    v = Verdict(ok, measured, null, "; ".join(failed), flip=flip, failed_parts=tuple(failed))
+    beside = (None if np.isnan(law) else  # the law at the same kappa: beside the verdict, never part of it
+              Beside(LAW, REPRODUCED if law >= bound and principal else NOT_REPRODUCED))
+    v = Verdict(ok, measured, null, "; ".join(failed), flip=flip, failed_parts=tuple(failed), beside=beside)
     if not ok and ceiling is not None and ceiling < bound:
         why = (f"a norm after the edit caps the change: the largest mean |cos| any kappa allows is {_f(ceiling)} "
                f"< {bound}")

@@ -14,6 +14,16 @@ from powerlens.core.fmt import fmt_num
 from powerlens.models.archs import PAPER_MODELS
 
 
+class Beside(NamedTuple):
+    """The same criterion read in the claim's other mode (C1's real forward pass, C9's attention-only law): shown
+    beside the verdict, never part of it. ``where`` names the mode, ``word`` is the verdict word the criterion
+    gives there and ``p`` its claim p (NaN where the criterion has none)."""
+
+    where: str
+    word: str
+    p: float = float("nan")
+
+
 class Verdict(NamedTuple):
     """One model's result on one criterion: pass or not, the measured value, the null it was judged against,
     and, when it fails, which part of the criterion failed (short, for the verdict view). ``inconclusive``:
@@ -40,6 +50,7 @@ class Verdict(NamedTuple):
     p_floor: float = float("nan")
     p_spec: float = float("nan")
     failed_parts: tuple[str, ...] = ()
+    beside: Beside | None = None  # the other mode's reading (never part of the verdict)
 
     def cannot_pass(self, why: str) -> "Verdict":
         """This verdict made "underpowered": ``why`` (in numbers) is the reason and the one failed part."""
@@ -64,6 +75,9 @@ class Verdict(NamedTuple):
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_JUDGED = "reproduced", "not reproduced", "inconclusive", "not judged"
 UNDERPOWERED = "underpowered"
+#: Where a claim is judged (:attr:`powerlens.analysis.claims.registry.Claim.judged_in`) and where its other reading
+#: (:class:`Beside`) is read: the paper's attention-only law, the model's real forward pass, the synthetic layers.
+LAW, REAL_PASS, SYNTHETIC = "attention-only law", "real forward pass", "synthetic layers"
 
 
 def verdict(state: str, measured: str, null: str, failed: list[str], undecided: list[str] = (), flip: str = ""

@@ -13,7 +13,7 @@ import pandas as pd
 
 from powerlens.analysis import decisions as dc
 from powerlens.analysis.claims import flip as fl
-from powerlens.analysis.claims.criteria import Verdict, verdict
+from powerlens.analysis.claims.criteria import REAL_PASS, Beside, Verdict, verdict
 from powerlens.analysis.parts import Part, evaluate
 from powerlens.analysis.verdict_tests import (
     AT_LEAST,
@@ -183,14 +183,17 @@ def c1(law: pd.DataFrame, model: pd.DataFrame | None, crit: dict) -> Verdict:
     marks = count(law, TILT, alpha=crit["alpha"])
     measured = (f"law: claim {x.conj.text()}; specificity {x.spec.text()}; per-layer Holm marks {marks.text()}; "
                 f"median tilt {_f(d[TILT.value].median())}")
+    beside = None
     if model is not None and len(model):
         m = parts(model, "C1", crit)  # the same reading on the real pass's tables
         if m and m[0].conj is not None and not np.isnan(m[0].conj.p):
             measured += (f"; real forward pass (FFN included), same test: claim {m[0].conj.text()}, specificity p "
                          f"{_f(m[0].spec.p)}")
+            mv = from_parts(m, crit, "", "")  # the same criterion there: beside the verdict, never part of it
+            beside = Beside(REAL_PASS, mv.word, mv.p)
     null = (f"{BOTH_NULLS}; random directions: median tilt {_f(d[TILT.col(Field.NULL_MEDIAN)].median())}, q95 "
             f"{_f(d[TILT.col(Field.NULL_Q95)].median())}")
-    return from_parts(ps, crit, measured, null)
+    return from_parts(ps, crit, measured, null)._replace(beside=beside)
 
 
 def c6(g: pd.DataFrame, crit: dict) -> Verdict:

@@ -12,7 +12,7 @@ from typing import Callable
 import pandas as pd
 
 from powerlens.analysis.claims.c9 import c9
-from powerlens.analysis.claims.criteria import FIG, TEXT, Verdict, albert_size, c5
+from powerlens.analysis.claims.criteria import FIG, LAW, REAL_PASS, SYNTHETIC, TEXT, Verdict, albert_size, c5
 from powerlens.analysis.claims.layer_criteria import c1, c6, c7, c8, c10
 from powerlens.analysis.verdict_tests import Reading, readings
 from powerlens.models.adapters import ADAPTERS
@@ -73,6 +73,11 @@ class Claim:
     criterion: Criterion | None = None
     gist: str = ""  # a few words (the full statement is in the claim's own section)
     robust_mode: str | None = None  # the dynamics mode the robustness variants judge it again in (None: not varied)
+    #: where the verdict is judged: the attention-only law (LAW), the real forward pass (REAL_PASS) or the synthetic
+    #: layers (SYNTHETIC); the article counts the verdicts by it
+    judged_in: str = REAL_PASS
+    #: the statistical method that decides it, in the words the modelling choices use (a unit test finds it there)
+    method: str = ""
 
     @property
     def readings(self) -> tuple[Reading, ...]:
@@ -86,15 +91,16 @@ def _c5(f: Family, m: str) -> Verdict:
     return c5(f.dynamics(m, "attention-only").iloc[-1], lead, albert_size(f.meta[m]), f.criteria, types)
 
 
-CONJUNCTION_POWER = ("partial conjunction: (L - u + 1) x the upper bound of zero exceedances at the draw cap "
+CONJUNCTION_POWER = ("partial conjunction: (L - k + 1) x the upper bound of zero exceedances at the draw cap "
                      "(dynamics.null_draws_cap), each layer's at level 1 - 0.01/L; "
                      "specificity: prod_t 1 / (M_t + 1) over the layers' eigen-directions of the lead's kind")
 
 CLAIMS: list[Claim] = [
-    Claim(id="C1", statement=TEXT["C1"], figure=FIG["C1"], power=CONJUNCTION_POWER,
+    Claim(id="C1", judged_in=LAW, method="partial conjunction",
+          statement=TEXT["C1"], figure=FIG["C1"], power=CONJUNCTION_POWER,
           gist="attention tilts tokens to v_1", robust_mode="attention-only",
-          where=" [judged in the attention-only law, FFN removed; table_claims shows the real forward pass beside it, "
-                "and the matched controls where the run has them]",
+          where=" [judged in the attention-only law, FFN removed; the claims table shows the real forward pass beside "
+                "it, and the matched controls where the run has them]",
           prose="In the paper's attention-only law, each layer should move tokens towards its F's leading "
                 "eigenvector more than towards a random direction, and more than towards F's other eigenvectors.",
           criterion=Criterion(
@@ -106,24 +112,28 @@ CLAIMS: list[Claim] = [
               f"other eigen-directions across the model (specificity p < {c['alpha']}, against independent layers "
               "and among its members' chains across layers: our choice); shown beside it: the real forward pass, "
               "same test")),
-    Claim(id="C2", statement=TEXT["C2"], figure=FIG["C2"],
+    Claim(id="C2", judged_in=SYNTHETIC, method="share of seeds",
+          statement=TEXT["C2"], figure=FIG["C2"],
           gist="shared weights: consensus on v_1",
           where=" [synthetic layers, softmax attention over a sweep of sharpness and weight seeds]",
           power="a share of seeds at every sharpness; the uniform-attention control shows the code sees the rate",
           prose="With one shared layer and a real dominant eigenvalue, tokens starting in a hemisphere should "
                 "converge to one direction, whatever the attention's sharpness."),
-    Claim(id="C3", statement=TEXT["C3"], figure=FIG["C3"],
+    Claim(id="C3", judged_in=SYNTHETIC, method="share of seeds",
+          statement=TEXT["C3"], figure=FIG["C3"],
           gist="complex lead: limit cycle",
           where=" [synthetic layers, softmax attention over a sweep of sharpness and weight seeds]",
           power="a share of seeds at every sharpness; the uniform-attention control shows the code sees the angle",
           prose="With a complex dominant pair, tokens should settle on a closed orbit in its plane."),
-    Claim(id="C4", statement=TEXT["C4"], figure=FIG["C4"],
+    Claim(id="C4", judged_in=SYNTHETIC, method="exact conditional test over strata",
+          statement=TEXT["C4"], figure=FIG["C4"],
           gist="bipartite consensus unstable",
           where=" [synthetic layers, linearised, stratified by configured sharpness x (size, seed) block]",
           power="one-sided exact stratified test: its smallest p from the strata's cell counts",
           prose="Two antipodal groups of tokens can be an equilibrium, but with several heads it should be "
                 "unstable more often than with one, and random starts should rarely end there."),
-    Claim(id="C5", statement=TEXT["C5"], figure=FIG["C5"], where=" [attention-only law, long runs]",
+    Claim(id="C5", judged_in=LAW, method="random-subspace null",
+          statement=TEXT["C5"], figure=FIG["C5"], where=" [attention-only law, long runs]",
           gist="ALBERT: fast consensus",
           power="thresholds and the random-subspace null's 99th percentile",
           prose="ALBERT's shared layer should drive tokens to consensus, with the leading eigenvalue's type "
@@ -135,7 +145,8 @@ CLAIMS: list[Claim] = [
               f"M's span(v_1, v_2) or leading plane above the random-subspace null's "
               f"q{c['C5_null_quantile'] * 100:.0f}; "
               "(c) leading type: base/large real, xlarge/xxlarge complex (size from the configuration)")),
-    Claim(id="C6", statement=TEXT["C6"], figure=FIG["C6"], where=" [real forward pass]",
+    Claim(id="C6", method="partial conjunction",
+          statement=TEXT["C6"], figure=FIG["C6"], where=" [real forward pass]",
           gist="gamma positive but weak", robust_mode="model",
           power="(a) L x the upper bound of zero exceedances at the draw cap (dynamics.null_draws_cap) at level "
                 "1 - 0.01/L; (c) "
@@ -146,9 +157,10 @@ CLAIMS: list[Claim] = [
               applies=lambda f: [m for m in f.layer_varying() if f.has(m, "model")],
               judge=lambda f, m: c6(f.dynamics(m, "model"), f.criteria),
               wording=lambda c: f"model mode: (a) gamma above the random-direction null in at least one layer (one "
-              f"p: the partial conjunction with u = 1, < {c['alpha']}), (b) gamma < {c['C6_weak_below']} in every "
+              f"p: the partial conjunction with k = 1, < {c['alpha']}), (b) gamma < {c['C6_weak_below']} in every "
               "layer, (c) last output vs first layer's v_1 not beyond the null")),
-    Claim(id="C7", statement=TEXT["C7"], figure=FIG["C7"], where=" [real forward pass]", power=CONJUNCTION_POWER,
+    Claim(id="C7", method="partial conjunction",
+          statement=TEXT["C7"], figure=FIG["C7"], where=" [real forward pass]", power=CONJUNCTION_POWER,
           gist="rho above one half", robust_mode="model",
           prose="More than half of the tokens should increase their alignment with the layer's leading "
                 "eigenvector, beyond what random directions and F's other eigenvectors get.",
@@ -159,7 +171,8 @@ CLAIMS: list[Claim] = [
               wording=lambda c: f"model mode: rho > 0.5 and beating random directions in at least "
               f"{c['C7_share_layers']:.0%} of the layers (partial conjunction, < {c['alpha']}; saturated layers are "
               f"no evidence) AND the specificity p across the model < {c['alpha']}")),
-    Claim(id="C8", statement=TEXT["C8"], figure=FIG["C8"], where=" [real forward pass]",
+    Claim(id="C8", method="Spearman",
+          statement=TEXT["C8"], figure=FIG["C8"], where=" [real forward pass]",
           gist="weak gamma from small gaps", robust_mode="model",
           power="one-sided Spearman test over L layers: smallest p 1 / L!",
           prose="Layers with a larger spectral gap should show a stronger alignment.",
@@ -168,7 +181,8 @@ CLAIMS: list[Claim] = [
               judge=lambda f, m: c8(f.spectra[f.spectra["model"] == m], f.dynamics(m, "model"), f.alpha),
               wording=lambda c: f"model mode: Spearman(1 - |lambda_next|/|lambda_1|, gamma - null median) across "
               f"layers > 0 with p < {c['alpha']} (lambda_next: first eigenvalue beyond the lead's pair)")),
-    Claim(id="C9", statement=TEXT["C9"], figure=FIG["C9"], where=" [real forward pass; the law beside it]",
+    Claim(id="C9", method="threshold",
+          statement=TEXT["C9"], figure=FIG["C9"], where=" [real forward pass; the law beside it]",
           gist="rank-1 edit steers tokens",
           power="thresholds (no null)",
           prose="A large enough rank-1 edit of the last layer's output matrix should align every token with a "
@@ -182,7 +196,8 @@ CLAIMS: list[Claim] = [
               "where a norm after the edit caps |cos| below the bound at any kappa, inconclusive where the cap "
               "stopped a curve still rising; activation addition (at matched KL on unrelated prompts where the model "
               "has an LM head, else at matched norm of change) reported beside the verdict, not part of it")),
-    Claim(id="C10", statement=TEXT["C10"], figure=FIG["C10"],
+    Claim(id="C10", method="partial conjunction",
+          statement=TEXT["C10"], figure=FIG["C10"],
           gist="FFN can be disregarded", robust_mode="model",
           where=" [real forward pass, split at the attention and FFN sublayers]",
           power=CONJUNCTION_POWER + "; the FFN clause: whether ceil(L/4) layers could be Holm-significant",

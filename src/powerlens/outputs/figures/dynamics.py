@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D
 from powerlens.analysis.verdict_tests import (ATTN_TILT, FFN_TILT, GAMMA, RHO, TILT, Field, Sums, TestSpec,
                                               layer_marks, own_depth, saturated, tested)
 from powerlens.core.io import read_json
-from powerlens.outputs.figures.style import _name
+from powerlens.outputs.figures.style import _name, in_model_order, model_rank
 from powerlens.outputs.plotting import (
     TRAINED,
     TWIN_SUFFIX,
@@ -73,10 +73,10 @@ MODE_NAME = {"attention-only": "law (attention-only)", "model": "real forward pa
 
 def _null_handles(median: bool) -> tuple[list, list]:
     hs = [Line2D([], [], color="0.3", lw=0.9, ls=NULL_Q95)]
-    ls = ["null's 95th percentile"]
+    ls = ["null's 95th pct. (curve's colour)"]
     if median:
         hs.append(Line2D([], [], color="0.3", lw=0.7, ls=NULL_MEDIAN))
-        ls.append("null's median")
+        ls.append("null's median (curve's colour)")
     return hs, ls
 
 
@@ -275,7 +275,7 @@ def fig_tilt(df: pd.DataFrame, labels: dict, weights: dict, stem, dpi: int, *, a
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
     axes[0].set_ylabel(r"tilt $a(t+1) - a(t)$")
     hs, ls = _null_handles(median=False)
-    legend_below(fig, list(shown.values()) + hs, list(shown) + ["random dirs' 95th pct."], ncol=3)
+    legend_below(fig, list(shown.values()) + hs, list(shown) + ["random dirs' 95th pct. (curve's colour)"], ncol=3)
     _mark_legend(fig, alpha)
     return save(fig, stem, dpi)
 
@@ -297,35 +297,36 @@ def gamma_gap_pairs(df: pd.DataFrame, spectra: list, shared: dict, controls: dic
 
 
 def dynamics_figures(csvs: list, npzs: list, metas: list, labels: dict, *, crit: dict, dpi: int,
-                     stems: dict, spectra: list = ()) -> pd.DataFrame:
+                     stems: dict, spectra: list = (), parts: dict | None = None) -> pd.DataFrame:
     """fig_gamma, fig_rho, fig_tilt, fig_albert_consensus, fig_albert_rotation, fig_gamma_gap (with the spectra
     step's CSVs ``spectra``, where ``stems`` names it) and table_alignment from the dynamics step's CSVs and
     arrays and each model's weights.json; ``stems`` maps each output's name to its path without suffix; ``crit``
-    the decision rule (:func:`~powerlens.analysis.verdict_tests.decision_rule`). Returns the alignment table."""
+    the decision rule (:func:`~powerlens.analysis.verdict_tests.decision_rule`); ``parts`` which of each figure's
+    two parts (trained, random weights) the run writes (:func:`~powerlens.outputs.plotting.draw_split`; all where
+    it says nothing). Returns the alignment table."""
+    from powerlens.analysis.claims import controls_of
     from powerlens.outputs.figures.spectra import fig_gamma_gap
 
     meta = {m["model"]: m for m in map(read_json, metas)}
     shared = {m: x["shared_weights"] for m, x in meta.items()}
-    from powerlens.analysis.claims import controls_of
-
     controls = {m: ctl[0] for m, ctl in controls_of(meta).items()}  # the first seed's, drawn for scale
-    df = pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True)
+    df = in_model_order(pd.concat([pd.read_csv(p) for p in csvs], ignore_index=True), model_rank(meta))
     df["shared"] = df["model"].map(shared)
     weights = dict(zip(df["model"], df["weights"]))
     alpha = crit["alpha"]
-    draw_split(lambda d, s: fig_gamma(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_gamma"], dpi,
-               "fig_gamma")
-    draw_split(lambda d, s: fig_rho(d, labels, weights, s, dpi, alpha=alpha), df, weights, stems["fig_rho"], dpi,
-               "fig_rho")
-    draw_split(lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha, full=df, controls=controls),
-               df, weights, stems["fig_tilt"], dpi, "fig_tilt")
-    draw_split(lambda d, s: fig_albert_consensus(d, labels, weights, s, dpi), df, weights,
-               stems["fig_albert_consensus"], dpi, "fig_albert_consensus")
-    draw_split(lambda d, s: fig_albert_rotation(d, s, dpi), rotation_runs(csvs, npzs, shared, labels, weights),
-               weights, stems["fig_albert_rotation"], dpi, "fig_albert_rotation")
+    parts = parts or {}
+    draws = {"fig_gamma": (lambda d, s: fig_gamma(d, labels, weights, s, dpi, alpha=alpha), df),
+             "fig_rho": (lambda d, s: fig_rho(d, labels, weights, s, dpi, alpha=alpha), df),
+             "fig_tilt": (lambda d, s: fig_tilt(d, labels, weights, s, dpi, alpha=alpha, full=df, controls=controls),
+                          df),
+             "fig_albert_consensus": (lambda d, s: fig_albert_consensus(d, labels, weights, s, dpi), df),
+             "fig_albert_rotation": (lambda d, s: fig_albert_rotation(d, s, dpi),
+                                     rotation_runs(csvs, npzs, shared, labels, weights))}
     if stems.get("fig_gamma_gap"):
-        pairs = gamma_gap_pairs(df, spectra, shared, controls, labels, weights)
-        draw_split(lambda d, s: fig_gamma_gap(d, s, dpi), pairs, weights, stems["fig_gamma_gap"], dpi, "fig_gamma_gap")
+        draws["fig_gamma_gap"] = (lambda d, s: fig_gamma_gap(d, s, dpi),
+                                  gamma_gap_pairs(df, spectra, shared, controls, labels, weights))
+    for name, (draw, data) in draws.items():
+        draw_split(draw, data, weights, stems[name], dpi, name, parts=tuple(parts.get(name, (True, True))))
     t = alignment_table(df, labels, crit=crit)
     write_table(t, stems["table_alignment"], caption="Alignment of tokens with each layer's leading eigenvector: "
                 "gamma vs null models; rho > 0.5 and the tilt decided against the Monte Carlo null of random "

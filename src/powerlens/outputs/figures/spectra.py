@@ -44,7 +44,7 @@ def fig_spectra(models: list[dict], stem, dpi: int):
             sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, U - 1))
             cb = fig.colorbar(sm, ax=ax, fraction=0.046, pad=0.02)
             cb.set_label("layer t", fontsize=8)
-            cb.locator = matplotlib.ticker.MaxNLocator(integer=True)
+            cb.locator = matplotlib.ticker.MaxNLocator(nbins=4 if len(models) <= 3 else 3, integer=True)
             cb.update_ticks()
         for u in range(U):
             pts = ev[u, :2] if leading_type(ev[u, 0]) == "complex pair" else ev[u, :1]
@@ -71,17 +71,23 @@ def fig_spectra(models: list[dict], stem, dpi: int):
 def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], stem, dpi: int):
     """Per layer and model: the relative gap beyond the lead's pair, 1 - |l_next|/|l1| (what sets the
     power-method rate; a complex pair's partner is not "next"), and |l1| (the scale); filled markers for a
-    real leading eigenvalue, open ones for a complex pair."""
+    real leading eigenvalue, open ones for a complex pair. Colour: the model (a matched control: its trained
+    model's colour); line style and marker: the control's seed (:func:`seed_of`), so that no legend needs more
+    than 6 entries."""
     style()
     n = df["model"].nunique()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(WIDTH, 3.2 if n <= 3 else 4.8))
-    for i, (m, g) in enumerate(df.groupby("model", sort=False)):
-        name = wrap_title(panel_title(labels.get(m, m), weights[m]), 34)
-        c, mk = DISTINCT[i % len(DISTINCT)], MARKERS[i % len(MARKERS)]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(WIDTH, 3.2 if n <= 3 else 4.0))
+    key = {m: seed_of(labels.get(m, m)) for m in df["model"].unique()}
+    bases = list(dict.fromkeys(b for b, _ in key.values()))
+    seeds = list(dict.fromkeys(x for _, x in key.values()))
+    for m, g in df.groupby("model", sort=False):
+        i, k = bases.index(key[m][0]), seeds.index(key[m][1])
+        k = i if seeds == [""] else k  # no seeds: each model its own line style and marker too
+        c, mk, ls = DISTINCT[i % len(DISTINCT)], MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)]
         pair = (g["leading_type"] == "complex pair").to_numpy()
         rel = 1 - g["ratio_next"].to_numpy()
         for ax, y in ((a1, rel), (a2, g["abs_lambda1"].to_numpy())):
-            ax.plot(g["layer"], y, lw=1.2, color=c, label=name, ls=LINESTYLES[i % len(LINESTYLES)])
+            ax.plot(g["layer"], y, lw=1.2, color=c, ls=ls)
             ax.scatter(g["layer"][~pair], y[~pair], s=22, color=c, marker=mk, zorder=3)
             ax.scatter(g["layer"][pair], y[pair], s=22, facecolors="white", edgecolors=c, marker=mk, zorder=3)
     for ax in (a1, a2):
@@ -92,16 +98,38 @@ def fig_gap(df: pd.DataFrame, labels: dict[str, str], weights: dict[str, str], s
     a1.set_title("relative gap beyond the lead's pair\n(larger: faster power-method alignment)")
     a2.set_ylabel(r"$|\lambda_1|$")
     a2.set_title(r"leading eigenvalue's modulus $|\lambda_1(F_t)|$")
-    hs, ls = unique_handles([a1])
-    ncol = 3 if n <= 3 else 2  # the models (more than 6: one legend per 6, below and above the panels)
-    legend_below(fig, hs[:6], ls[:6], ncol=ncol)
-    if len(hs) > 6:
-        legend_below(fig, hs[6:12], ls[6:12], ncol=ncol, loc="upper center")
-    # what a marker's fill means: in each panel's corner (two entries)
-    a2.legend([Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", mfc="white",
-               color="0.3")], ["real lead", "complex pair"], loc="best", fontsize=8, framealpha=0.85)
+    names = [wrap_title(panel_title(b, "" if seeds != [""] else weights.get(_model_of(df, labels, b), "")), 34)
+             for b in bases]
+    hs = [Line2D([], [], color=DISTINCT[i % len(DISTINCT)], lw=1.4,
+                 **({"ls": LINESTYLES[i % len(LINESTYLES)]} if seeds == [""] else {})) for i in range(len(bases))]
+    for j in range(0, min(len(hs), 12), 6):  # 6 models a legend: below the panels, then above them
+        legend_below(fig, hs[j:j + 6], names[j:j + 6], ncol=3 if n <= 3 else 2, loc="lower center" if j == 0
+                     else "upper center")
+    if len(hs) > 12:  # more than 12 models (the paper run's twins): the rest in the left panel's corner
+        a1.add_artist(a1.legend(hs[12:18], names[12:18], loc="best", fontsize=8, framealpha=0.85))
+    # what a marker's fill (and, for matched controls, a line style) means: in the right panel's corner
+    key = [Line2D([], [], ls="", marker="o", color="0.3"), Line2D([], [], ls="", marker="o", mfc="white", color="0.3")]
+    words = ["real lead", "complex pair"]
+    if seeds != [""]:
+        key += [Line2D([], [], color="0.3", lw=1.2, ls=LINESTYLES[k % len(LINESTYLES)],
+                       marker=MARKERS[k % len(MARKERS)], ms=4) for k in range(len(seeds))][:4]
+        words += [s or "trained" for s in seeds][:4]
+    a2.legend(key, words, loc="best", fontsize=8, framealpha=0.85)
     return save(fig, stem, dpi)
 
+
+def seed_of(label: str) -> tuple[str, str]:
+    """A matched control's label split into its trained model's and its seed ("X matched control (seed 1)" ->
+    ("X matched control", "seed 1")); any other label is its own model with no seed."""
+    import re
+
+    m = re.match(r"^(.*) \((seed \d+)\)$", str(label))
+    return (m.group(1), m.group(2)) if m else (str(label), "")
+
+
+def _model_of(df: pd.DataFrame, labels: dict, base: str) -> str:
+    """The model key whose label is ``base`` (for its weights' precision in the legend)."""
+    return next((m for m in df["model"].unique() if labels.get(m, m) == base), base)
 
 
 def gamma_gap_points(dyn: pd.DataFrame, spec: pd.DataFrame) -> pd.DataFrame:

@@ -24,11 +24,27 @@ def fig_theory(real: dict, cplx: dict, bip: dict, notes: dict, stem, dpi: int):
             "distance to the plane", "(b) C3: tokens reach the plane" + _seeds(notes.get("C3", {}), sharp))
     _angles(bb, cplx)
     _theory_c4(c, bip, notes.get("C4", ""))
-    cmap = plt.get_cmap("viridis")
-    hs = [Line2D([], [], color=cmap(i / max(1, len(sharp) - 1)), lw=1.4) for i in range(len(sharp))]
+    hs = [Line2D([], [], lw=1.2, **_sweep_style(i, len(sharp), legend=True)) for i in range(len(sharp))]
     hs.append(Line2D([], [], color="0.1", lw=1.6, ls="--"))
     legend_below(fig, hs, [f"|score| {s:g}" for s in sharp] + ["uniform attention (control)"], ncol=6)
     return save(fig, stem, dpi)
+
+
+#: Head counts of panel (d): Okabe-Ito blue, orange, green, pink, sky blue (no two alike), each with its own marker
+HEAD_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#000000"]
+HEAD_MARKERS = ["o", "s", "D", "^", "v", "P"]
+SWEEP_LINES = ["-", (0, (5, 2)), "-.", (0, (1, 1.5)), (0, (6, 1.5, 1, 1.5, 1, 1.5))]
+SWEEP_MARKERS = ["o", "s", "D", "^", "v", "P", "X"]
+
+
+def _sweep_style(i: int, n: int, legend: bool = False) -> dict:
+    """Curve ``i`` of ``n`` in the sharpness sweep: a viridis colour, its own line style, and its own marker
+    placed every 25 steps from a start of its own, so that curves lying on one another stay visible."""
+    kw = {"color": plt.get_cmap("viridis")(i / max(1, n - 1)), "ls": SWEEP_LINES[i % len(SWEEP_LINES)],
+          "marker": SWEEP_MARKERS[i % len(SWEEP_MARKERS)], "ms": 4, "mfc": "none"}
+    if not legend:
+        kw["markevery"] = (3 + 5 * i, 25)
+    return kw
 
 
 def _seeds(words: dict, sharp) -> str:
@@ -42,10 +58,9 @@ def _seeds(words: dict, sharp) -> str:
 
 def _curves(ax, sweep, control, sharp, rate, ylabel: str, title: str) -> None:
     sweep = np.asarray(sweep, dtype=float)
-    cmap = plt.get_cmap("viridis")
     for i, _ in enumerate(np.asarray(sharp, dtype=float)):
         e = sweep[i]
-        ax.semilogy(np.arange(len(e)), np.maximum(e, 1e-17), color=cmap(i / max(1, len(sharp) - 1)), lw=1.2)
+        ax.semilogy(np.arange(len(e)), np.maximum(e, 1e-17), lw=1.1, **_sweep_style(i, len(sharp)))
     if control is not None:
         e = np.asarray(control, dtype=float)
         ax.semilogy(np.arange(len(e)), np.maximum(e, 1e-17), color="0.1", lw=1.6, ls="--")
@@ -66,10 +81,9 @@ def _angles(bb, cplx: dict) -> None:
     arg = float(cplx["angle_control"])
     sweep = np.asarray(cplx["dtheta_sweep"], dtype=float)
     sharp = np.asarray(cplx["sweep_sharpness"], dtype=float)
-    cmap = plt.get_cmap("viridis")
     steps = np.arange(1, sweep.shape[1] + 1)
     for i, _ in enumerate(sharp):
-        bb.semilogy(steps, np.maximum(np.abs(sweep[i] - arg), 1e-17), color=cmap(i / max(1, len(sharp) - 1)), lw=1.1)
+        bb.semilogy(steps, np.maximum(np.abs(sweep[i] - arg), 1e-17), lw=1.0, **_sweep_style(i, len(sharp)))
     bb.semilogy(np.arange(1, len(ctl) + 1), np.maximum(np.abs(ctl - arg), 1e-17), color="0.1", lw=1.6, ls="--")
     bb.set_ylim(1e-17, 10)
     bb.set_xlabel("step t")
@@ -93,11 +107,11 @@ def _theory_c4(c, bip: dict, note: str) -> None:
         m = found & (heads == H)
         x = np.where(deg[m], left * 1.08 ** (hi - 1.5), score[m])
         unstable = rad[m] > 1 + 1e-6
-        col = f"C{hi}"
+        col, mk = HEAD_COLOURS[hi % len(HEAD_COLOURS)], HEAD_MARKERS[hi % len(HEAD_MARKERS)]
         size = 22 if H == 1 else 14
-        c.scatter(x[unstable & ~deg[m]], rad[m][unstable & ~deg[m]], s=size, color=col, marker="o", zorder=3)
+        c.scatter(x[unstable & ~deg[m]], rad[m][unstable & ~deg[m]], s=size, color=col, marker=mk, zorder=3)
         c.scatter(x[~unstable & ~deg[m]], rad[m][~unstable & ~deg[m]], s=size, facecolors="white", edgecolors=col,
-                  marker="o", zorder=3, linewidths=1.2 if H == 1 else 0.8)
+                  marker=mk, zorder=3, linewidths=1.2 if H == 1 else 0.8)
         c.scatter(x[deg[m]], rad[m][deg[m]], s=16, color=col, marker="x", zorder=3)
     for e in np.sqrt(sharp[1:] * sharp[:-1]):
         c.axvline(e, color="0.6", lw=0.6, ls=":")
@@ -111,7 +125,8 @@ def _theory_c4(c, bip: dict, note: str) -> None:
     c.set_xlabel("mean |score| at the equilibrium")
     c.set_ylabel("spectral radius (Jacobian)")
     c.set_title(f"(d) C4: bipartite equilibria\n{note}")
-    hd = [Line2D([], [], color=f"C{hi}", marker="o", ls="") for hi in range(len(hs))]
+    hd = [Line2D([], [], color=HEAD_COLOURS[hi % len(HEAD_COLOURS)], marker=HEAD_MARKERS[hi % len(HEAD_MARKERS)],
+                 ls="") for hi in range(len(hs))]
     hd += [Line2D([], [], color="0.3", marker="o", ls="", mfc="white"), Line2D([], [], color="0.3", marker="x", ls="")]
     # above the panels (inside (d) it would cover equilibria): the markers of (d) only
     legend_below(c.figure, hd, ["(d) 1 head" if H == 1 else f"{H} heads" for H in hs]

@@ -18,6 +18,8 @@ OPTIONS = (
     Option("fig-albert-rotation", "param:rotation", help="path of fig_albert_rotation without suffix"),
     Option("fig-gamma-gap", "param:gamma_gap", help="path of fig_gamma_gap without suffix"),
     Option("table-alignment", "param:table", help="path of table_alignment without suffix"),
+    Option("parts", "param:parts", kind="json",
+           help="JSON {figure: [trained, random weights]}: which parts of each figure the run writes"),
     ALPHA,
     NULL_DRAWS_CAP,
     CRITERIA,
@@ -28,7 +30,7 @@ OPTIONS = (
 def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: dict, fig_gamma: str, fig_rho: str,
                   fig_tilt: str, fig_albert_consensus: str, fig_albert_rotation: str, table_alignment: str,
                   alpha: float, null_draws_cap: int, criteria: dict, dpi: int, spectra: list[str] = (),
-                  fig_gamma_gap: str = ""):
+                  fig_gamma_gap: str = "", parts: dict | None = None):
     from powerlens.analysis.verdict_tests import decision_rule
     from powerlens.outputs.figures import dynamics_figures
     from powerlens.outputs.staging import staged
@@ -40,7 +42,7 @@ def plot_dynamics(*, csv: list[str], npz: list[str], meta: list[str], labels: di
         stems["fig_gamma_gap"] = fig_gamma_gap
     with staged(stems) as tmp:  # all files replaced together, or none (an interrupt half-way)
         return dynamics_figures(csv, npz, meta, labels, crit=decision_rule(criteria, alpha, null_draws_cap), dpi=dpi,
-                                stems=tmp, spectra=list(spectra))
+                                stems=tmp, spectra=list(spectra), parts=parts)
 
 
 show = show_table

@@ -21,7 +21,11 @@ def table_models(*, stem: str, labels: dict, manifests: list[str], metas: list[s
     from powerlens.outputs.tables import models_table, write_table
 
     mans = {m["model"]: m for m in map(read_json, manifests)}
-    df = models_table([read_json(p) for p in metas], labels, mans)
+    from powerlens.outputs.figures.style import model_rank
+
+    meta = [read_json(p) for p in metas]
+    rank = model_rank({m["model"]: m for m in meta})  # the verdict table's order, as every figure and table has it
+    df = models_table(sorted(meta, key=lambda m: rank.get(m["model"], len(rank))), labels, mans)
     with staged({"stem": stem, "record": record}) as s:  # .csv, .md, .tex, .html and the record together
         write_table(df, s["stem"],
                     caption="Models: checkpoints and architecture twins used in this run, trained first (name, "
