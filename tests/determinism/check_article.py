@@ -2,7 +2,9 @@
 Chromium at 1280x800, the text of the first screen only (what lies above the window's bottom at load) must name
 each trained model of table_models, each of the paper's families that has no trained model in the run, the verdict
 counts split by where the claims are judged (law, real forward pass, synthetic layers) and the pattern sentence;
-the section "What the evidence says" must exist. Run by check_offline_twice.sh on the offline run.
+the section "What the evidence says" must exist. The PDF (:func:`check_pdf`): a link annotation per traced value,
+page numbers on every page, the verdict table's header row on every page it spans. Run by check_offline_twice.sh
+on the offline run; each check was seen failing on a doctored article and PDF.
 Usage: python tests/determinism/check_article.py <run folder> <run name>"""
 
 from __future__ import annotations
@@ -39,6 +41,39 @@ def first_screen(html: Path) -> dict:
     return seen
 
 
+def check_pdf(root: Path, run: str) -> list[str]:
+    """replication.pdf: a link annotation for every traced value the HTML shows (each value of the PDF links to
+    its source entry; a value wrapped over two lines gets two), "k / n" at the foot of every page, and the verdict
+    table's header row ("claim" and each trained model's name) on every page the table spans."""
+    import re
+
+    import pypdf
+
+    from powerlens.outputs.trace import traced_spans
+
+    html = (root / f"results/{run}/replication.html").read_text(encoding="utf-8")
+    values = len(traced_spans(html[:html.index('id="sources"')] if 'id="sources"' in html else html))
+    reader = pypdf.PdfReader(root / f"results/{run}/replication.pdf")
+    links = sum(1 for page in reader.pages for a in (page.get("/Annots") or [])
+                if a.get_object().get("/Subtype") == "/Link")
+    bad = [] if links >= values else [f"the PDF has {links} link annotations for {values} traced values"]
+    texts = [page.extract_text() or "" for page in reader.pages]
+    n = len(texts)
+    bad += [f"PDF page {i + 1} has no page number '{i + 1} / {n}'" for i, t in enumerate(texts)
+            if not re.search(rf"\b{i + 1} / {n}\s*$", t.strip())]
+    from powerlens.analysis.claims.registry import CLAIMS, gist
+
+    gists = [gist(c.id) for c in CLAIMS if gist(c.id)]
+    first = next((i for i, t in enumerate(texts) if gists[0] in t), None)
+    last = next((i for i, t in enumerate(texts) if gists[-1] in t), None)
+    for i in range(first + 1, last + 1) if first is not None and last is not None else ():
+        rows = [texts[i].find(g) for g in gists if g in texts[i]]
+        if "synthetic layers" not in texts[i][:min(rows)]:  # the header row above the page's first row
+            bad.append(f"the verdict table's header row is not repeated on PDF page {i + 1}")
+    print(f"[article] PDF: {n} pages, {links} link annotations for {values} traced values")
+    return bad
+
+
 def main(folder: str, run: str) -> int:
     root = Path(folder)
     seen = first_screen(root / f"results/{run}/replication.html")
@@ -57,6 +92,7 @@ def main(folder: str, run: str) -> int:
     bad = [f"{what}: {s!r} is not on the first screen" for what, s in need.items() if s not in text]
     if not seen["evidence"]:
         bad.append("the section 'What the evidence says' (id evidence) is missing")
+    bad += check_pdf(root, run)
     for b in bad:
         print(f"[article] {b}")
     print(f"[article] {'FAILED' if bad else 'PASSED'}: first screen at 1280x800 names {len(trained)} trained "

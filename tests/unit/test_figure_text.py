@@ -14,22 +14,9 @@ import pytest
 from powerlens.outputs import plotting
 from powerlens.outputs.figures.captions import CAPTIONS, TWINS_NOTE
 
+from .test_figures import drawn  # noqa: F401  (the fixture: every figure save() closed)
+
 DPI = 100
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """Every figure closed by save(), kept for inspection."""
-    figs = []
-    real = plotting.plt.close
-
-    def keep(fig=None):
-        if fig is not None:
-            figs.append(fig)
-        real(fig)
-
-    monkeypatch.setattr(plotting.plt, "close", keep)
-    return figs
 
 
 def _legend_sizes(fig) -> list[int]:
@@ -74,7 +61,7 @@ def test_place_labels_moves_or_drops_a_label_that_would_cover_another():
     plotting.plt.close(fig)
 
 
-def test_every_legend_of_every_figure_has_at_most_6_entries(tmp_path, drawn):
+def test_every_legend_of_every_figure_has_at_most_6_entries(tmp_path, drawn):  # noqa: F811
     """The per-model figures at 9 matched controls (the offline run's twins part) and 13 models (the paper
     run), and the ALBERT figures; the steering and theory figures are checked in test_figures.py."""
     from powerlens.outputs.figures import fig_albert_consensus, fig_albert_rotation, fig_gap, fig_spectra

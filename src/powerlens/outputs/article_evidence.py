@@ -122,11 +122,18 @@ def models_paragraph(run) -> list:
     return [("p", out, "summary")]
 
 
+def _claims_table(run) -> tuple[str, pd.DataFrame | None]:
+    """table_claims' path and its rows, None where the run has none or it predates the ``judged in`` column."""
+    df = _tables(run, "table_claims.csv")
+    return f"{run.tables}/table_claims.csv", (df if df is not None and JUDGED_IN in df else None)
+
+
 def counts_paragraph(run) -> list:
     """The judged cells' verdicts, counted apart by where each claim is judged."""
-    csrc = f"{run.tables}/table_claims.csv"
-    df = _tables(run, "table_claims.csv")
-    if df is None or JUDGED_IN not in df:
+    from powerlens.analysis.claims.registry import CLAIMS
+
+    csrc, df = _claims_table(run)
+    if df is None:
         return []
     out = ["Judged cells by where the claim is judged: "]
     parts = []
@@ -136,8 +143,8 @@ def counts_paragraph(run) -> list:
                  if w in ("reproduced", "not reproduced") or ((df[JUDGED_IN] == where) & (df["outcome"] == w)).any()]
         if not ((df[JUDGED_IN] == where) & df["outcome"].isin(words)).any():
             continue
-        claims = sorted(set(df.loc[(df[JUDGED_IN] == where) & df["outcome"].isin(words), "claim"]),
-                        key=lambda c: int(c[1:]))
+        mine = set(df.loc[(df[JUDGED_IN] == where) & df["outcome"].isin(words), "claim"])
+        claims = [c.id for c in CLAIMS if c.id in mine]  # the registry's order
         name = {LAW: "in the attention-only law", REAL_PASS: "in the real forward pass",
                 SYNTHETIC: "on the synthetic layers"}[where]
         line = [f"{name} ({', '.join(claims)}): "]
@@ -149,9 +156,8 @@ def counts_paragraph(run) -> list:
 
 def pattern_paragraph(run) -> list:
     """The pattern sentence (:func:`powerlens.outputs.evidence.pattern`), its counts traced."""
-    csrc = f"{run.tables}/table_claims.csv"
-    df = _tables(run, "table_claims.csv")
-    if df is None or JUDGED_IN not in df:
+    csrc, df = _claims_table(run)
+    if df is None:
         return []
     f = pattern(df)
 
@@ -181,9 +187,8 @@ def evidence_section(run) -> list:
     """One row per trained cell: where it is judged and its outcome, the same criterion in its other mode, the
     matched controls, the training p and the sentence that follows; then each cell whose controls pass where the
     trained model fails, discussed."""
-    csrc = f"{run.tables}/table_claims.csv"
-    df = _tables(run, "table_claims.csv")
-    if df is None or JUDGED_IN not in df or not len(trained_cells(df)):
+    csrc, df = _claims_table(run)
+    if df is None or not len(trained_cells(df)):
         return []
     alpha = _alpha(run)
     rows = []
