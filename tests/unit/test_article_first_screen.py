@@ -99,7 +99,8 @@ def test_the_first_screen_answers_with_its_strength(full_run):
                             "google-bert/bert-base-uncased."), first
     assert ("The paper's ALBERT checkpoints have no trained stand-in here: this run loads no model from the Hugging "
             "Face hub") in first
-    assert "cells had a test that could have gone either way (attainable p below alpha 0.05)" in summary
+    assert ("How sure, counting judged cells: 2 had a test that could have gone either way (attainable p below "
+            "alpha 0.05)") in summary
     assert html.index('<p class="summary">') < html.index('<table class="verdicts">') < html.index('id="stand-ins"')
 
 

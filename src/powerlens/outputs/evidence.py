@@ -47,6 +47,8 @@ COUNTS: dict[str, list] = {
     "synthetic_pass": [["family", ["synthetic"]], ["outcome", [REPRODUCED]]],
     "beside_real": [TRAINED, JUDGED, [OTHER[0], [REAL_PASS]], [OTHER[1], list(WORDS)]],
     "beside_real_pass": [TRAINED, JUDGED, [OTHER[0], [REAL_PASS]], [OTHER[1], [REPRODUCED]]],
+    "beside_law": [TRAINED, JUDGED, [OTHER[0], [LAW]], [OTHER[1], list(WORDS)]],
+    "beside_law_pass": [TRAINED, JUDGED, [OTHER[0], [LAW]], [OTHER[1], [REPRODUCED]]],
     "reproduced": [TRAINED, ["outcome", [REPRODUCED]]],
 }
 
@@ -132,12 +134,15 @@ def sentence(f: Finding, num: Callable[[str], object], cell: Callable[[str, str]
                "by its random-attention controls in every seed, so these tests pass without trained attention and "
                "say nothing about training. "]
     elif f.kind == LAW_NOT_REAL:
-        out = ["What the pattern says: the paper's simplified layer behaves as the paper says, the trained models' "
-               "real forward pass does not. ", num("law_pass"), " of ", num("law"), " cells judged in the "
+        out = ["What the pattern says: the paper's simplified layer behaves as the paper says, the real forward pass "
+               "of these trained models does not. ", num("law_pass"), " of ", num("law"), " cells judged in the "
                "attention-only law pass, against ", num("real_pass"), " of ", num("real"), " judged in the real "
                "forward pass"]
         out += ([", and the law's own test rerun on the real forward pass passes on ", num("beside_real_pass"), " of ",
-                 num("beside_real"), " models. "] if f.n.get("beside_real") else [". "])
+                 num("beside_real"), " models"] if f.n.get("beside_real") else [])
+        out += ([" (read in the law, C9's edit passes on ", num("beside_law_pass"), " of ", num("beside_law"),
+                 ")"] if f.n.get("beside_law") else [])
+        out += [". "]
     elif f.kind == REAL_HOLDS:
         out = ["What the pattern says: the trained models' real forward pass shows what the paper says in ",
                num("real_pass"), " of ", num("real"), " cells judged there. "]
@@ -161,6 +166,7 @@ def follows(row: pd.Series, alpha: float) -> str:
     """The sentence a reader takes from one trained cell: its verdict read with its other reading, its matched
     controls and its training p (template text, no number)."""
     word, k, n = row["outcome"], _int(row.get("control seeds passing")), _int(row.get("control seeds"))
+    u = _int(row.get("control seeds undecided"))  # control seeds inconclusive at R0: neither pass nor fail
     where, other = row.get(JUDGED_IN, "-"), row.get(OTHER[0], "-")
     other_word = row.get(OTHER[1], "-")
     tp = pd.to_numeric(pd.Series([row.get(TRAINING_P, "-")]), errors="coerce").iloc[0]
@@ -173,6 +179,9 @@ def follows(row: pd.Series, alpha: float) -> str:
             s = "Holds, but random attention passes in every seed too: no evidence about training."
         elif k:
             s = "Holds; some random-attention seeds pass too, so the test is passable without training."
+        elif n and u:
+            s = ("Holds; random attention passes in no seed but is undecided in some (at R0 draws), so the test "
+                 "may be passable without training.")
         elif n and tp < alpha:
             s = "Holds where random attention fails, and the trained lead beats the controls' (training p below alpha)."
         elif n:

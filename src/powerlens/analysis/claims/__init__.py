@@ -76,7 +76,7 @@ CONTROL_LABEL = "random attention weights"  # what a matched control's weights a
 #: table_claims' columns that hold one number or one word each, what every output reads instead of the words
 #: ("p value": the claim's p; a family's is its trained models' largest, as each must pass).
 NUMBERS = ("outcome", "p value", "attainable p value", "specificity p value", "first failed part",
-           "control outcome", "control p value", "control seeds passing", "control seeds")
+           "control outcome", "control p value", "control seeds passing", "control seeds", "control seeds undecided")
 #: Where the claim is judged (:attr:`Claim.judged_in`), and the same criterion in its other mode
 #: (:class:`~powerlens.analysis.claims.criteria.Beside`, beside the verdict, never part of it): the mode, the word
 #: and the p, one column each
@@ -104,7 +104,8 @@ def row(claim: str, family: str, models: str, criterion: str, v: Verdict, tested
             **dict(zip(NUMBERS, (v.word if tested else NOT_JUDGED, v.p, v.p_floor, v.p_spec,
                                  (v.first_failed or None) if tested else None,
                                  None if cv is None else cv.outcome, nan if cv is None else cv.p,
-                                 None if cv is None else cv.k, None if cv is None else cv.n))),
+                                 None if cv is None else cv.k, None if cv is None else cv.n,
+                                 None if cv is None else cv.undecided))),
             JUDGED_IN: BY_ID[claim].judged_in,
             **dict(zip(OTHER, ("-", "-", nan) if v.beside is None or not tested else v.beside)),
             **_training_columns(trained or {}, labels or {})}

@@ -27,6 +27,11 @@ class ControlSeeds:
         return sum(1 for v in self.verdicts.values() if v.ok)
 
     @property
+    def undecided(self) -> int:
+        """Seeds whose control is inconclusive (neither passes nor fails: a test undecided at R0, never extended)."""
+        return sum(1 for v in self.verdicts.values() if v.inconclusive)
+
+    @property
     def everywhere(self) -> bool:
         """Every seed's control passes: the test does not need trained attention."""
         return self.n > 0 and self.k == self.n

@@ -181,6 +181,9 @@ NUMBERS_MISSING = {"p value": "the rule has no p (a residual or a threshold deci
                    "control p value": "no matched control, or a seed's rule has no p (the largest over seeds)",
                    "control seeds passing": "no matched control was judged",
                    "control seeds": "no matched control was judged",
+                   "control seeds undecided": "no matched control was judged",
+                   "other reading": "the claim has no other mode", "other reading outcome": "no other reading",
+                   "other reading p value": "no other reading, or its rule has no p",
                    "training p value": "no matched control ran, or the claim is not judged by random directions",
                    "p value, Holm across families": "fewer than two trained families judged the claim with a p"}
 
