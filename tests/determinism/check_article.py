@@ -64,11 +64,17 @@ def check_pdf(root: Path, run: str) -> list[str]:
     from powerlens.analysis.claims.registry import CLAIMS, gist
 
     gists = [gist(c.id) for c in CLAIMS if gist(c.id)]
-    first = next((i for i, t in enumerate(texts) if gists[0] in t), None)
-    last = next((i for i, t in enumerate(texts) if gists[-1] in t), None)
-    for i in range(first + 1, last + 1) if first is not None and last is not None else ():
-        rows = [texts[i].find(g) for g in gists if g in texts[i]]
-        if "synthetic layers" not in texts[i][:min(rows)]:  # the header row above the page's first row
+    flat = [" ".join(t.split()) for t in texts]  # a cell's words wrapped over lines read as one line
+    first = next((i for i, t in enumerate(flat) if gists[0] in t), None)
+    # the table ends before the next section ("What the evidence says"): its pages are first .. that page
+    heading = "What the evidence says Each trained cell"  # the section's heading and its first words
+    end = next((i for i, t in enumerate(flat) if heading in t), len(flat) - 1)
+    for i in range(first + 1, end + 1) if first is not None else ():
+        rows = [flat[i].find(g) for g in gists if g in flat[i]]
+        stop = flat[i].find(heading)
+        if not rows or (0 <= stop < min(rows)):
+            continue  # no row of the table on this page
+        if "synthetic layers" not in flat[i][:min(rows)]:  # the header row above the page's first row
             bad.append(f"the verdict table's header row is not repeated on PDF page {i + 1}")
     print(f"[article] PDF: {n} pages, {links} link annotations for {values} traced values")
     return bad
