@@ -226,11 +226,6 @@ def figure_written(name):
     return FIGURE_PARTS.get(name, (True, True))[0]
 
 
-def figure_stem(name):
-    """The path of a figure of this run without suffix (a param: valid where the run writes only one part)."""
-    return f"figures/{RUN}/{name}"
-
-
 def figure_parts_json(*names):
     """params.parts of a plot step: {figure: [trained, random weights]} for the figures it draws."""
     return params_json({n: list(FIGURE_PARTS[n]) for n in names})
@@ -276,11 +271,18 @@ def step_flags(step):
     return config_flags(step_module(step).OPTIONS, config)
 
 
-def stem_of(key):
-    """Params function: the stem (path without suffix) of the named output."""
+def stem_of(key, name=None):
+    """Params function: the stem (path without suffix) of the named output; a figure whose trained part the run
+    does not write (FIGURE_PARTS) takes its random-weights part's stem without the _twins suffix, and one with
+    neither part the figure `name`'s stem in this run's folder (the plot step writes nothing for it)."""
 
     def f(wildcards, output):
-        return os.path.splitext(output[key])[0]
+        names = output.keys()
+        if key in names:
+            return os.path.splitext(output[key])[0]
+        if f"{key}_twins" in names:
+            return os.path.splitext(output[f"{key}_twins"])[0][: -len("_twins")]
+        return f"figures/{RUN}/{name or key}"
 
     return f
 

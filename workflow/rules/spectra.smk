@@ -42,8 +42,8 @@ rule plot_spectra:
         flags=step_flags("plot_spectra"),
         py=PY,
         labels=labels_json(),
-        fig_spectra=figure_stem("fig_spectra"),
-        fig_gap=figure_stem("fig_gap"),
+        fig_spectra=stem_of("spectra", "fig_spectra"),
+        fig_gap=stem_of("gap", "fig_gap"),
         parts=figure_parts_json("fig_spectra", "fig_gap"),
         table=stem_of("table"),
     log:

@@ -49,7 +49,7 @@ rule plot_steering:
         flags=step_flags("plot_steering"),
         py=PY,
         labels=labels_json(),
-        fig=figure_stem("fig_steering"),
+        fig=stem_of("fig", "fig_steering"),
         parts=figure_parts_json("fig_steering"),
         table=stem_of("table"),
         continuations=stem_of("continuations"),
